@@ -1,0 +1,52 @@
+-- Storage: the v3 and d14n tables, column for column as node servers know them
+-- (SPEC.md section 2), so a node can map rows unchanged and keep inserting with
+-- plain INSERT.
+
+CREATE TABLE xip83.group_messages (
+    id                  bigserial PRIMARY KEY,
+    created_at          timestamp NOT NULL DEFAULT now(),
+    group_id            bytea     NOT NULL CHECK (octet_length(group_id) > 0),
+    data                bytea     NOT NULL,
+    group_id_data_hash  bytea     NOT NULL UNIQUE,
+    is_commit           boolean   NOT NULL DEFAULT false,
+    sender_hmac         bytea,
+    should_push         boolean
+);
+-- The wave scans descend this index once per topic.
+CREATE INDEX group_messages_group_id_id_idx ON xip83.group_messages (group_id, id);
+
+CREATE TABLE xip83.welcome_messages (
+    id                          bigserial PRIMARY KEY,
+    created_at                  timestamp NOT NULL DEFAULT now(),
+    installation_key            bytea     NOT NULL CHECK (octet_length(installation_key) > 0),
+    data                        bytea     NOT NULL,
+    hpke_public_key             bytea,
+    installation_key_data_hash  bytea     NOT NULL UNIQUE,
+    wrapper_algorithm           smallint  NOT NULL DEFAULT 0 CHECK (wrapper_algorithm >= 0),
+    welcome_metadata            bytea,
+    -- 0 = welcome, 1 = welcome pointer (data holds the pointer)
+    message_type                smallint  NOT NULL DEFAULT 0 CHECK (message_type IN (0, 1))
+);
+CREATE INDEX welcome_messages_installation_key_id_idx
+    ON xip83.welcome_messages (installation_key, id);
+
+CREATE TABLE xip83.envelopes (
+    originator_node_id      int       NOT NULL,
+    -- sequence ids start at 1: a cursor of 0 means "nothing seen"
+    originator_sequence_id  bigint    NOT NULL CHECK (originator_sequence_id > 0),
+    topic                   bytea     NOT NULL CHECK (octet_length(topic) > 0),
+    gateway_time            timestamp NOT NULL DEFAULT now(),
+    expiry                  bigint,
+    payer_id                int,
+    originator_envelope     bytea     NOT NULL,
+    PRIMARY KEY (originator_node_id, originator_sequence_id)
+);
+CREATE INDEX envelopes_topic_originator_idx
+    ON xip83.envelopes (topic, originator_node_id, originator_sequence_id);
+
+-- Messages are user data, not extension scaffolding: pg_dump must keep them.
+SELECT pg_catalog.pg_extension_config_dump('xip83.group_messages', '');
+SELECT pg_catalog.pg_extension_config_dump('xip83.group_messages_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('xip83.welcome_messages', '');
+SELECT pg_catalog.pg_extension_config_dump('xip83.welcome_messages_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('xip83.envelopes', '');

@@ -1,0 +1,233 @@
+-- Batch inserts. Each takes one array per column, checks every array before
+-- writing anything, assigns ids in input order, and is idempotent: an element
+-- whose message is already stored (same hash, or same originator and sequence
+-- for envelopes) returns the stored row with inserted = false instead of failing.
+-- One output row per input element, in input order.
+
+-- Checks one column array of a batch: present, one-dimensional, `expected`
+-- elements long, and NULL-free unless the column is nullable.
+CREATE FUNCTION xip83.check_batch_array(arr anyarray, arg_name text, expected int,
+                                        nulls_allowed boolean)
+RETURNS void LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    IF arr IS NULL THEN
+        RAISE EXCEPTION 'argument "%" must not be null', arg_name
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF array_ndims(arr) > 1 THEN
+        RAISE EXCEPTION 'argument "%" must be a one-dimensional array', arg_name
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(arr) <> expected THEN
+        RAISE EXCEPTION 'batch arrays have unequal lengths'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('Argument "%s" has length %s where %s was expected.',
+                                  arg_name, cardinality(arr), expected);
+    END IF;
+    IF NOT nulls_allowed AND array_position(arr, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'argument "%" must not contain null elements', arg_name
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = format('Element %s is null.',
+                                  array_position(arr, NULL) - array_lower(arr, 1) + 1);
+    END IF;
+END $$;
+
+-- Topics are identifiers: an empty one would match nothing a client can name.
+CREATE FUNCTION xip83.check_batch_topics(topics bytea[], arg_name text)
+RETURNS void LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    bad bigint;
+BEGIN
+    SELECT t.ord INTO bad FROM unnest(topics) WITH ORDINALITY AS t(topic, ord)
+     WHERE octet_length(t.topic) = 0 LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'argument "%" must not contain empty topics', arg_name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('Element %s is empty.', bad);
+    END IF;
+END $$;
+
+-- Positions of the first occurrence of each key in a batch: later repeats of the
+-- same message are reported, never inserted twice.
+CREATE FUNCTION xip83.batch_first_occurrences(keys bytea[])
+RETURNS TABLE (ord bigint, key bytea, first boolean)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT k.ord, k.key, row_number() OVER (PARTITION BY k.key ORDER BY k.ord) = 1
+      FROM unnest(keys) WITH ORDINALITY AS k(key, ord)
+$$;
+
+CREATE FUNCTION xip83.insert_group_messages(
+    group_ids     bytea[],
+    datas         bytea[],
+    is_commits    boolean[] DEFAULT NULL,
+    sender_hmacs  bytea[]   DEFAULT NULL,
+    should_pushes boolean[] DEFAULT NULL)
+RETURNS TABLE (id bigint, created_at timestamp, group_id bytea, data bytea,
+               group_id_data_hash bytea, is_commit boolean, sender_hmac bytea,
+               should_push boolean, inserted boolean)
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    n int := cardinality(group_ids);
+    hashes bytea[];
+    fresh bigint[];
+BEGIN
+    PERFORM xip83.check_batch_array(group_ids, 'group_ids', n, false);
+    PERFORM xip83.check_batch_array(datas, 'datas', n, false);
+    PERFORM xip83.check_batch_array(coalesce(is_commits, array_fill(false, ARRAY[n])),
+                                    'is_commits', n, false);
+    PERFORM xip83.check_batch_array(coalesce(sender_hmacs, array_fill(NULL::bytea, ARRAY[n])),
+                                    'sender_hmacs', n, true);
+    PERFORM xip83.check_batch_array(coalesce(should_pushes, array_fill(NULL::boolean, ARRAY[n])),
+                                    'should_pushes', n, true);
+    PERFORM xip83.check_batch_topics(group_ids, 'group_ids');
+
+    hashes := ARRAY(SELECT sha256(u.g || u.d)
+                      FROM unnest(group_ids, datas) WITH ORDINALITY AS u(g, d, ord)
+                     ORDER BY u.ord);
+    -- Insert the first occurrence of every new hash, ids in input order.
+    WITH ins AS (
+        INSERT INTO xip83.group_messages AS m
+               (group_id, data, group_id_data_hash, is_commit, sender_hmac, should_push)
+        SELECT b.g, b.d, f.key, coalesce(b.c, false), b.s, b.p
+          FROM unnest(group_ids, datas, is_commits, sender_hmacs, should_pushes)
+               WITH ORDINALITY AS b(g, d, c, s, p, ord)
+          JOIN xip83.batch_first_occurrences(hashes) f ON f.ord = b.ord AND f.first
+         ORDER BY b.ord
+        ON CONFLICT (group_id_data_hash) DO NOTHING
+        RETURNING m.id
+    )
+    SELECT array_agg(ins.id) INTO fresh FROM ins;
+
+    -- A new statement takes a new snapshot: a duplicate a concurrent writer
+    -- committed while we waited on its hash is visible here.
+    RETURN QUERY
+    SELECT m.id, m.created_at, m.group_id, m.data, m.group_id_data_hash, m.is_commit,
+           m.sender_hmac, m.should_push, (fr.id IS NOT NULL AND f.first)
+      FROM xip83.batch_first_occurrences(hashes) f
+      JOIN xip83.group_messages m ON m.group_id_data_hash = f.key
+      LEFT JOIN unnest(fresh) AS fr(id) ON fr.id = m.id
+     ORDER BY f.ord;
+END $$;
+
+CREATE FUNCTION xip83.insert_welcome_messages(
+    installation_keys  bytea[],
+    datas              bytea[],
+    hpke_public_keys   bytea[]   DEFAULT NULL,
+    wrapper_algorithms smallint[] DEFAULT NULL,
+    welcome_metadatas  bytea[]   DEFAULT NULL,
+    message_types      smallint[] DEFAULT NULL)
+RETURNS TABLE (id bigint, created_at timestamp, installation_key bytea, data bytea,
+               hpke_public_key bytea, installation_key_data_hash bytea,
+               wrapper_algorithm smallint, welcome_metadata bytea, message_type smallint,
+               inserted boolean)
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    n int := cardinality(installation_keys);
+    hashes bytea[];
+    fresh bigint[];
+BEGIN
+    PERFORM xip83.check_batch_array(installation_keys, 'installation_keys', n, false);
+    PERFORM xip83.check_batch_array(datas, 'datas', n, false);
+    PERFORM xip83.check_batch_array(coalesce(hpke_public_keys, array_fill(NULL::bytea, ARRAY[n])),
+                                    'hpke_public_keys', n, true);
+    PERFORM xip83.check_batch_array(coalesce(wrapper_algorithms, array_fill(0::smallint, ARRAY[n])),
+                                    'wrapper_algorithms', n, false);
+    PERFORM xip83.check_batch_array(coalesce(welcome_metadatas, array_fill(NULL::bytea, ARRAY[n])),
+                                    'welcome_metadatas', n, true);
+    PERFORM xip83.check_batch_array(coalesce(message_types, array_fill(0::smallint, ARRAY[n])),
+                                    'message_types', n, false);
+    PERFORM xip83.check_batch_topics(installation_keys, 'installation_keys');
+
+    hashes := ARRAY(SELECT sha256(u.k || u.d)
+                      FROM unnest(installation_keys, datas) WITH ORDINALITY AS u(k, d, ord)
+                     ORDER BY u.ord);
+    WITH ins AS (
+        INSERT INTO xip83.welcome_messages AS m
+               (installation_key, data, hpke_public_key, installation_key_data_hash,
+                wrapper_algorithm, welcome_metadata, message_type)
+        SELECT b.k, b.d, b.h, f.key, coalesce(b.w, 0), b.md, coalesce(b.t, 0)
+          FROM unnest(installation_keys, datas, hpke_public_keys, wrapper_algorithms,
+                      welcome_metadatas, message_types)
+               WITH ORDINALITY AS b(k, d, h, w, md, t, ord)
+          JOIN xip83.batch_first_occurrences(hashes) f ON f.ord = b.ord AND f.first
+         ORDER BY b.ord
+        ON CONFLICT (installation_key_data_hash) DO NOTHING
+        RETURNING m.id
+    )
+    SELECT array_agg(ins.id) INTO fresh FROM ins;
+
+    RETURN QUERY
+    SELECT m.id, m.created_at, m.installation_key, m.data, m.hpke_public_key,
+           m.installation_key_data_hash, m.wrapper_algorithm, m.welcome_metadata,
+           m.message_type, (fr.id IS NOT NULL AND f.first)
+      FROM xip83.batch_first_occurrences(hashes) f
+      JOIN xip83.welcome_messages m ON m.installation_key_data_hash = f.key
+      LEFT JOIN unnest(fresh) AS fr(id) ON fr.id = m.id
+     ORDER BY f.ord;
+END $$;
+
+-- Envelopes are keyed by (originator, sequence): a repeat of a stored key
+-- returns the stored envelope, so a caller can compare it with what it sent.
+CREATE FUNCTION xip83.insert_envelopes(
+    originator_node_ids     int[],
+    originator_sequence_ids bigint[],
+    topics                  bytea[],
+    originator_envelopes    bytea[],
+    expiries                bigint[] DEFAULT NULL,
+    payer_ids               int[]    DEFAULT NULL)
+RETURNS TABLE (originator_node_id int, originator_sequence_id bigint, topic bytea,
+               gateway_time timestamp, expiry bigint, payer_id int,
+               originator_envelope bytea, inserted boolean)
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    n int := cardinality(originator_node_ids);
+    keys bytea[];
+    fresh bytea[];
+BEGIN
+    PERFORM xip83.check_batch_array(originator_node_ids, 'originator_node_ids', n, false);
+    PERFORM xip83.check_batch_array(originator_sequence_ids, 'originator_sequence_ids', n, false);
+    PERFORM xip83.check_batch_array(topics, 'topics', n, false);
+    PERFORM xip83.check_batch_array(originator_envelopes, 'originator_envelopes', n, false);
+    PERFORM xip83.check_batch_array(coalesce(expiries, array_fill(NULL::bigint, ARRAY[n])),
+                                    'expiries', n, true);
+    PERFORM xip83.check_batch_array(coalesce(payer_ids, array_fill(NULL::int, ARRAY[n])),
+                                    'payer_ids', n, true);
+    PERFORM xip83.check_batch_topics(topics, 'topics');
+    IF EXISTS (SELECT FROM unnest(originator_sequence_ids) s WHERE s <= 0) THEN
+        RAISE EXCEPTION 'originator sequence ids must be positive'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- (originator, sequence) as one comparable key
+    keys := ARRAY(SELECT int4send(u.o) || int8send(u.s)
+                    FROM unnest(originator_node_ids, originator_sequence_ids)
+                         WITH ORDINALITY AS u(o, s, ord)
+                   ORDER BY u.ord);
+    WITH ins AS (
+        INSERT INTO xip83.envelopes AS e
+               (originator_node_id, originator_sequence_id, topic, expiry, payer_id,
+                originator_envelope)
+        SELECT b.o, b.s, b.t, b.x, b.p, b.env
+          FROM unnest(originator_node_ids, originator_sequence_ids, topics, expiries,
+                      payer_ids, originator_envelopes)
+               WITH ORDINALITY AS b(o, s, t, x, p, env, ord)
+          JOIN xip83.batch_first_occurrences(keys) f ON f.ord = b.ord AND f.first
+         ORDER BY b.ord
+        ON CONFLICT (originator_node_id, originator_sequence_id) DO NOTHING
+        RETURNING int4send(e.originator_node_id) || int8send(e.originator_sequence_id) AS key
+    )
+    SELECT array_agg(ins.key) INTO fresh FROM ins;
+
+    RETURN QUERY
+    SELECT e.originator_node_id, e.originator_sequence_id, e.topic, e.gateway_time,
+           e.expiry, e.payer_id, e.originator_envelope, (fr.key IS NOT NULL AND f.first)
+      FROM xip83.batch_first_occurrences(keys) f
+      JOIN unnest(originator_node_ids, originator_sequence_ids)
+           WITH ORDINALITY AS u(o, s, ord) ON u.ord = f.ord
+      JOIN xip83.envelopes e ON e.originator_node_id = u.o AND e.originator_sequence_id = u.s
+      LEFT JOIN unnest(fresh) AS fr(key) ON fr.key = f.key
+     ORDER BY f.ord;
+END $$;
