@@ -1,0 +1,101 @@
+/*
+ * testlib.c: connection, SQL and check helpers for the libpq tests.
+ */
+#include "testlib.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int			tl_checks;
+int			tl_failures;
+
+void
+tl_check(bool ok, const char *file, int line, const char *expr, const char *fmt,...)
+{
+	va_list		ap;
+
+	tl_checks++;
+	if (ok)
+		return;
+	tl_failures++;
+	fprintf(stderr, "not ok: %s:%d: %s: ", file, line, expr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void
+tl_fatal(const char *fmt,...)
+{
+	va_list		ap;
+
+	fprintf(stderr, "fatal: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+PGconn *
+tl_connect(void)
+{
+	PGconn	   *conn = PQconnectdb("");
+
+	if (PQstatus(conn) != CONNECTION_OK)
+		tl_fatal("connect: %s", PQerrorMessage(conn));
+	return conn;
+}
+
+PGresult *
+tl_exec(PGconn *conn, const char *sql, int nparams, const char *const *params)
+{
+	PGresult   *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(res);
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		tl_fatal("%s\n  in: %s", PQerrorMessage(conn), sql);
+	return res;
+}
+
+bool
+tl_exec_fails(PGconn *conn, const char *sql, const char *sqlstate)
+{
+	PGresult   *res = PQexec(conn, sql);
+	const char *got = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	bool		ok = PQresultStatus(res) == PGRES_FATAL_ERROR && got && strcmp(got, sqlstate) == 0;
+
+	if (!ok)
+		fprintf(stderr, "expected SQLSTATE %s, got %s (%s) from: %s\n",
+				sqlstate, got ? got : "none", PQresStatus(PQresultStatus(res)), sql);
+	PQclear(res);
+	return ok;
+}
+
+int
+tl_done(const char *name)
+{
+	printf("%s: %d checks, %d failed\n", name, tl_checks, tl_failures);
+	return tl_failures == 0 && tl_checks > 0 ? 0 : 1;
+}
+
+int64_t
+tl_int(const PGresult *res, int row, int col)
+{
+	return strtoll(PQgetvalue(res, row, col), NULL, 10);
+}
+
+bool
+tl_bool(const PGresult *res, int row, int col)
+{
+	return PQgetvalue(res, row, col)[0] == 't';
+}
+
+unsigned char *
+tl_bytea(const PGresult *res, int row, int col, size_t *len)
+{
+	return PQunescapeBytea((const unsigned char *) PQgetvalue(res, row, col), len);
+}

@@ -1,0 +1,40 @@
+/*
+ * testlib.h: the little the libpq tests share: connecting from the driver's
+ * environment (PGHOST, PGPORT, PGUSER, PGDATABASE), running SQL that must
+ * succeed, and counting checks. A test program exits 0 only when every check
+ * passed; it prints one line per failed check.
+ */
+#ifndef XIP83_TESTLIB_H
+#define XIP83_TESTLIB_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+extern int	tl_checks;
+extern int	tl_failures;
+
+/* Records one check; prints the failure with its place and message. */
+#define TL_CHECK(cond, ...) \
+	tl_check((cond), __FILE__, __LINE__, #cond, __VA_ARGS__)
+
+void		tl_check(bool ok, const char *file, int line, const char *expr,
+					 const char *fmt,...) __attribute__((format(printf, 5, 6)));
+/* Aborts the test at once: the rest of it would only report noise. */
+void		tl_fatal(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
+
+PGconn	   *tl_connect(void);
+/* Runs SQL with text parameters; any status but COMMAND_OK/TUPLES_OK is fatal. */
+PGresult   *tl_exec(PGconn *conn, const char *sql, int nparams, const char *const *params);
+/* Runs SQL expected to fail with the given SQLSTATE; returns whether it did. */
+bool		tl_exec_fails(PGconn *conn, const char *sql, const char *sqlstate);
+/* The test's exit status, with a summary line. */
+int			tl_done(const char *name);
+
+/* Field helpers on a successful result. */
+int64_t		tl_int(const PGresult *res, int row, int col);
+bool		tl_bool(const PGresult *res, int row, int col);
+/* A bytea field in hex text form ("\x..."), decoded; *len gets its length. */
+unsigned char *tl_bytea(const PGresult *res, int row, int col, size_t *len);
+
+#endif							/* XIP83_TESTLIB_H */
