@@ -453,6 +453,25 @@ DecodeNotice(const char *payload)
 	return notice;
 }
 
+/* Whether a notice's horizons pass any cursor of the feed's kinds. */
+static bool
+NoticeHasNews(Xip83Feed *f, const Xip83__V1__LiveNotice *notice)
+{
+	if ((f->opt.kinds & XIP83_FEED_GROUP) && (int64_t) notice->group_horizon > f->group_after)
+		return true;
+	if ((f->opt.kinds & XIP83_FEED_WELCOME) && (int64_t) notice->welcome_horizon > f->welcome_after)
+		return true;
+	if (f->opt.kinds & XIP83_FEED_ENVELOPE)
+		for (size_t i = 0; i < notice->n_originator_horizons; i++)
+		{
+			OriginatorCursor *c = Originator(f, (int32_t) notice->originator_horizons[i]->originator_node_id);
+
+			if (c && (int64_t) notice->originator_horizons[i]->horizon > c->after)
+				return true;
+		}
+	return false;
+}
+
 /* Handles every pending notice; returns whether a fetch is due. */
 static bool
 DrainNotices(Xip83Feed *f)
@@ -468,9 +487,13 @@ DrainNotices(Xip83Feed *f)
 		PQfreemem(nt);
 		if (notice == NULL)
 			continue;
-		fetch = true;
+		if (!f->live || NoticeHasNews(f, notice))
+			fetch = true;
 		if (f->epoch != 0 && notice->epoch != f->epoch)
+		{
 			GoOffline(f, "notifier restarted");
+			fetch = true;
+		}
 		f->epoch = notice->epoch;
 		if (notice->state == XIP83__V1__LIVE_NOTICE__STATE__STATE_STOPPING)
 			GoOffline(f, "notifier stopping");
