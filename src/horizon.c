@@ -53,7 +53,10 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
@@ -67,6 +70,7 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 #include "args.h"
@@ -129,6 +133,7 @@ static bool Touched[N_LINES];
 static bool AnyTouched = false;
 static bool PendingReset[3];	/* group, welcome, envelopes: TRUNCATEd here */
 static bool ExitCallbackSet = false;
+static object_access_hook_type prev_object_access_hook = NULL;
 
 /* Kinds the row trigger and the TRUNCATE trigger are told about. */
 typedef enum PositionKind
@@ -470,7 +475,7 @@ static HorizonDb *
 Attach(void)
 {
 	HorizonRequirePreload();
-	if (MyDb == NULL)
+	if (MySlot == NULL)
 	{
 #if PG_VERSION_NUM >= 170000
 		int			procno = MyProcNumber;
@@ -480,7 +485,8 @@ Attach(void)
 
 		if (procno < 0 || procno >= Registry->n_slots)
 			elog(ERROR, "xip83: process number %d outside the horizon registry", procno);
-		MyDb = AcquireDb();
+		if (MyDb == NULL)
+			MyDb = AcquireDb();
 		MySlot = &Registry->slots[procno];
 		if (MySlot->dboid != MyDatabaseId)
 		{
@@ -821,10 +827,47 @@ HorizonXactCallback(XactEvent event, void *arg)
 	}
 }
 
+/*
+ * Dropping one of the tables (DROP EXTENSION, DROP TABLE) starts its lines
+ * over when the drop commits, as a TRUNCATE does: a re-created table's
+ * sequence starts at 1 again.
+ */
+static void
+HorizonObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
+{
+	const char *name;
+
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access != OAT_DROP || classId != RelationRelationId || subId != 0 ||
+		Registry == NULL)
+		return;
+	if (MyDb == NULL)
+	{
+		/* a backend that never used the registry: only an existing entry needs resetting */
+		LWLockAcquire(Registry->lock, LW_SHARED);
+		MyDb = LookupDbLocked(MyDatabaseId);
+		LWLockRelease(Registry->lock);
+		if (MyDb == NULL)
+			return;
+	}
+	name = get_rel_name(objectId);
+	if (name == NULL || get_rel_namespace(objectId) != get_namespace_oid("xip83", true))
+		return;
+	if (strcmp(name, "group_messages") == 0)
+		PendingReset[KIND_GROUP] = true;
+	else if (strcmp(name, "welcome_messages") == 0)
+		PendingReset[KIND_WELCOME] = true;
+	else if (strcmp(name, "envelopes") == 0)
+		PendingReset[KIND_ENVELOPE] = true;
+}
+
 void
 HorizonInstallHooks(void)
 {
 	RegisterXactCallback(HorizonXactCallback, NULL);
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = HorizonObjectAccess;
 }
 
 /* ---------------------------------------------------------------- readers */

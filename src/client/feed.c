@@ -200,6 +200,20 @@ IgnoreNotice(void *arg, const char *message)
 	(void) message;
 }
 
+/* Handles a failed query: -1 when the connection went (it is dropped), -2 otherwise. */
+static int
+QueryFailed(Xip83Feed *f, PGresult *res)
+{
+	bool		lost = ConnectionLost(f, res);
+
+	if (!lost)
+		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
+	PQclear(res);
+	if (lost)
+		Disconnect(f, "connection lost");
+	return lost ? -1 : -2;
+}
+
 /* Connects and LISTENs (autocommit: the LISTEN is committed before any read). */
 static bool
 Connect(Xip83Feed *f)
@@ -317,16 +331,7 @@ FetchPage(Xip83Feed *f, int kind)
 		res = PQexecParams(f->conn, sql, 2, NULL, params, NULL, NULL, 1);
 	}
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		bool		lost = ConnectionLost(f, res);
-
-		if (!lost)
-			fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
-		PQclear(res);
-		if (lost)
-			Disconnect(f, "connection lost");
-		return lost ? -1 : -2;
-	}
+		return QueryFailed(f, res);
 	n = PQntuples(res);
 	for (int r = 0; r < n; r++)
 	{
@@ -369,16 +374,7 @@ DiscoverOriginators(Xip83Feed *f)
 	PGresult   *res = PQexec(f->conn, "SELECT originator_node_id FROM xip83.envelope_horizons()");
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		bool		lost = ConnectionLost(f, res);
-
-		if (!lost)
-			fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
-		PQclear(res);
-		if (lost)
-			Disconnect(f, "connection lost");
-		return lost ? -1 : -2;
-	}
+		return QueryFailed(f, res);
 	for (int r = 0; r < PQntuples(res); r++)
 		(void) Originator(f, (int32_t) atol(PQgetvalue(res, r, 0)));
 	PQclear(res);

@@ -370,6 +370,22 @@ CompareInt64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Notes when xip83-tail printed a row (a "--timestamps" line); returns 1 for a row line. */
+static int
+RecordPrint(LatencyRun *run, const char *line)
+{
+	long long	ts, id;
+	char		kind[16], topic[64];
+	long		bytes;
+
+	if (sscanf(line, "%lld %15s %63s %lld %ld", &ts, kind, topic, &id, &bytes) != 5)
+		return 0;
+	id = id - run->base - 1;
+	if (id >= 0 && id < run->max_rows)
+		run->print_us[id] = ts;
+	return 1;
+}
+
 static void
 BenchLatency(PGconn *c, double rate, int rows_per_commit)
 {
@@ -400,17 +416,7 @@ BenchLatency(PGconn *c, double rate, int rows_per_commit)
 	/* read the tail's lines until every written row is printed */
 	while (fgets(line, sizeof(line), tail.out))
 	{
-		long long	ts, id;
-		char		kind[16], topic[64];
-		long		bytes;
-
-		if (sscanf(line, "%lld %15s %63s %lld %ld", &ts, kind, topic, &id, &bytes) == 5)
-		{
-			id = id - run.base - 1;
-			if (id >= 0 && id < run.max_rows)
-				run.print_us[id] = ts;
-			printed++;
-		}
+		printed += RecordPrint(&run, line);
 		if (NowUs() - started > (int64_t) (run.seconds * 1e6) &&
 			printed >= atomic_load(&run.written))
 			break;
@@ -418,19 +424,7 @@ BenchLatency(PGconn *c, double rate, int rows_per_commit)
 	for (int i = 0; i < CLIENTS; i++)
 		pthread_join(t[i], NULL);
 	while (printed < atomic_load(&run.written) && fgets(line, sizeof(line), tail.out))
-	{
-		long long	ts, id;
-		char		kind[16], topic[64];
-		long		bytes;
-
-		if (sscanf(line, "%lld %15s %63s %lld %ld", &ts, kind, topic, &id, &bytes) == 5)
-		{
-			id = id - run.base - 1;
-			if (id >= 0 && id < run.max_rows)
-				run.print_us[id] = ts;
-			printed++;
-		}
-	}
+		printed += RecordPrint(&run, line);
 	TailStop(&tail);
 
 	lats = malloc(run.max_rows * sizeof(int64_t));
