@@ -12,7 +12,17 @@
  *
  * Every function here needs shared_preload_libraries = 'xip83' and fails with
  * SQLSTATE 55000 otherwise; it must be called inside a transaction (the first
- * use of a database after a server start reads its tables once).
+ * use of a database after a server start reads its tables once). Each call
+ * takes the registry lock in shared mode and reads one slot per backend: cheap,
+ * but not free, so call it once per wave or fetch, not per row.
+ *
+ * Ceilings: a wave that pins group_ceiling() = HorizonOfGroups(),
+ * welcome_ceiling() = HorizonOfWelcomes() and originator_ceilings() from
+ * HorizonOfOriginator() / HorizonCollect() never leaves a late committer for
+ * neither the wave nor the live lane: rows above the ceiling are the live
+ * lane's, and no row at or below it can commit after the pin. Horizons cover
+ * the xip83.* tables only (their ids are registered); a scan of another
+ * `source` table has no registry behind it.
  */
 #ifndef XIP83_HORIZON_H
 #define XIP83_HORIZON_H
