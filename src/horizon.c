@@ -70,6 +70,7 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
@@ -363,11 +364,16 @@ RunPrivileged(const char *sql, int nargs, Oid *types, Datum *values)
 {
 	Oid			save_user;
 	int			save_sec;
+	int			nest;
 	int			rc;
 
 	GetUserIdAndSecContext(&save_user, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+	/* functions and operators resolve in pg_catalog only, never in a caller's schema */
+	nest = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	PG_TRY();
 	{
 		rc = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
@@ -376,6 +382,7 @@ RunPrivileged(const char *sql, int nargs, Oid *types, Datum *values)
 	}
 	PG_FINALLY();
 	{
+		AtEOXact_GUC(true, nest);
 		SetUserIdAndSecContext(save_user, save_sec);
 	}
 	PG_END_TRY();
