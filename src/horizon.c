@@ -53,6 +53,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_authid.h"
@@ -482,6 +483,12 @@ static HorizonDb *
 Attach(void)
 {
 	HorizonRequirePreload();
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("xip83 horizons are only known on the primary"),
+				 errdetail("The in-flight registry lives in the memory of the server that takes the writes."),
+				 errhint("Read horizons and follow the live feed on the primary.")));
 	if (MySlot == NULL)
 	{
 #if PG_VERSION_NUM >= 170000

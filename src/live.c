@@ -104,7 +104,11 @@ LiveFetchBegin(LiveFetch *f, FunctionCallInfo fcinfo, const char *table,
 				 errhint("Disable row-level security on the table, or fetch as a role that bypasses it.")));
 
 	f->heap = table_open(relid, AccessShareLock);
+#if PG_VERSION_NUM >= 170000
+	pk = RelationGetPrimaryKeyIndex(f->heap, false);
+#else
 	pk = RelationGetPrimaryKeyIndex(f->heap);
+#endif
 	if (!OidIsValid(pk))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
