@@ -1,24 +1,58 @@
 /*
  * xip83.c: module entry point: GUCs and, when preloaded, the shared-memory
- * request. Nothing else lives here.
+ * request and the hooks of the horizon registry and the notifier. Nothing
+ * else lives here.
  *
  * _PG_init must be safe both from shared_preload_libraries and from a plain
  * LOAD by the first backend that calls one of our functions: everything that
- * needs the postmaster (shared memory, background workers) is only requested
- * while process_shared_preload_libraries_in_progress is true.
+ * needs the postmaster (shared memory, hooks that rely on it) is only set up
+ * while process_shared_preload_libraries_in_progress is true. Without it the
+ * horizon functions fail with SQLSTATE 55000 and writes go on unregistered.
  */
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/guc.h"
 
+#include "horizon.h"
 #include "xip83.h"
 
 PG_MODULE_MAGIC;
 
 int			xip83_max_page_limit = 10000;
+int			xip83_notify_interval_ms = 1;
+int			xip83_notify_heartbeat_ms = 1000;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
+
+/* Asks the postmaster for the registry's and the notifier's memory. */
+static void
+Xip83ShmemRequest(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	HorizonShmemRequest();
+	NotifierShmemRequest();
+}
+
+/* Creates (or, in a backend, attaches) our shared memory. */
+static void
+Xip83ShmemStartup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	HorizonShmemInit();
+	NotifierShmemInit();
+	LWLockRelease(AddinShmemInitLock);
+}
 
 /* Registers GUCs; requests preload-only resources when preloading. */
 void
@@ -31,10 +65,34 @@ _PG_init(void)
 							10000, 1, 1000000,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("xip83.notify_interval_ms",
+							"Shortest time between two notices of the live feed.",
+							"The notifier sends at most one NOTIFY xip83_live per interval, "
+							"folding every horizon advance in between into it.",
+							&xip83_notify_interval_ms,
+							1, 0, 60000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("xip83.notify_heartbeat_ms",
+							"Longest time the notifier stays silent when no horizon moves.",
+							"Consumers treat a feed silent for a few heartbeats as offline and poll.",
+							&xip83_notify_heartbeat_ms,
+							1000, 10, 3600000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("xip83");
 #else
 	EmitWarningsOnPlaceholders("xip83");
 #endif
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = Xip83ShmemRequest;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = Xip83ShmemStartup;
+	HorizonInstallHooks();
+	NotifierInstallHooks();
 }

@@ -1,0 +1,617 @@
+/*
+ * feed.c: the xip83 live feed over libpq (see feed.h for the contract).
+ *
+ * One connection, autocommit only: LISTEN xip83_live, then single-statement
+ * live fetches, so the session is never idle in a transaction and never
+ * holds the notification queue's tail. The loop: poll() on PQsocket with a
+ * timeout, PQconsumeInput, drain PQnotifies, decode each LiveNotice (base64,
+ * protobuf), then fetch (cursor, horizon] page by page for every kind.
+ * Offline (no LIVE notice heard recently, new epoch, STOPPING, lost
+ * connection) it polls on a timer and reconnects with doubling backoff; the
+ * cursors live here, so a restart of the server or of the notifier loses and
+ * repeats nothing.
+ */
+#include "feed.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "xip83/live_notice.pb-c.h"
+
+#define MAX_ORIGINATORS 256
+
+typedef struct OriginatorCursor
+{
+	int32_t		node;
+	int64_t		after;
+} OriginatorCursor;
+
+struct Xip83Feed
+{
+	Xip83FeedOptions opt;
+	PGconn	   *conn;
+	int64_t		group_after;
+	int64_t		welcome_after;
+	int			n_originators;
+	OriginatorCursor originators[MAX_ORIGINATORS];
+	bool		live;			/* hearing LIVE notices */
+	bool		ever_live;		/* reported "live" once */
+	bool		offline_reported;
+	uint64_t	epoch;			/* of the last notice, 0 before any */
+	int64_t		last_notice_ms; /* monotonic time of the last LIVE notice */
+	int64_t		last_poll_ms;	/* monotonic time of the last offline poll */
+	int64_t		next_connect_ms;	/* earliest reconnect attempt */
+	int			backoff_ms;
+	int64_t		rows;
+	unsigned char *scratch;		/* kind-prefixed topic */
+	size_t		scratch_len;
+};
+
+/* Monotonic milliseconds. */
+static int64_t
+NowMs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Tells the caller about a status change. */
+static void
+Status(Xip83Feed *f, const char *status, const char *detail)
+{
+	if (f->opt.on_status)
+		f->opt.on_status(f->opt.arg, status, detail);
+}
+
+/* Becomes offline (reported once per outage). */
+static void
+GoOffline(Xip83Feed *f, const char *why)
+{
+	f->live = false;
+	if (!f->offline_reported)
+	{
+		f->offline_reported = true;
+		Status(f, "offline", why);
+	}
+}
+
+Xip83Feed *
+xip83_feed_new(const Xip83FeedOptions *options)
+{
+	Xip83Feed  *f = calloc(1, sizeof(Xip83Feed));
+
+	if (f == NULL)
+		return NULL;
+	f->opt = *options;
+	if (f->opt.conninfo == NULL)
+		f->opt.conninfo = "";
+	if (f->opt.kinds == 0)
+		f->opt.kinds = XIP83_FEED_ALL;
+	if (f->opt.page_rows <= 0)
+		f->opt.page_rows = 1000;
+	if (f->opt.poll_ms <= 0)
+		f->opt.poll_ms = 50;
+	if (f->opt.offline_after_ms <= 0)
+		f->opt.offline_after_ms = 3000;
+	if (f->opt.max_backoff_ms <= 0)
+		f->opt.max_backoff_ms = 2000;
+	f->backoff_ms = 50;
+	f->last_notice_ms = NowMs();
+	return f;
+}
+
+void
+xip83_feed_free(Xip83Feed *f)
+{
+	if (f == NULL)
+		return;
+	if (f->conn)
+		PQfinish(f->conn);
+	free(f->scratch);
+	free(f);
+}
+
+/* The cursor slot of an originator, added at 0 when new; NULL if full. */
+static OriginatorCursor *
+Originator(Xip83Feed *f, int32_t node)
+{
+	for (int i = 0; i < f->n_originators; i++)
+		if (f->originators[i].node == node)
+			return &f->originators[i];
+	if (f->n_originators == MAX_ORIGINATORS)
+		return NULL;
+	f->originators[f->n_originators].node = node;
+	f->originators[f->n_originators].after = 0;
+	return &f->originators[f->n_originators++];
+}
+
+void
+xip83_feed_set_cursor(Xip83Feed *f, int kind, int32_t node, int64_t after)
+{
+	OriginatorCursor *c;
+
+	if (kind == XIP83_FEED_GROUP)
+		f->group_after = after;
+	else if (kind == XIP83_FEED_WELCOME)
+		f->welcome_after = after;
+	else if ((c = Originator(f, node)) != NULL)
+		c->after = after;
+}
+
+int64_t
+xip83_feed_cursor(const Xip83Feed *f, int kind, int32_t node)
+{
+	if (kind == XIP83_FEED_GROUP)
+		return f->group_after;
+	if (kind == XIP83_FEED_WELCOME)
+		return f->welcome_after;
+	for (int i = 0; i < f->n_originators; i++)
+		if (f->originators[i].node == node)
+			return f->originators[i].after;
+	return 0;
+}
+
+bool
+xip83_feed_is_live(const Xip83Feed *f)
+{
+	return f->live;
+}
+
+int64_t
+xip83_feed_rows(const Xip83Feed *f)
+{
+	return f->rows;
+}
+
+/* Drops the connection; the next step reconnects after the backoff. */
+static void
+Disconnect(Xip83Feed *f, const char *why)
+{
+	if (f->conn)
+		PQfinish(f->conn);
+	f->conn = NULL;
+	f->next_connect_ms = NowMs() + f->backoff_ms;
+	f->backoff_ms = f->backoff_ms * 2 > f->opt.max_backoff_ms ? f->opt.max_backoff_ms
+		: f->backoff_ms * 2;
+	GoOffline(f, why);
+}
+
+/* Whether a failed result means the connection (or server) went away. */
+static bool
+ConnectionLost(Xip83Feed *f, const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	return PQstatus(f->conn) != CONNECTION_OK || state == NULL ||
+		strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0;
+}
+
+/* Server notices (and the FATAL of a shutdown) are not the feed's output. */
+static void
+IgnoreNotice(void *arg, const char *message)
+{
+	(void) arg;
+	(void) message;
+}
+
+/* Handles a failed query: -1 when the connection went (it is dropped), -2 otherwise. */
+static int
+QueryFailed(Xip83Feed *f, PGresult *res)
+{
+	bool		lost = ConnectionLost(f, res);
+
+	if (!lost)
+		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
+	PQclear(res);
+	if (lost)
+		Disconnect(f, "connection lost");
+	return lost ? -1 : -2;
+}
+
+/* Connects and LISTENs (autocommit: the LISTEN is committed before any read). */
+static bool
+Connect(Xip83Feed *f)
+{
+	PGresult   *res;
+
+	if (NowMs() < f->next_connect_ms)
+		return false;
+	f->conn = PQconnectdb(f->opt.conninfo);
+	if (PQstatus(f->conn) != CONNECTION_OK)
+	{
+		Disconnect(f, "cannot connect");
+		return false;
+	}
+	PQsetNoticeProcessor(f->conn, IgnoreNotice, NULL);
+	res = PQexec(f->conn, "LISTEN xip83_live");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		PQclear(res);
+		Disconnect(f, "cannot listen");
+		return false;
+	}
+	PQclear(res);
+	f->backoff_ms = 50;
+	return true;
+}
+
+/* A big-endian integer field of a binary result. */
+static int64_t
+BinInt(const PGresult *res, int row, int col)
+{
+	const unsigned char *p = (const unsigned char *) PQgetvalue(res, row, col);
+	int			len = PQgetlength(res, row, col);
+	uint64_t	v = 0;
+
+	for (int i = 0; i < len; i++)
+		v = (v << 8) | p[i];
+	if (len == 4)
+		return (int32_t) (uint32_t) v;
+	return (int64_t) v;
+}
+
+/* Builds the kind-prefixed topic of a v3 row in the scratch buffer. */
+static const unsigned char *
+PrefixedTopic(Xip83Feed *f, unsigned char kind_byte, const char *id, size_t len)
+{
+	if (f->scratch_len < len + 1)
+	{
+		unsigned char *p = realloc(f->scratch, len + 1);
+
+		if (p == NULL)
+			return NULL;
+		f->scratch = p;
+		f->scratch_len = len + 1;
+	}
+	f->scratch[0] = kind_byte;
+	memcpy(f->scratch + 1, id, len);
+	return f->scratch;
+}
+
+/*
+ * One page of one kind; delivers it and moves the cursors. Returns the rows
+ * fetched, or -1 when the connection was lost, -2 on another error.
+ */
+static int
+FetchPage(Xip83Feed *f, int kind)
+{
+	char		after[32];
+	char		limit[16];
+	char	   *nodes = NULL;
+	char	   *afters = NULL;
+	const char *params[3];
+	const char *sql;
+	PGresult   *res;
+	int			n;
+
+	snprintf(limit, sizeof(limit), "%d", f->opt.page_rows);
+	if (kind == XIP83_FEED_ENVELOPE)
+	{
+		size_t		cap = 24 * (size_t) (f->n_originators + 1);
+		size_t		pn = 1;
+		size_t		pa = 1;
+
+		if (f->n_originators == 0)
+			return 0;
+		nodes = malloc(cap);
+		afters = malloc(cap);
+		nodes[0] = afters[0] = '{';
+		for (int i = 0; i < f->n_originators; i++)
+		{
+			pn += sprintf(nodes + pn, "%s%d", i ? "," : "", f->originators[i].node);
+			pa += sprintf(afters + pa, "%s%lld", i ? "," : "",
+						  (long long) f->originators[i].after);
+		}
+		strcpy(nodes + pn, "}");
+		strcpy(afters + pa, "}");
+		params[0] = nodes;
+		params[1] = afters;
+		params[2] = limit;
+		sql = "SELECT originator_node_id, originator_sequence_id, topic, originator_envelope"
+			"  FROM xip83.live_envelopes($1::int[], $2::bigint[], $3::int)";
+		res = PQexecParams(f->conn, sql, 3, NULL, params, NULL, NULL, 1);
+		free(nodes);
+		free(afters);
+	}
+	else
+	{
+		snprintf(after, sizeof(after), "%lld",
+				 (long long) (kind == XIP83_FEED_GROUP ? f->group_after : f->welcome_after));
+		params[0] = after;
+		params[1] = limit;
+		sql = kind == XIP83_FEED_GROUP
+			? "SELECT 0, id, group_id, data FROM xip83.live_group_messages($1::bigint, $2::int)"
+			: "SELECT 0, id, installation_key, data FROM xip83.live_welcome_messages($1::bigint, $2::int)";
+		res = PQexecParams(f->conn, sql, 2, NULL, params, NULL, NULL, 1);
+	}
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		return QueryFailed(f, res);
+	n = PQntuples(res);
+	for (int r = 0; r < n; r++)
+	{
+		Xip83FeedRow row;
+		const char *topic = PQgetvalue(res, r, 2);
+		size_t		topic_len = PQgetlength(res, r, 2);
+
+		row.kind = kind;
+		row.originator_node_id = kind == XIP83_FEED_ENVELOPE ? (int32_t) BinInt(res, r, 0) : 0;
+		row.position = BinInt(res, r, 1);
+		if (kind == XIP83_FEED_ENVELOPE)
+		{
+			row.topic = (const unsigned char *) topic;
+			row.topic_len = topic_len;
+		}
+		else
+		{
+			row.topic = PrefixedTopic(f, kind == XIP83_FEED_GROUP ? 0x00 : 0x01, topic, topic_len);
+			row.topic_len = topic_len + 1;
+		}
+		row.data = (const unsigned char *) PQgetvalue(res, r, 3);
+		row.data_len = PQgetlength(res, r, 3);
+		f->opt.on_row(f->opt.arg, &row);
+		f->rows++;
+		if (kind == XIP83_FEED_GROUP)
+			f->group_after = row.position;
+		else if (kind == XIP83_FEED_WELCOME)
+			f->welcome_after = row.position;
+		else
+			Originator(f, row.originator_node_id)->after = row.position;
+	}
+	PQclear(res);
+	return n;
+}
+
+/* Learns originators the feed has not seen yet (each starts at sequence 0). */
+static int
+DiscoverOriginators(Xip83Feed *f)
+{
+	PGresult   *res = PQexec(f->conn, "SELECT originator_node_id FROM xip83.envelope_horizons()");
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		return QueryFailed(f, res);
+	for (int r = 0; r < PQntuples(res); r++)
+		(void) Originator(f, (int32_t) atol(PQgetvalue(res, r, 0)));
+	PQclear(res);
+	return 0;
+}
+
+/* Reads every kind up to its horizon. Returns rows, -1 lost, -2 error. */
+static int
+FetchAll(Xip83Feed *f, bool discover)
+{
+	static const int kinds[] = {XIP83_FEED_GROUP, XIP83_FEED_WELCOME, XIP83_FEED_ENVELOPE};
+	int			total = 0;
+
+	if ((f->opt.kinds & XIP83_FEED_ENVELOPE) && discover)
+	{
+		int			rc = DiscoverOriginators(f);
+
+		if (rc < 0)
+			return rc;
+	}
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+	{
+		int			n;
+
+		if (!(f->opt.kinds & kinds[k]))
+			continue;
+		do
+		{
+			n = FetchPage(f, kinds[k]);
+			if (n < 0)
+				return n;
+			total += n;
+		} while (n == f->opt.page_rows);
+	}
+	return total;
+}
+
+/* Decodes a notice payload; NULL if it is not one of ours. */
+static Xip83__V1__LiveNotice *
+DecodeNotice(const char *payload)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t		len = strlen(payload);
+	unsigned char *raw = malloc(len / 4 * 3 + 3);
+	size_t		n = 0;
+	uint32_t	acc = 0;
+	int			bits = 0;
+	Xip83__V1__LiveNotice *notice;
+
+	if (raw == NULL)
+		return NULL;
+	for (size_t i = 0; i < len && payload[i] != '='; i++)
+	{
+		const char *p = strchr(alphabet, payload[i]);
+
+		if (p == NULL || payload[i] == '\0')
+		{
+			free(raw);
+			return NULL;
+		}
+		acc = (acc << 6) | (uint32_t) (p - alphabet);
+		bits += 6;
+		if (bits >= 8)
+		{
+			bits -= 8;
+			raw[n++] = (unsigned char) (acc >> bits);
+		}
+	}
+	notice = xip83__v1__live_notice__unpack(NULL, n, raw);
+	free(raw);
+	return notice;
+}
+
+/* Whether a notice's horizons pass any cursor of the feed's kinds. */
+static bool
+NoticeHasNews(Xip83Feed *f, const Xip83__V1__LiveNotice *notice)
+{
+	if ((f->opt.kinds & XIP83_FEED_GROUP) && (int64_t) notice->group_horizon > f->group_after)
+		return true;
+	if ((f->opt.kinds & XIP83_FEED_WELCOME) && (int64_t) notice->welcome_horizon > f->welcome_after)
+		return true;
+	if (f->opt.kinds & XIP83_FEED_ENVELOPE)
+		for (size_t i = 0; i < notice->n_originator_horizons; i++)
+		{
+			OriginatorCursor *c = Originator(f, (int32_t) notice->originator_horizons[i]->originator_node_id);
+
+			if (c && (int64_t) notice->originator_horizons[i]->horizon > c->after)
+				return true;
+		}
+	return false;
+}
+
+/* Handles every pending notice; returns whether a fetch is due. */
+static bool
+DrainNotices(Xip83Feed *f)
+{
+	PGnotify   *nt;
+	bool		fetch = false;
+	char		detail[64];
+
+	while ((nt = PQnotifies(f->conn)) != NULL)
+	{
+		Xip83__V1__LiveNotice *notice = DecodeNotice(nt->extra);
+
+		PQfreemem(nt);
+		if (notice == NULL)
+			continue;
+		if (!f->live || NoticeHasNews(f, notice))
+			fetch = true;
+		if (f->epoch != 0 && notice->epoch != f->epoch)
+		{
+			GoOffline(f, "notifier restarted");
+			fetch = true;
+		}
+		f->epoch = notice->epoch;
+		if (notice->state == XIP83__V1__LIVE_NOTICE__STATE__STATE_STOPPING)
+			GoOffline(f, "notifier stopping");
+		else
+		{
+			for (size_t i = 0; i < notice->n_originator_horizons; i++)
+				(void) Originator(f, (int32_t) notice->originator_horizons[i]->originator_node_id);
+			f->last_notice_ms = NowMs();
+			if (!f->live)
+			{
+				f->live = true;
+				snprintf(detail, sizeof(detail), "epoch %llu", (unsigned long long) f->epoch);
+				Status(f, f->ever_live ? "back" : "live", detail);
+				f->ever_live = true;
+				f->offline_reported = false;
+			}
+		}
+		xip83__v1__live_notice__free_unpacked(notice, NULL);
+	}
+	return fetch;
+}
+
+bool
+xip83_feed_start_at_horizon(Xip83Feed *f)
+{
+	PGresult   *res;
+
+	if (f->conn == NULL && !Connect(f))
+		return false;
+	res = PQexec(f->conn, "SELECT xip83.group_horizon(), xip83.welcome_horizon()");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
+		PQclear(res);
+		Disconnect(f, "cannot read horizons");
+		return false;
+	}
+	f->group_after = atoll(PQgetvalue(res, 0, 0));
+	f->welcome_after = atoll(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	res = PQexec(f->conn, "SELECT originator_node_id, horizon FROM xip83.envelope_horizons()");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
+		PQclear(res);
+		Disconnect(f, "cannot read horizons");
+		return false;
+	}
+	for (int r = 0; r < PQntuples(res); r++)
+		xip83_feed_set_cursor(f, XIP83_FEED_ENVELOPE, (int32_t) atol(PQgetvalue(res, r, 0)),
+							  atoll(PQgetvalue(res, r, 1)));
+	PQclear(res);
+	return true;
+}
+
+int
+xip83_feed_step(Xip83Feed *f, int timeout_ms)
+{
+	int64_t		now = NowMs();
+	int64_t		wait;
+	bool		fetch = false;
+	bool		discover = false;
+	int			rc;
+
+	if (f->conn == NULL)
+	{
+		if (!Connect(f))
+		{
+			int64_t		nap = f->next_connect_ms - now;
+
+			if (nap > timeout_ms)
+				nap = timeout_ms;
+			if (nap > 0)
+				poll(NULL, 0, (int) nap);
+			return 0;
+		}
+		/* catch up from the cursors; "back" waits for a LIVE notice */
+		rc = FetchAll(f, true);
+		return rc == -2 ? -1 : rc < 0 ? 0 : rc;
+	}
+
+	/* sleep until a notice, the poll timer, or the silence deadline */
+	wait = timeout_ms;
+	if (f->live)
+	{
+		int64_t		deadline = f->last_notice_ms + f->opt.offline_after_ms - now;
+
+		if (deadline < wait)
+			wait = deadline < 0 ? 0 : deadline;
+	}
+	else
+	{
+		int64_t		tick = f->last_poll_ms + f->opt.poll_ms - now;
+
+		if (tick < wait)
+			wait = tick < 0 ? 0 : tick;
+	}
+	{
+		struct pollfd pfd = {.fd = PQsocket(f->conn), .events = POLLIN};
+
+		if (poll(&pfd, 1, (int) wait) < 0 && errno != EINTR)
+			return -1;
+	}
+	if (!PQconsumeInput(f->conn))
+	{
+		Disconnect(f, "connection lost");
+		return 0;
+	}
+	if (DrainNotices(f))
+		fetch = true;
+
+	now = NowMs();
+	if (now - f->last_notice_ms >= f->opt.offline_after_ms)
+		GoOffline(f, "no notices");
+	if (!f->live && now - f->last_poll_ms >= f->opt.poll_ms)
+	{
+		f->last_poll_ms = now;
+		fetch = true;
+		discover = true;
+	}
+	if (!fetch)
+		return 0;
+	rc = FetchAll(f, discover);
+	return rc == -2 ? -1 : rc < 0 ? 0 : rc;
+}

@@ -1,0 +1,83 @@
+/*
+ * feed.h: the xip83 live feed as a libpq library (the consumer side).
+ *
+ * A feed follows the rows of its kinds from its cursors: group message ids,
+ * welcome ids, and one sequence cursor per originator. It LISTENs on
+ * xip83_live (in autocommit, so the LISTEN is committed before it reads),
+ * reads (cursor, horizon] with the live fetch functions, then waits on the
+ * connection's socket and fetches again on every notice. Rows reach the
+ * caller in position order per kind (sequence order per originator), each
+ * exactly once, because nothing at or below a horizon can commit later.
+ *
+ * Availability: notices carry the notifier's epoch and state. The feed is
+ * "live" while LIVE notices arrive; a STOPPING notice, a new epoch, silence
+ * longer than offline_after_ms or a lost connection make it "offline": it then
+ * polls every poll_ms (reconnecting with backoff when needed) and resumes from
+ * its cursors, and reports "back" with the next LIVE notice. Status changes go
+ * to the status callback. The feed never holds a transaction open.
+ */
+#ifndef XIP83_FEED_H
+#define XIP83_FEED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#define XIP83_FEED_GROUP	1
+#define XIP83_FEED_WELCOME	2
+#define XIP83_FEED_ENVELOPE 4
+#define XIP83_FEED_ALL		7
+
+/* One delivered row; pointers are valid during the callback only. */
+typedef struct Xip83FeedRow
+{
+	int			kind;			/* XIP83_FEED_GROUP, _WELCOME or _ENVELOPE */
+	int32_t		originator_node_id; /* envelopes; 0 otherwise */
+	int64_t		position;		/* id, or sequence id for envelopes */
+	const unsigned char *topic; /* kind-prefixed topic */
+	size_t		topic_len;
+	const unsigned char *data;	/* payload (data / originator_envelope) */
+	size_t		data_len;
+} Xip83FeedRow;
+
+typedef void (*Xip83FeedRowFn) (void *arg, const Xip83FeedRow *row);
+/* status: "live", "offline" or "back"; detail says why */
+typedef void (*Xip83FeedStatusFn) (void *arg, const char *status, const char *detail);
+
+typedef struct Xip83FeedOptions
+{
+	const char *conninfo;		/* libpq connection string ("" = environment) */
+	int			kinds;			/* XIP83_FEED_* bits; 0 = all */
+	int			page_rows;		/* rows per fetch; 0 = 1000 */
+	int			poll_ms;		/* poll interval while offline; 0 = 50 */
+	int			offline_after_ms;	/* silence that means offline; 0 = 3000 */
+	int			max_backoff_ms; /* reconnect backoff cap; 0 = 2000 */
+	Xip83FeedRowFn on_row;
+	Xip83FeedStatusFn on_status;	/* may be NULL */
+	void	   *arg;			/* passed to both callbacks */
+} Xip83FeedOptions;
+
+typedef struct Xip83Feed Xip83Feed;
+
+/* A feed with every cursor at 0; it connects on the first step. */
+extern Xip83Feed *xip83_feed_new(const Xip83FeedOptions *options);
+extern void xip83_feed_free(Xip83Feed *feed);
+/* Cursors: rows after these positions are delivered. */
+extern void xip83_feed_set_cursor(Xip83Feed *feed, int kind, int32_t originator_node_id,
+								  int64_t after);
+extern int64_t xip83_feed_cursor(const Xip83Feed *feed, int kind, int32_t originator_node_id);
+/* Moves every cursor to the current horizons (follow from now); false if unreachable. */
+extern bool xip83_feed_start_at_horizon(Xip83Feed *feed);
+/*
+ * Waits at most timeout_ms for a notice or a poll tick and delivers what is
+ * new. Returns the rows delivered, or -1 after a fatal error (printed).
+ */
+extern int	xip83_feed_step(Xip83Feed *feed, int timeout_ms);
+/* Whether the feed currently hears LIVE notices. */
+extern bool xip83_feed_is_live(const Xip83Feed *feed);
+/* Rows delivered since the feed was created. */
+extern int64_t xip83_feed_rows(const Xip83Feed *feed);
+
+#endif							/* XIP83_FEED_H */

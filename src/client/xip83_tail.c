@@ -1,0 +1,232 @@
+/*
+ * xip83_tail.c: xip83-tail, follow the live feed and print one line per row:
+ *
+ *     <kind> <topic hex> <position> <bytes>
+ *
+ * kind is group, welcome or envelope; the topic is kind-prefixed (0x00 group,
+ * 0x01 welcome, envelopes as stored); the position is the id, or
+ * originator:sequence for envelopes; bytes is the payload's length. Status
+ * goes to stderr: "feed live", "feed offline (why)", "feed back". Built on
+ * src/client/feed.c; see there for LISTEN, polling and reconnects.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "feed.h"
+
+static volatile sig_atomic_t stop_requested = 0;
+
+typedef struct TailOutput
+{
+	bool		timestamps;		/* prefix lines with CLOCK_MONOTONIC microseconds */
+	int64_t		max_rows;		/* exit after this many rows; 0 = never */
+	int64_t		printed;
+} TailOutput;
+
+/* SIGINT/SIGTERM: finish the current step and exit. */
+static void
+OnSignal(int sig)
+{
+	(void) sig;
+	stop_requested = 1;
+}
+
+/* Prints one row. */
+static void
+PrintRow(void *arg, const Xip83FeedRow *row)
+{
+	TailOutput *out = arg;
+	static const char *const kinds[] = {"", "group", "welcome", "", "envelope"};
+
+	if (out->timestamps)
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		printf("%lld ", (long long) ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+	}
+	fputs(kinds[row->kind], stdout);
+	putchar(' ');
+	for (size_t i = 0; i < row->topic_len; i++)
+		printf("%02x", row->topic[i]);
+	if (row->kind == XIP83_FEED_ENVELOPE)
+		printf(" %d:%lld %zu\n", row->originator_node_id, (long long) row->position, row->data_len);
+	else
+		printf(" %lld %zu\n", (long long) row->position, row->data_len);
+	out->printed++;
+}
+
+/* Reports availability on stderr. */
+static void
+PrintStatus(void *arg, const char *status, const char *detail)
+{
+	(void) arg;
+	fprintf(stderr, "feed %s (%s)\n", status, detail);
+}
+
+static void
+Usage(void)
+{
+	fprintf(stderr,
+			"usage: xip83-tail [options]\n"
+			"  -d, --dbname CONNINFO     connection string (default: PG* environment)\n"
+			"  -k, --kinds LIST          group,welcome,envelope (default: all)\n"
+			"      --from-start          print every stored row first (default: from now)\n"
+			"      --group-after ID      start group messages after this id\n"
+			"      --welcome-after ID    start welcomes after this id\n"
+			"      --originator-after N:S  start originator N after sequence S (repeatable)\n"
+			"      --poll-ms MS          poll interval while the feed is offline (50)\n"
+			"      --offline-ms MS       silence that means offline (3000)\n"
+			"      --page ROWS           rows per fetch (1000)\n"
+			"      --exit-after ROWS     exit after printing this many rows\n"
+			"      --timestamps          prefix lines with monotonic microseconds\n");
+}
+
+/* Parses a comma-separated kind list. */
+static int
+ParseKinds(const char *s)
+{
+	int			kinds = 0;
+	char	   *copy = strdup(s);
+
+	for (char *t = strtok(copy, ","); t; t = strtok(NULL, ","))
+	{
+		if (strcmp(t, "group") == 0)
+			kinds |= XIP83_FEED_GROUP;
+		else if (strcmp(t, "welcome") == 0)
+			kinds |= XIP83_FEED_WELCOME;
+		else if (strcmp(t, "envelope") == 0)
+			kinds |= XIP83_FEED_ENVELOPE;
+		else
+		{
+			fprintf(stderr, "xip83-tail: unknown kind \"%s\"\n", t);
+			exit(2);
+		}
+	}
+	free(copy);
+	return kinds;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"dbname", required_argument, NULL, 'd'},
+		{"kinds", required_argument, NULL, 'k'},
+		{"from-start", no_argument, NULL, 1},
+		{"group-after", required_argument, NULL, 2},
+		{"welcome-after", required_argument, NULL, 3},
+		{"originator-after", required_argument, NULL, 4},
+		{"poll-ms", required_argument, NULL, 5},
+		{"offline-ms", required_argument, NULL, 6},
+		{"page", required_argument, NULL, 7},
+		{"exit-after", required_argument, NULL, 8},
+		{"timestamps", no_argument, NULL, 9},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}
+	};
+	Xip83FeedOptions opt = {0};
+	TailOutput	out = {0};
+	Xip83Feed  *feed;
+	bool		from_start = false;
+	bool		explicit_cursor = false;
+	int64_t		group_after = -1;
+	int64_t		welcome_after = -1;
+	int32_t		orig_nodes[64];
+	int64_t		orig_afters[64];
+	int			n_orig = 0;
+	int			c;
+
+	opt.conninfo = "";
+	while ((c = getopt_long(argc, argv, "d:k:h", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'd':
+				opt.conninfo = optarg;
+				break;
+			case 'k':
+				opt.kinds = ParseKinds(optarg);
+				break;
+			case 1:
+				from_start = true;
+				break;
+			case 2:
+				group_after = atoll(optarg);
+				explicit_cursor = true;
+				break;
+			case 3:
+				welcome_after = atoll(optarg);
+				explicit_cursor = true;
+				break;
+			case 4:
+				if (n_orig == 64 || sscanf(optarg, "%d:%lld", &orig_nodes[n_orig],
+										   (long long *) &orig_afters[n_orig]) != 2)
+				{
+					Usage();
+					return 2;
+				}
+				n_orig++;
+				explicit_cursor = true;
+				break;
+			case 5:
+				opt.poll_ms = atoi(optarg);
+				break;
+			case 6:
+				opt.offline_after_ms = atoi(optarg);
+				break;
+			case 7:
+				opt.page_rows = atoi(optarg);
+				break;
+			case 8:
+				out.max_rows = atoll(optarg);
+				break;
+			case 9:
+				out.timestamps = true;
+				break;
+			default:
+				Usage();
+				return c == 'h' ? 0 : 2;
+		}
+	}
+	opt.on_row = PrintRow;
+	opt.on_status = PrintStatus;
+	opt.arg = &out;
+	signal(SIGINT, OnSignal);
+	signal(SIGTERM, OnSignal);
+	signal(SIGPIPE, SIG_IGN);
+
+	feed = xip83_feed_new(&opt);
+	if (!from_start && !explicit_cursor)
+	{
+		/* follow from now; retry until the server answers */
+		while (!stop_requested && !xip83_feed_start_at_horizon(feed))
+		{
+			struct timespec nap = {0, 200 * 1000000};
+
+			nanosleep(&nap, NULL);
+		}
+	}
+	if (group_after >= 0)
+		xip83_feed_set_cursor(feed, XIP83_FEED_GROUP, 0, group_after);
+	if (welcome_after >= 0)
+		xip83_feed_set_cursor(feed, XIP83_FEED_WELCOME, 0, welcome_after);
+	for (int i = 0; i < n_orig; i++)
+		xip83_feed_set_cursor(feed, XIP83_FEED_ENVELOPE, orig_nodes[i], orig_afters[i]);
+
+	while (!stop_requested && (out.max_rows == 0 || out.printed < out.max_rows))
+	{
+		if (xip83_feed_step(feed, 200) < 0)
+		{
+			xip83_feed_free(feed);
+			return 1;
+		}
+		fflush(stdout);
+	}
+	xip83_feed_free(feed);
+	return 0;
+}
