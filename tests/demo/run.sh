@@ -13,3 +13,5 @@ echo "== loading the sample"
 psql -f sample.sql
 echo "== what is stored"
 psql -f show.sql
+echo "== the live feed: xip83-tail follows inserts, a late committer included"
+bash live.sh "$bindir"
