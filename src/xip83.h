@@ -8,5 +8,6 @@
 
 /* GUCs (src/xip83.c) */
 extern int	xip83_max_page_limit;
+extern int	xip83_wave_strategy;	/* a MergeStrategy */
 
 #endif							/* XIP83_H */
