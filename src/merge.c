@@ -120,6 +120,7 @@ struct MergeScan
 	int64		window_matched;
 	int64		window_size;
 
+	MemoryContext caller_cxt;	/* CurrentMemoryContext of the running MergeNext */
 	MergeStats	stats;
 };
 
@@ -163,7 +164,7 @@ MergeAddStream(MergeScan *merge, Datum topic, int32 originator, int64 floor,
 		elog(ERROR, "a merge stream reads at most %d leaves", PG_UINT16_MAX);
 	if (merge->nstreams == merge->cap)
 	{
-		if (merge->cap >= (int) (MaxAllocHugeSize / sizeof(MergeStream) / 2))
+		if (merge->cap > PG_INT32_MAX / 2)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("too many topics in one wave scan")));
@@ -361,11 +362,8 @@ Refill(MergeScan *merge, MergeStream *s)
 							 s->floor, s->ceiling);
 		if (ls->scan == NULL)
 		{
-			MemoryContext old = MemoryContextSwitchTo(merge->cxt);
-
 			ls->scan = index_beginscan(leaf->heap, leaf->index, merge->snapshot, nkeys, 0);
 			ls->scan->xs_want_itup = true;
-			MemoryContextSwitchTo(old);
 		}
 		index_rescan(ls->scan, keys, nkeys, NULL, 0);
 		merge->stats.descents++;
@@ -572,13 +570,8 @@ NextFromWalk(MergeScan *merge, MergeRow *row)
 								 merge->walk_originator, merge->walk_position,
 								 merge->walk_hi);
 			if (ls->walk == NULL)
-			{
-				MemoryContext old = MemoryContextSwitchTo(merge->cxt);
-
 				ls->walk = index_beginscan(leaf->heap, leaf->walk_index, merge->snapshot,
 										   nkeys, 0);
-				MemoryContextSwitchTo(old);
-			}
 			index_rescan(ls->walk, keys, nkeys, NULL, 0);
 			merge->walk_open = true;
 		}
@@ -589,13 +582,17 @@ NextFromWalk(MergeScan *merge, MergeRow *row)
 			bool		isnull;
 			int64		position = DatumGetInt64(slot_getattr(ls->slot, posattno, &isnull));
 			int			sno;
+			MemoryContext old;
 
 			merge->stats.walked++;
 			merge->window_walked++;
 			if ((merge->stats.walked % INTERRUPT_EVERY) == 0)
 				CHECK_FOR_INTERRUPTS();
 			merge->walk_position = position;
+			/* the caller's callback runs in the caller's (per-row) context */
+			old = MemoryContextSwitchTo(merge->caller_cxt);
 			sno = merge->classify(merge->classify_arg, leaf, ls->slot);
+			MemoryContextSwitchTo(old);
 			if (sno >= 0 && position > merge->streams[sno].floor &&
 				position <= merge->streams[sno].ceiling)
 			{
@@ -622,9 +619,13 @@ NextFromWalk(MergeScan *merge, MergeRow *row)
 	return false;
 }
 
-/* The next row of the merge in (originator, position) order, or false at its end. */
-bool
-MergeNext(MergeScan *merge, MergeRow *row)
+/*
+ * The next row of the merge, in its context: index scans allocate workspace
+ * lazily (tuple buffers on rescan, killed-item arrays on getnext) that must
+ * live as long as the scans, not as long as the caller's row.
+ */
+static bool
+MergeNextInContext(MergeScan *merge, MergeRow *row)
 {
 	if (merge->row_goal > 0 && merge->emitted >= merge->row_goal)
 		return false;
@@ -659,6 +660,20 @@ MergeNext(MergeScan *merge, MergeRow *row)
 		merge->mode = MODE_DONE;
 	}
 	return false;
+}
+
+/* The next row of the merge in (originator, position) order, or false at its end. */
+bool
+MergeNext(MergeScan *merge, MergeRow *row)
+{
+	MemoryContext old;
+	bool		found;
+
+	merge->caller_cxt = CurrentMemoryContext;
+	old = MemoryContextSwitchTo(merge->cxt);
+	found = MergeNextInContext(merge, row);
+	MemoryContextSwitchTo(old);
+	return found;
 }
 
 /* The work counters of a merge. */
