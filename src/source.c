@@ -343,14 +343,14 @@ AddLeaves(Source *source, LeafList *list, Relation root, Relation rel, LeafBound
 	}
 }
 
-/* Resolves, checks and opens a source relation for a binding (see source.h). */
-Source *
-SourceOpen(Oid relid, const SourceSpec *spec)
+/*
+ * The checks SQL would make before reading relid (existence, SELECT, row-level
+ * security), without opening it; returns its name. A scan with nothing to
+ * read makes these and no others (see source.h).
+ */
+char *
+SourceCheckReadable(Oid relid, const SourceSpec *spec)
 {
-	Source	   *source = palloc0(sizeof(Source));
-	LeafList	list;
-	LeafBounds	bounds = {PG_INT64_MIN, PG_INT64_MAX, -1, NULL};
-	Relation	rel;
 	char	   *name = get_rel_name(relid);
 
 	if (name == NULL)
@@ -359,7 +359,19 @@ SourceOpen(Oid relid, const SourceSpec *spec)
 				 errmsg("relation with OID %u does not exist", relid),
 				 errdetail("Argument \"%s\" names no relation.", spec->argname)));
 	CheckReadable(relid, name);
+	return name;
+}
 
+/* Resolves, checks and opens a source relation for a binding (see source.h). */
+Source *
+SourceOpen(Oid relid, const SourceSpec *spec)
+{
+	Source	   *source = palloc0(sizeof(Source));
+	LeafList	list;
+	LeafBounds	bounds = {PG_INT64_MIN, PG_INT64_MAX, -1, NULL};
+	Relation	rel;
+
+	(void) SourceCheckReadable(relid, spec);
 	rel = table_open(relid, AccessShareLock);
 	source->relid = relid;
 	source->relname = QualifiedName(rel);

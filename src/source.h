@@ -8,6 +8,10 @@
  * leaf a valid, non-partial, ascending btree index whose leading columns are
  * the spec's key columns (55000, with the CREATE INDEX to run as the hint).
  *
+ * SourceCheckReadable makes only the first two checks: a scan that finds it
+ * has nothing to read (every floor at or above the ceiling) still refuses a
+ * caller SQL would refuse, but opens nothing.
+ *
  * Leaves come in partition-bound order at every level (so RANGE sub-levels
  * give their leaves in key order); a plain table is its own single leaf.
  * Every relation is opened with AccessShareLock and stays open until
@@ -74,6 +78,7 @@ typedef struct Source
 	SourceLeaf *leaves;
 } Source;
 
+extern char *SourceCheckReadable(Oid relid, const SourceSpec *spec);
 extern Source *SourceOpen(Oid relid, const SourceSpec *spec);
 extern void SourceClose(Source *source);
 extern bool SourceLeafMayHoldOriginator(const SourceLeaf *leaf, int32 originator);
