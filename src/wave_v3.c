@@ -173,6 +173,18 @@ DistinctTopics(const ArgArray *topics, const ArgArray *floors, int64 scan_cursor
 	return hash;
 }
 
+/* Whether some floor, raised to the scan cursor, is below the ceiling. */
+static bool
+AnyTopicBelow(const ArgArray *floors, int64 scan_cursor, int64 ceiling)
+{
+	if (scan_cursor >= ceiling)
+		return false;
+	for (int i = 0; i < floors->n; i++)
+		if (DatumGetInt64(floors->values[i]) < ceiling)
+			return true;
+	return false;
+}
+
 /*
  * Reads the wave arguments (topics, floors, scan_cursor, ceiling at 0..3 and
  * the source at source_arg), opens the source and sets up the merge.
@@ -200,6 +212,12 @@ WaveOpen(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int64 
 
 	wave->spec = spec;
 	wave->snapshot = snapshot;
+	if (!AnyTopicBelow(&floors, scan_cursor, ceiling))
+	{
+		/* caught up: refuse whom SQL would refuse, then read nothing */
+		(void) SourceCheckReadable(PG_GETARG_OID(source_arg), spec);
+		return wave;
+	}
 	wave->source = SourceOpen(PG_GETARG_OID(source_arg), spec);
 	wave->topics = DistinctTopics(&topics, &floors, scan_cursor);
 	wave->leaves = palloc(sizeof(SourceLeaf *) * Max(wave->source->nleaves, 1));
@@ -238,7 +256,7 @@ WaveNext(Wave *wave, Datum *values, bool *nulls)
 {
 	MergeRow	row;
 
-	if (!MergeNext(wave->merge, &row))
+	if (wave->merge == NULL || !MergeNext(wave->merge, &row))
 		return false;
 	for (int i = 0; i < wave->spec->ncolumns; i++)
 		values[i] = slot_getattr(row.slot, row.leaf->attnos[i], &nulls[i]);
