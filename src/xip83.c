@@ -19,6 +19,7 @@
 #include "utils/guc.h"
 
 #include "horizon.h"
+#include "merge.h"
 #include "xip83.h"
 
 PG_MODULE_MAGIC;
@@ -26,9 +27,17 @@ PG_MODULE_MAGIC;
 int			xip83_max_page_limit = 10000;
 int			xip83_notify_interval_ms = 1;
 int			xip83_notify_heartbeat_ms = 1000;
+int			xip83_wave_strategy = MERGE_STRATEGY_AUTO;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static const struct config_enum_entry wave_strategy_options[] = {
+	{"auto", MERGE_STRATEGY_AUTO, false},
+	{"heap", MERGE_STRATEGY_HEAP, false},
+	{"walk", MERGE_STRATEGY_WALK, false},
+	{NULL, 0, false}
+};
 
 void		_PG_init(void);
 
@@ -80,6 +89,13 @@ _PG_init(void)
 							1000, 10, 3600000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomEnumVariable("xip83.wave_strategy",
+							 "How wave scans read: auto, heap (merge per-topic index scans) or walk (filter the id index).",
+							 "auto starts with the id walk and switches to the merge when that is cheaper.",
+							 &xip83_wave_strategy,
+							 MERGE_STRATEGY_AUTO, wave_strategy_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("xip83");

@@ -22,5 +22,6 @@ extern void NotifierEnsureRunning(void);
 /* Wakes the current database's notifier: a horizon may have advanced. */
 extern void NotifierWake(void);
 extern PGDLLEXPORT void xip83_notifier_main(Datum main_arg);
+extern int	xip83_wave_strategy;	/* a MergeStrategy */
 
 #endif							/* XIP83_H */

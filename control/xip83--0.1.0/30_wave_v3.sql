@@ -1,0 +1,76 @@
+-- v3 wave scans: the rows of a wave (topics from their floors up to a pinned
+-- ceiling) in ascending id order, read by a k-way merge over the per-topic
+-- (topic, id) index or a filtered walk of the id index, whichever is cheaper.
+-- `source` may name a node's own table of the same layout.
+
+-- One stateless page: rows m with m.group_id = topics[i] and m.id > floors[i]
+-- for some i, m.id > scan_cursor, m.id <= ceiling; ascending id; at most
+-- page_limit rows. The next page passes the last id as scan_cursor.
+CREATE FUNCTION xip83.group_wave_scan(
+    topics bytea[], floors bigint[], scan_cursor bigint, ceiling bigint, page_limit int,
+    source regclass DEFAULT 'xip83.group_messages')
+RETURNS TABLE (id bigint, created_at timestamp, group_id bytea, data bytea,
+               is_commit boolean, sender_hmac bytea, should_push boolean)
+AS 'MODULE_PATHNAME', 'group_wave_scan' LANGUAGE C STABLE ROWS 500;
+
+CREATE FUNCTION xip83.welcome_wave_scan(
+    topics bytea[], floors bigint[], scan_cursor bigint, ceiling bigint, page_limit int,
+    source regclass DEFAULT 'xip83.welcome_messages')
+RETURNS TABLE (id bigint, created_at timestamp, installation_key bytea, data bytea,
+               hpke_public_key bytea, wrapper_algorithm smallint, welcome_metadata bytea,
+               message_type smallint)
+AS 'MODULE_PATHNAME', 'welcome_wave_scan' LANGUAGE C STABLE ROWS 500;
+
+-- The whole wave from scan_cursor, one row per call: the same rows as the
+-- pages concatenated. Called in a target list it yields rows on demand.
+CREATE FUNCTION xip83.group_wave_rows(
+    topics bytea[], floors bigint[], scan_cursor bigint, ceiling bigint, source regclass,
+    OUT id bigint, OUT created_at timestamp, OUT group_id bytea, OUT data bytea,
+    OUT is_commit boolean, OUT sender_hmac bytea, OUT should_push boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'group_wave_rows' LANGUAGE C STABLE ROWS 100000;
+
+CREATE FUNCTION xip83.welcome_wave_rows(
+    topics bytea[], floors bigint[], scan_cursor bigint, ceiling bigint, source regclass,
+    OUT id bigint, OUT created_at timestamp, OUT installation_key bytea, OUT data bytea,
+    OUT hpke_public_key bytea, OUT wrapper_algorithm smallint, OUT welcome_metadata bytea,
+    OUT message_type smallint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'welcome_wave_rows' LANGUAGE C STABLE ROWS 100000;
+
+-- A whole wave as a stream for a cursor:
+--   DECLARE w CURSOR FOR SELECT * FROM xip83.group_wave_stream(...);
+--   FETCH 500 FROM w;  -- until it returns fewer than 500 rows
+-- A set-returning function in FROM is materialized whole before its first
+-- row; this SQL function is inlined by the planner, which puts the C function
+-- in a target list where it runs one row per call, so memory stays bounded
+-- and each FETCH costs only the rows it returns. Keep it STABLE and not
+-- STRICT: either would stop the inlining.
+CREATE FUNCTION xip83.group_wave_stream(
+    topics bytea[], floors bigint[], scan_cursor bigint, ceiling bigint,
+    source regclass DEFAULT 'xip83.group_messages')
+RETURNS TABLE (id bigint, created_at timestamp, group_id bytea, data bytea,
+               is_commit boolean, sender_hmac bytea, should_push boolean)
+LANGUAGE sql STABLE ROWS 100000 AS $$
+    SELECT (w.r).* FROM (SELECT xip83.group_wave_rows(topics, floors, scan_cursor, ceiling,
+                                                      source) AS r) AS w
+$$;
+
+CREATE FUNCTION xip83.welcome_wave_stream(
+    topics bytea[], floors bigint[], scan_cursor bigint, ceiling bigint,
+    source regclass DEFAULT 'xip83.welcome_messages')
+RETURNS TABLE (id bigint, created_at timestamp, installation_key bytea, data bytea,
+               hpke_public_key bytea, wrapper_algorithm smallint, welcome_metadata bytea,
+               message_type smallint)
+LANGUAGE sql STABLE ROWS 100000 AS $$
+    SELECT (w.r).* FROM (SELECT xip83.welcome_wave_rows(topics, floors, scan_cursor, ceiling,
+                                                        source) AS r) AS w
+$$;
+
+-- The highest id a wave may pin as its ceiling (for now the highest committed
+-- id; the live feed makes it commit-order safe under the same name).
+CREATE FUNCTION xip83.group_ceiling(source regclass DEFAULT 'xip83.group_messages')
+RETURNS bigint AS 'MODULE_PATHNAME', 'group_ceiling' LANGUAGE C STABLE;
+
+CREATE FUNCTION xip83.welcome_ceiling(source regclass DEFAULT 'xip83.welcome_messages')
+RETURNS bigint AS 'MODULE_PATHNAME', 'welcome_ceiling' LANGUAGE C STABLE;
