@@ -56,7 +56,6 @@ static bool
 ProbeHighestKey(EnvelopeLeaf *leaf, int64 lo, int64 hi, int32 *originator, int64 *sequence)
 {
 	ScanKeyData keys[2];
-	IndexScanDesc scan;
 	bool		found,
 				isnull;
 
@@ -67,8 +66,8 @@ ProbeHighestKey(EnvelopeLeaf *leaf, int64 lo, int64 hi, int32 *originator, int64
 		return false;
 	ScanKeyInit(&keys[0], 1, BTGreaterEqualStrategyNumber, F_INT4GE, Int32GetDatum((int32) lo));
 	ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber, F_INT4LE, Int32GetDatum((int32) hi));
-	scan = EnvelopeLeafScan(leaf, keys, 2);
-	found = index_getnext_slot(scan, BackwardScanDirection, leaf->slot);
+	EnvelopeLeafScan(leaf, keys, 2);
+	found = EnvelopeLeafNext(leaf, BackwardScanDirection);
 	if (found)
 	{
 		*originator = DatumGetInt32(slot_getattr(leaf->slot, leaf->originator_att, &isnull));

@@ -204,7 +204,6 @@ CursorRead(TopicCursor *c, int64 ceiling)
 {
 	EnvelopeLeaf *leaf = c->leaf;
 	ScanKeyData keys[4];
-	IndexScanDesc scan;
 
 	CHECK_FOR_INTERRUPTS();
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_BYTEAEQ, c->entry->topic);
@@ -212,7 +211,7 @@ CursorRead(TopicCursor *c, int64 ceiling)
 				Int32GetDatum(c->entry->originator));
 	ScanKeyInit(&keys[2], 3, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(c->after));
 	ScanKeyInit(&keys[3], 3, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(ceiling));
-	scan = EnvelopeLeafScan(leaf, keys, 4);
+	EnvelopeLeafScan(leaf, keys, 4);
 
 	if (c->sequences == NULL)
 	{
@@ -221,7 +220,7 @@ CursorRead(TopicCursor *c, int64 ceiling)
 	}
 	c->pos = c->n = 0;
 	while (c->n < c->batch &&
-		   index_getnext_slot(scan, ForwardScanDirection, leaf->slot))
+		   EnvelopeLeafNext(leaf, ForwardScanDirection))
 	{
 		bool		isnull;
 
@@ -246,14 +245,13 @@ FetchBlob(WaveScan *ws, int32 originator, int64 sequence, Datum *envelope, bool 
 	{
 		EnvelopeLeaf *leaf = &ws->blob->leaves[i];
 		ScanKeyData keys[2];
-		IndexScanDesc scan;
-
+	
 		if (!EnvelopeLeafMayHold(leaf, originator, sequence - 1, sequence))
 			continue;
 		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(originator));
 		ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(sequence));
-		scan = EnvelopeLeafScan(leaf, keys, 2);
-		if (index_getnext_slot(scan, ForwardScanDirection, leaf->slot))
+		EnvelopeLeafScan(leaf, keys, 2);
+		if (EnvelopeLeafNext(leaf, ForwardScanDirection))
 		{
 			*envelope = slot_getattr(leaf->slot, leaf->envelope_att, isnull);
 			if (!*isnull)

@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "access/relscan.h"
+#include "access/sdir.h"
 #include "executor/tuptable.h"
 #include "utils/rel.h"
 
@@ -64,6 +65,7 @@ extern EnvelopeSource *EnvelopeSourceOpen(Oid relid, const char *argname, int ne
 extern void EnvelopeSourceClose(EnvelopeSource *src);
 extern bool EnvelopeLeafMayHold(const EnvelopeLeaf *leaf, int32 originator,
 								int64 after_sequence, int64 upto_sequence);
-extern IndexScanDesc EnvelopeLeafScan(EnvelopeLeaf *leaf, ScanKey keys, int nkeys);
+extern void EnvelopeLeafScan(EnvelopeLeaf *leaf, ScanKey keys, int nkeys);
+extern bool EnvelopeLeafNext(EnvelopeLeaf *leaf, ScanDirection direction);
 
 #endif							/* XIP83_WAVE_D14N_H */

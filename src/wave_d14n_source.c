@@ -419,7 +419,7 @@ EnvelopeLeafMayHold(const EnvelopeLeaf *leaf, int32 originator,
  * Positions the leaf's one index scan on new keys, opening it on first use; a
  * leaf serves one kind of probe, so nkeys is the same on every call.
  */
-IndexScanDesc
+void
 EnvelopeLeafScan(EnvelopeLeaf *leaf, ScanKey keys, int nkeys)
 {
 	if (leaf->scan == NULL)
@@ -431,5 +431,19 @@ EnvelopeLeafScan(EnvelopeLeaf *leaf, ScanKey keys, int nkeys)
 	}
 	Assert(leaf->scan->numberOfKeys == nkeys);
 	index_rescan(leaf->scan, keys, nkeys, NULL, 0);
-	return leaf->scan;
+}
+
+/*
+ * Fetches the next visible row of the leaf's scan into leaf->slot. Runs in the
+ * scan's context: the index AM may allocate there (btree's killed items) and
+ * frees it at index_endscan, after any per-row context was reset.
+ */
+bool
+EnvelopeLeafNext(EnvelopeLeaf *leaf, ScanDirection direction)
+{
+	MemoryContext old = MemoryContextSwitchTo(leaf->scan_cxt);
+	bool		found = index_getnext_slot(leaf->scan, direction, leaf->slot);
+
+	MemoryContextSwitchTo(old);
+	return found;
 }
