@@ -1,0 +1,689 @@
+/*
+ * merge.c: the k-way merge engine of the wave scans (see merge.h).
+ *
+ * Invariants:
+ *   - a stream's floor is the exclusive lower bound of what it has not yet
+ *     read; items[next..nitems) are read but not yet produced, ascending;
+ *   - a batch never ends inside a run of equal positions, so refilling from
+ *     "position > floor" never skips an index entry;
+ *   - a stream is in the binary heap exactly when it has an unproduced item;
+ *   - the dense walk only runs before the heap is primed; when it hands over
+ *     at walk position W, every row at or below W has been decided, and each
+ *     stream's floor is raised to W before its first refill.
+ *
+ * Locking: none of its own. The relations come open and locked from source.c;
+ * buffer pins are held only inside index scans and index fetches, all ended
+ * by MergeEnd.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/itup.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/tableam.h"
+#include "lib/binaryheap.h"
+#include "miscadmin.h"
+#include "utils/fmgroids.h"
+#include "utils/memutils.h"
+
+#include "merge.h"
+
+/* Relative costs, in units of one dense-walk row (an index entry and a heap
+ * tuple read in position order). Measured by tests/bench/bench_wave_v3. */
+#define COST_WALK_ROW		1.0
+#define COST_DESCENT		8.0		/* rescan and descend a scan index */
+#define COST_FETCH			3.0		/* fetch one heap tuple out of order */
+
+#define MIN_PROBE_ROWS		128
+#define FIRST_BATCH_MAX		32
+#define BATCH_MAX			256
+#define BATCH_GROWTH		4
+#define INTERRUPT_EVERY		256
+
+/* One index entry read by a refill: where a row is and its position. */
+typedef struct MergeItem
+{
+	int64		position;
+	ItemPointerData tid;
+	uint16		leaf;			/* index into the stream's leaves */
+} MergeItem;
+
+/* A topic (and originator) read in batches through its leaves' scan indexes. */
+typedef struct MergeStream
+{
+	Datum		topic;
+	int32		originator;
+	uint16		nleaves;
+	uint16		leaf;			/* the leaf the next refill reads */
+	int64		floor;
+	int64		ceiling;
+	SourceLeaf **leaves;
+	MergeItem  *items;
+	int			nitems;
+	int			next;
+	int			cap;
+	bool		drained;		/* the index holds nothing beyond items */
+} MergeStream;
+
+/* What the merge keeps open per leaf, created on first use. */
+typedef struct LeafScan
+{
+	IndexScanDesc scan;			/* on the scan index, rescanned per refill */
+	IndexFetchTableData *fetch; /* heap fetches by tid */
+	TupleTableSlot *slot;
+	IndexScanDesc walk;			/* on the walk index */
+} LeafScan;
+
+typedef enum MergeMode
+{
+	MODE_START,
+	MODE_WALK,
+	MODE_HEAP,
+	MODE_DONE
+} MergeMode;
+
+struct MergeScan
+{
+	MemoryContext cxt;
+	int			nprefix;
+	Snapshot	snapshot;
+	MergeStrategy strategy;
+	int64		row_goal;		/* rows the caller wants at most; 0 = all */
+	int64		emitted;
+	MergeMode	mode;
+
+	MergeStream *streams;
+	int			nstreams;
+	int			cap;
+	int64		budget_items;	/* bound on buffered items over all streams */
+	int64		buffered_items;
+	binaryheap *heap;
+
+	LeafScan   *leafscans;		/* by SourceLeaf.leafno */
+	int			nleafscans;
+
+	/* dense walk */
+	SourceLeaf **walk_leaves;
+	int			nwalk_leaves;
+	int			walk_leaf;
+	int32		walk_originator;
+	int			walk_nprefix;
+	MergeClassifyFn classify;
+	void	   *classify_arg;
+	int64		walk_lo;		/* exclusive */
+	int64		walk_hi;		/* inclusive */
+	int64		walk_position;	/* last position the walk decided */
+	bool		walk_open;		/* the current walk leaf's scan is positioned */
+	int64		window_walked;
+	int64		window_matched;
+	int64		window_size;
+
+	MergeStats	stats;
+};
+
+/* Starts a merge over int8 positions with a 1- or 2-column equality prefix. */
+MergeScan *
+MergeBegin(int nprefix, Snapshot snapshot, MergeStrategy strategy, int64 row_goal)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "xip83 merge",
+											  ALLOCSET_DEFAULT_SIZES);
+	MergeScan  *merge = MemoryContextAllocZero(cxt, sizeof(MergeScan));
+
+	Assert(nprefix == 1 || nprefix == 2);
+	merge->cxt = cxt;
+	merge->nprefix = nprefix;
+	merge->snapshot = snapshot;
+	merge->strategy = strategy;
+	merge->row_goal = row_goal;
+	merge->mode = MODE_START;
+	merge->cap = 16;
+	merge->streams = MemoryContextAlloc(cxt, sizeof(MergeStream) * merge->cap);
+	merge->budget_items = Max((int64) work_mem * 1024 / (int64) sizeof(MergeItem), 1024);
+	return merge;
+}
+
+/*
+ * Adds a stream read between floor (exclusive) and ceiling (inclusive).
+ * Returns its number, or -1 when it can hold no row (floor >= ceiling): such a
+ * stream is never read. leaves must stay valid until MergeEnd.
+ */
+int
+MergeAddStream(MergeScan *merge, Datum topic, int32 originator, int64 floor,
+			   int64 ceiling, SourceLeaf **leaves, int nleaves)
+{
+	MergeStream *s;
+
+	if (merge->mode != MODE_START)
+		elog(ERROR, "merge streams must be added before the first row is read");
+	if (floor >= ceiling || nleaves == 0)
+		return -1;
+	if (nleaves > PG_UINT16_MAX)
+		elog(ERROR, "a merge stream reads at most %d leaves", PG_UINT16_MAX);
+	if (merge->nstreams == merge->cap)
+	{
+		if (merge->cap >= (int) (MaxAllocHugeSize / sizeof(MergeStream) / 2))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("too many topics in one wave scan")));
+		merge->cap *= 2;
+		merge->streams = repalloc_huge(merge->streams, sizeof(MergeStream) * merge->cap);
+	}
+	s = &merge->streams[merge->nstreams];
+	memset(s, 0, sizeof(MergeStream));
+	s->topic = topic;
+	s->originator = originator;
+	s->floor = floor;
+	s->ceiling = ceiling;
+	s->leaves = leaves;
+	s->nleaves = (uint16) nleaves;
+	return merge->nstreams++;
+}
+
+/*
+ * Lets the merge walk a unique position index (walk_index of each leaf, in
+ * ascending position order) instead of descending every stream, when that is
+ * cheaper. With a 2-column walk index every stream must be of `originator`.
+ */
+void
+MergeSetDenseWalk(MergeScan *merge, SourceLeaf **leaves, int nleaves, int32 originator,
+				  MergeClassifyFn classify, void *arg)
+{
+	if (merge->mode != MODE_START)
+		elog(ERROR, "a dense walk must be set up before the first row is read");
+	for (int i = 0; i < nleaves; i++)
+		if (leaves[i]->walk_index == NULL)
+			return;				/* some leaf cannot be walked: the heap it is */
+	if (nleaves == 0)
+		return;
+	merge->walk_leaves = leaves;
+	merge->nwalk_leaves = nleaves;
+	merge->walk_originator = originator;
+	merge->walk_nprefix = leaves[0]->walk_index->rd_index->indnkeyatts - 1;
+	merge->classify = classify;
+	merge->classify_arg = arg;
+}
+
+/* The number of streams that can hold rows. */
+int
+MergeStreamCount(const MergeScan *merge)
+{
+	return merge->nstreams;
+}
+
+/* The scans the merge keeps for a leaf, created on first use. */
+static LeafScan *
+GetLeafScan(MergeScan *merge, SourceLeaf *leaf)
+{
+	LeafScan   *ls;
+
+	if (leaf->leafno >= merge->nleafscans)
+	{
+		int			n = Max(leaf->leafno + 1, merge->nleafscans * 2);
+
+		if (merge->leafscans == NULL)
+			merge->leafscans = MemoryContextAllocZero(merge->cxt, sizeof(LeafScan) * n);
+		else
+		{
+			merge->leafscans = repalloc(merge->leafscans, sizeof(LeafScan) * n);
+			memset(&merge->leafscans[merge->nleafscans], 0,
+				   sizeof(LeafScan) * (n - merge->nleafscans));
+		}
+		merge->nleafscans = n;
+	}
+	ls = &merge->leafscans[leaf->leafno];
+	if (ls->slot == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(merge->cxt);
+
+		ls->slot = table_slot_create(leaf->heap, NULL);
+		ls->fetch = table_index_fetch_begin(leaf->heap);
+		MemoryContextSwitchTo(old);
+	}
+	return ls;
+}
+
+/*
+ * Sets up the keys [topic =] [originator =] position > floor, position <= ceiling
+ * of a scan; a zero topic means the index has no topic column.
+ */
+static int
+PositionKeys(ScanKey keys, Datum topic, bool by_originator, int32 originator,
+			 int64 floor, int64 ceiling)
+{
+	int			n = 0;
+
+	if (topic != (Datum) 0)
+	{
+		ScanKeyInit(&keys[n], n + 1, BTEqualStrategyNumber, F_BYTEAEQ, topic);
+		n++;
+	}
+	if (by_originator)
+	{
+		ScanKeyInit(&keys[n], n + 1, BTEqualStrategyNumber, F_INT4EQ,
+					Int32GetDatum(originator));
+		n++;
+	}
+	ScanKeyInit(&keys[n], n + 1, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(floor));
+	ScanKeyInit(&keys[n + 1], n + 1, BTLessEqualStrategyNumber, F_INT8LE,
+				Int64GetDatum(ceiling));
+	return n + 2;
+}
+
+/* Whether a leaf can hold rows of a stream between its floor and ceiling. */
+static bool
+LeafMayHold(const SourceLeaf *leaf, int nprefix, int32 originator, int64 floor, int64 ceiling)
+{
+	if (leaf->position_hi == PG_INT64_MIN || leaf->position_hi - 1 <= floor ||
+		leaf->position_lo > ceiling)
+		return false;
+	return nprefix < 2 || SourceLeafMayHoldOriginator(leaf, originator);
+}
+
+/* Appends one index entry to a stream's batch, growing it for equal runs. */
+static void
+AppendItem(MergeScan *merge, MergeStream *s, int64 position, ItemPointer tid)
+{
+	MergeItem  *item;
+
+	if (s->nitems == s->cap)
+	{
+		int			cap = Max(s->cap * 2, 1);
+
+		s->items = s->items == NULL ?
+			MemoryContextAlloc(merge->cxt, sizeof(MergeItem) * cap) :
+			repalloc(s->items, sizeof(MergeItem) * cap);
+		merge->buffered_items += cap - s->cap;
+		s->cap = cap;
+	}
+	item = &s->items[s->nitems++];
+	item->position = position;
+	item->tid = *tid;
+	item->leaf = s->leaf;
+}
+
+/* The batch size of a stream's next refill: grows for busy streams, in budget. */
+static int
+NextBatchSize(MergeScan *merge, MergeStream *s)
+{
+	int64		share = merge->budget_items / Max(merge->nstreams, 1);
+	int			want;
+
+	if (s->cap == 0)
+	{
+		int64		goal = merge->row_goal > 0 ? merge->row_goal : FIRST_BATCH_MAX;
+
+		want = (int) Min(Max(2 * goal / Max(merge->nstreams, 1), 2), FIRST_BATCH_MAX);
+	}
+	else
+		want = Min(s->cap * BATCH_GROWTH, BATCH_MAX);
+	if (want > s->cap && merge->buffered_items + (want - s->cap) > merge->budget_items)
+		want = (int) Max(Min((int64) want, share), Max(s->cap, 1));
+	return want;
+}
+
+/*
+ * Reads the next batch of a stream off its scan index; returns the number of
+ * items read (0: the stream is exhausted).
+ */
+static int
+Refill(MergeScan *merge, MergeStream *s)
+{
+	int			want = NextBatchSize(merge, s);
+
+	if (want > s->cap)
+	{
+		if (s->items != NULL)
+			pfree(s->items);
+		s->items = MemoryContextAlloc(merge->cxt, sizeof(MergeItem) * want);
+		merge->buffered_items += want - s->cap;
+		s->cap = want;
+	}
+	s->nitems = 0;
+	s->next = 0;
+
+	while (s->leaf < s->nleaves)
+	{
+		SourceLeaf *leaf = s->leaves[s->leaf];
+		LeafScan   *ls;
+		ScanKeyData keys[4];
+		int			nkeys;
+		ItemPointer tid;
+
+		if (!LeafMayHold(leaf, merge->nprefix, s->originator, s->floor, s->ceiling))
+		{
+			s->leaf++;
+			continue;
+		}
+		ls = GetLeafScan(merge, leaf);
+		nkeys = PositionKeys(keys, s->topic, merge->nprefix == 2, s->originator,
+							 s->floor, s->ceiling);
+		if (ls->scan == NULL)
+		{
+			MemoryContext old = MemoryContextSwitchTo(merge->cxt);
+
+			ls->scan = index_beginscan(leaf->heap, leaf->index, merge->snapshot, nkeys, 0);
+			ls->scan->xs_want_itup = true;
+			MemoryContextSwitchTo(old);
+		}
+		index_rescan(ls->scan, keys, nkeys, NULL, 0);
+		merge->stats.descents++;
+
+		while ((tid = index_getnext_tid(ls->scan, ForwardScanDirection)) != NULL)
+		{
+			bool		isnull;
+			int64		position;
+
+			position = DatumGetInt64(index_getattr(ls->scan->xs_itup, merge->nprefix + 1,
+												   ls->scan->xs_itupdesc, &isnull));
+			merge->stats.index_items++;
+			if (isnull)
+				continue;		/* NULL positions sort last and match no bound */
+			if (s->nitems >= want && position != s->items[s->nitems - 1].position)
+			{
+				/* full, and not inside an equal run: the rest waits */
+				s->floor = s->items[s->nitems - 1].position;
+				return s->nitems;
+			}
+			AppendItem(merge, s, position, tid);
+		}
+		/* this leaf has nothing more for the stream */
+		s->leaf++;
+		if (s->nitems > 0)
+		{
+			s->floor = s->items[s->nitems - 1].position;
+			break;
+		}
+	}
+	s->drained = s->leaf >= s->nleaves;
+	return s->nitems;
+}
+
+/* Orders streams by their next item: (originator, position), smallest on top. */
+static int
+CompareStreamHeads(Datum a, Datum b, void *arg)
+{
+	MergeScan  *merge = (MergeScan *) arg;
+	MergeStream *sa = &merge->streams[DatumGetInt32(a)];
+	MergeStream *sb = &merge->streams[DatumGetInt32(b)];
+	int64		pa = sa->items[sa->next].position;
+	int64		pb = sb->items[sb->next].position;
+
+	/* binaryheap keeps its largest element first: invert */
+	if (sa->originator != sb->originator)
+		return sa->originator < sb->originator ? 1 : -1;
+	if (pa != pb)
+		return pa < pb ? 1 : -1;
+	return 0;
+}
+
+/* Reads every stream's first batch and builds the heap over their heads. */
+static void
+PrimeHeap(MergeScan *merge, int64 floor)
+{
+	MemoryContext old = MemoryContextSwitchTo(merge->cxt);
+
+	merge->heap = binaryheap_allocate(Max(merge->nstreams, 1), CompareStreamHeads, merge);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < merge->nstreams; i++)
+	{
+		MergeStream *s = &merge->streams[i];
+
+		if ((i % INTERRUPT_EVERY) == 0)
+			CHECK_FOR_INTERRUPTS();
+		s->floor = Max(s->floor, floor);
+		if (s->floor < s->ceiling && Refill(merge, s) > 0)
+			binaryheap_add_unordered(merge->heap, Int32GetDatum(i));
+	}
+	binaryheap_build(merge->heap);
+	merge->mode = MODE_HEAP;
+}
+
+/* Moves the top stream past the item just taken and restores the heap. */
+static void
+AdvanceTop(MergeScan *merge, MergeStream *s)
+{
+	s->next++;
+	if (s->next < s->nitems)
+		binaryheap_replace_first(merge->heap, binaryheap_first(merge->heap));
+	else if (!s->drained && Refill(merge, s) > 0)
+		binaryheap_replace_first(merge->heap, binaryheap_first(merge->heap));
+	else
+	{
+		(void) binaryheap_remove_first(merge->heap);
+		if (s->items != NULL)
+		{
+			pfree(s->items);
+			merge->buffered_items -= s->cap;
+			s->items = NULL;
+			s->cap = 0;
+		}
+		s->nitems = s->next = 0;
+	}
+}
+
+/* The next visible row from the heap of stream heads, or false at the end. */
+static bool
+NextFromHeap(MergeScan *merge, MergeRow *row)
+{
+	int64		loops = 0;
+
+	while (!binaryheap_empty(merge->heap))
+	{
+		int			sno = DatumGetInt32(binaryheap_first(merge->heap));
+		MergeStream *s = &merge->streams[sno];
+		MergeItem	item = s->items[s->next];
+		SourceLeaf *leaf = s->leaves[item.leaf];
+		LeafScan   *ls = GetLeafScan(merge, leaf);
+		bool		call_again = false;
+		bool		all_dead = false;
+		bool		found;
+
+		if ((++loops % INTERRUPT_EVERY) == 0)
+			CHECK_FOR_INTERRUPTS();
+		AdvanceTop(merge, s);
+		found = table_index_fetch_tuple(ls->fetch, &item.tid, merge->snapshot, ls->slot,
+										&call_again, &all_dead);
+		merge->stats.fetched++;
+		if (found)
+		{
+			row->slot = ls->slot;
+			row->leaf = leaf;
+			row->stream = sno;
+			row->originator = s->originator;
+			row->position = item.position;
+			merge->stats.used_heap = true;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Sets the walk's bounds from the streams: below the lowest floor, to the top ceiling. */
+static void
+StartWalk(MergeScan *merge)
+{
+	merge->walk_lo = PG_INT64_MAX;
+	merge->walk_hi = PG_INT64_MIN;
+	for (int i = 0; i < merge->nstreams; i++)
+	{
+		MergeStream *s = &merge->streams[i];
+
+		if (merge->walk_nprefix == 1 && s->originator != merge->walk_originator)
+			elog(ERROR, "a dense walk covers streams of one originator only");
+		merge->walk_lo = Min(merge->walk_lo, s->floor);
+		merge->walk_hi = Max(merge->walk_hi, s->ceiling);
+	}
+	merge->walk_position = merge->walk_lo;
+	merge->walk_leaf = 0;
+	merge->walk_open = false;
+	merge->window_size = Max(MIN_PROBE_ROWS,
+							 (int64) (merge->nstreams * COST_DESCENT / (2 * COST_WALK_ROW)));
+	merge->mode = MODE_WALK;
+}
+
+/*
+ * Whether the heap would now produce the rest more cheaply than the walk,
+ * judged from the share of walked rows the last window kept.
+ */
+static bool
+HeapIsCheaper(MergeScan *merge)
+{
+	double		share = (double) merge->window_matched / (double) merge->window_walked;
+	double		need;
+	int64		live = 0;
+
+	for (int i = 0; i < merge->nstreams; i++)
+		if (merge->streams[i].ceiling > merge->walk_position)
+			live++;
+	if (merge->row_goal > 0)
+		need = (double) (merge->row_goal - merge->emitted);
+	else
+		need = share * (double) (merge->walk_hi - merge->walk_position);
+	if (share <= 0.0)
+		return true;
+	return live * COST_DESCENT + need * COST_FETCH < need / share * COST_WALK_ROW;
+}
+
+/* The next row of the dense walk, false at its end or when the heap takes over. */
+static bool
+NextFromWalk(MergeScan *merge, MergeRow *row)
+{
+	while (merge->walk_leaf < merge->nwalk_leaves)
+	{
+		SourceLeaf *leaf = merge->walk_leaves[merge->walk_leaf];
+		LeafScan   *ls;
+
+		if (!merge->walk_open)
+		{
+			ScanKeyData keys[3];
+			int			nkeys;
+
+			if (!LeafMayHold(leaf, merge->walk_nprefix + 1, merge->walk_originator,
+							 merge->walk_position, merge->walk_hi))
+			{
+				merge->walk_leaf++;
+				continue;
+			}
+			ls = GetLeafScan(merge, leaf);
+			/* the walk index has no topic column; it may lead with the originator */
+			nkeys = PositionKeys(keys, (Datum) 0, merge->walk_nprefix == 1,
+								 merge->walk_originator, merge->walk_position,
+								 merge->walk_hi);
+			if (ls->walk == NULL)
+			{
+				MemoryContext old = MemoryContextSwitchTo(merge->cxt);
+
+				ls->walk = index_beginscan(leaf->heap, leaf->walk_index, merge->snapshot,
+										   nkeys, 0);
+				MemoryContextSwitchTo(old);
+			}
+			index_rescan(ls->walk, keys, nkeys, NULL, 0);
+			merge->walk_open = true;
+		}
+		ls = GetLeafScan(merge, leaf);
+		while (index_getnext_slot(ls->walk, ForwardScanDirection, ls->slot))
+		{
+			AttrNumber	posattno = leaf->walk_index->rd_index->indkey.values[merge->walk_nprefix];
+			bool		isnull;
+			int64		position = DatumGetInt64(slot_getattr(ls->slot, posattno, &isnull));
+			int			sno;
+
+			merge->stats.walked++;
+			merge->window_walked++;
+			if ((merge->stats.walked % INTERRUPT_EVERY) == 0)
+				CHECK_FOR_INTERRUPTS();
+			merge->walk_position = position;
+			sno = merge->classify(merge->classify_arg, leaf, ls->slot);
+			if (sno >= 0 && position > merge->streams[sno].floor &&
+				position <= merge->streams[sno].ceiling)
+			{
+				merge->window_matched++;
+				merge->stats.used_walk = true;
+				row->slot = ls->slot;
+				row->leaf = leaf;
+				row->stream = sno;
+				row->originator = merge->streams[sno].originator;
+				row->position = position;
+				return true;
+			}
+			if (merge->window_walked >= merge->window_size)
+			{
+				if (merge->strategy == MERGE_STRATEGY_AUTO && HeapIsCheaper(merge))
+					return false;
+				merge->window_walked = merge->window_matched = 0;
+			}
+		}
+		merge->walk_open = false;
+		merge->walk_leaf++;
+	}
+	merge->walk_position = merge->walk_hi;
+	return false;
+}
+
+/* The next row of the merge in (originator, position) order, or false at its end. */
+bool
+MergeNext(MergeScan *merge, MergeRow *row)
+{
+	if (merge->row_goal > 0 && merge->emitted >= merge->row_goal)
+		return false;
+	if (merge->mode == MODE_START)
+	{
+		if (merge->nstreams == 0)
+			merge->mode = MODE_DONE;
+		else if (merge->walk_leaves != NULL && merge->strategy != MERGE_STRATEGY_HEAP)
+			StartWalk(merge);
+		else
+			PrimeHeap(merge, PG_INT64_MIN);
+	}
+	if (merge->mode == MODE_WALK)
+	{
+		if (NextFromWalk(merge, row))
+		{
+			merge->emitted++;
+			return true;
+		}
+		if (merge->walk_position >= merge->walk_hi)
+			merge->mode = MODE_DONE;
+		else
+			PrimeHeap(merge, merge->walk_position);
+	}
+	if (merge->mode == MODE_HEAP)
+	{
+		if (NextFromHeap(merge, row))
+		{
+			merge->emitted++;
+			return true;
+		}
+		merge->mode = MODE_DONE;
+	}
+	return false;
+}
+
+/* The work counters of a merge. */
+const MergeStats *
+MergeGetStats(const MergeScan *merge)
+{
+	return &merge->stats;
+}
+
+/* Ends every scan and fetch, drops buffer pins and frees the merge's memory. */
+void
+MergeEnd(MergeScan *merge)
+{
+	for (int i = 0; i < merge->nleafscans; i++)
+	{
+		LeafScan   *ls = &merge->leafscans[i];
+
+		if (ls->scan != NULL)
+			index_endscan(ls->scan);
+		if (ls->walk != NULL)
+			index_endscan(ls->walk);
+		if (ls->fetch != NULL)
+			table_index_fetch_end(ls->fetch);
+		if (ls->slot != NULL)
+			ExecDropSingleTupleTableSlot(ls->slot);
+	}
+	MemoryContextDelete(merge->cxt);
+}
