@@ -1,29 +1,35 @@
 /*
- * ceilings_d14n.c: xip83.originator_ceilings, the per-originator ceilings a
- * d14n wave pins when it starts.
+ * ceilings_d14n.c: probes of the (originator_node_id, originator_sequence_id)
+ * key: xip83.originator_ceilings, the per-originator ceilings a d14n wave pins
+ * when it starts, and the key probes the wave scan uses to find payloads in a
+ * blob table.
  *
- * With a list of originators, each gets one backward probe of the
- * (originator_node_id, originator_sequence_id) index: its highest stored
- * sequence, or 0. With NULL, a loose index scan finds the originators present:
- * each probe backwards below the last originator found lands on the next
- * originator's highest sequence, so a table costs one probe per originator
- * plus one, never a full scan. A partitioned source is probed leaf by leaf from
- * its highest bounds down; a leaf whose bounds hold one originator is skipped
- * once a higher band of that originator has answered, so production's banded
- * layout costs one probe per originator too.
+ * With a list of originators, each gets one backward probe of the key index:
+ * its highest stored sequence, or 0. With NULL, a loose index scan finds the
+ * originators present: each probe backwards below the last originator found
+ * lands on the next originator's highest sequence, so a table costs one probe
+ * per originator plus one, never a full scan. A partitioned source is probed
+ * leaf by leaf from its highest bounds down (source.c gives leaves in bound
+ * order); a leaf whose bounds cannot hold anything above what a higher band
+ * already answered is skipped, so production's banded layout costs one probe
+ * per originator too.
  *
- * Locking and visibility as in wave_d14n_source.c: AccessShareLock on every
- * relation read, the statement's active snapshot for every probe.
+ * Locking and visibility: relations come open and locked (AccessShareLock)
+ * from source.c; every probe reads under the snapshot it is given, the
+ * statement's active one.
  */
 #include "postgres.h"
 
 #include "access/genam.h"
 #include "access/stratnum.h"
+#include "access/tableam.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/fmgroids.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
 #include "args.h"
@@ -31,12 +37,128 @@
 
 PG_FUNCTION_INFO_V1(originator_ceilings);
 
+/* One leaf's probe scan, opened on first use. */
+typedef struct LeafProbe
+{
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+} LeafProbe;
+
+struct KeyProbes
+{
+	Source	   *source;
+	Snapshot	snapshot;
+	MemoryContext cxt;
+	LeafProbe  *leaves;			/* by SourceLeaf.leafno */
+};
+
 /* One originator's highest stored sequence. */
 typedef struct OriginatorCeiling
 {
 	int32		originator;
 	int64		max_sequence;
 } OriginatorCeiling;
+
+static const SourceColumn key_columns[] = {
+	{"originator_node_id", INT4OID},
+	{"originator_sequence_id", INT8OID},
+};
+static const char *const key_names[] = {"originator_node_id", "originator_sequence_id"};
+
+static const SourceSpec ceilings_spec = {
+	.argname = "source",
+	.columns = key_columns,
+	.ncolumns = lengthof(key_columns),
+	.key_columns = key_names,
+	.nkeys = 2,
+	.position_column = "originator_sequence_id",
+	.originator_column = "originator_node_id",
+};
+
+/* Starts a set of key probes over a source's leaves. */
+KeyProbes *
+KeyProbesBegin(Source *source, Snapshot snapshot)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "xip83 key probes",
+											  ALLOCSET_SMALL_SIZES);
+	KeyProbes  *probes = MemoryContextAllocZero(cxt, sizeof(KeyProbes));
+
+	probes->source = source;
+	probes->snapshot = snapshot;
+	probes->cxt = cxt;
+	probes->leaves = MemoryContextAllocZero(cxt, sizeof(LeafProbe) * Max(source->nleaves, 1));
+	return probes;
+}
+
+/*
+ * The first row of a leaf's key index in [originator_lo, originator_hi] x
+ * [sequence_lo, sequence_hi] in the given direction, visible to the probes'
+ * snapshot; NULL when there is none. The slot stays valid until the next
+ * probe of the same leaf.
+ */
+TupleTableSlot *
+KeyProbeFirst(KeyProbes *probes, SourceLeaf *leaf, int32 originator_lo, int32 originator_hi,
+			  int64 sequence_lo, int64 sequence_hi, ScanDirection direction)
+{
+	LeafProbe  *lp = &probes->leaves[leaf->leafno];
+	MemoryContext old = MemoryContextSwitchTo(probes->cxt);
+	ScanKeyData keys[4];
+	bool		found;
+
+	CHECK_FOR_INTERRUPTS();
+	ScanKeyInit(&keys[0], 1, BTGreaterEqualStrategyNumber, F_INT4GE,
+				Int32GetDatum(originator_lo));
+	ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber, F_INT4LE,
+				Int32GetDatum(originator_hi));
+	ScanKeyInit(&keys[2], 2, BTGreaterEqualStrategyNumber, F_INT8GE,
+				Int64GetDatum(sequence_lo));
+	ScanKeyInit(&keys[3], 2, BTLessEqualStrategyNumber, F_INT8LE,
+				Int64GetDatum(sequence_hi));
+	if (lp->scan == NULL)
+	{
+		lp->scan = index_beginscan(leaf->heap, leaf->index, probes->snapshot, 4, 0);
+		lp->slot = table_slot_create(leaf->heap, NULL);
+	}
+	index_rescan(lp->scan, keys, 4, NULL, 0);
+	found = index_getnext_slot(lp->scan, direction, lp->slot);
+	MemoryContextSwitchTo(old);
+	return found ? lp->slot : NULL;
+}
+
+/* Ends every probe scan and frees the probes' memory. */
+void
+KeyProbesEnd(KeyProbes *probes)
+{
+	for (int i = 0; i < probes->source->nleaves; i++)
+	{
+		LeafProbe  *lp = &probes->leaves[i];
+
+		if (lp->scan != NULL)
+		{
+			index_endscan(lp->scan);
+			ExecDropSingleTupleTableSlot(lp->slot);
+		}
+	}
+	MemoryContextDelete(probes->cxt);
+}
+
+/* Whether a leaf's partition bounds allow the key (originator, sequence). */
+bool
+LeafMayHoldKey(const SourceLeaf *leaf, int32 originator, int64 sequence)
+{
+	return sequence >= leaf->position_lo && sequence < leaf->position_hi &&
+		SourceLeafMayHoldOriginator(leaf, originator);
+}
+
+/* Reads an int column of a probed row by its place in the source's spec. */
+static int64
+KeyColumn(const SourceLeaf *leaf, TupleTableSlot *slot, int col)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(slot, leaf->attnos[col], &isnull);
+
+	return col == ENVELOPE_COL_ORIGINATOR ? DatumGetInt32(d) : DatumGetInt64(d);
+}
 
 /* Orders ceilings by originator. */
 static int
@@ -48,50 +170,25 @@ CompareOriginators(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/*
- * Probes a leaf backwards for the highest key with originator in [lo, hi];
- * true with that key when there is one.
- */
-static bool
-ProbeHighestKey(EnvelopeLeaf *leaf, int64 lo, int64 hi, int32 *originator, int64 *sequence)
-{
-	ScanKeyData keys[2];
-	bool		found,
-				isnull;
-
-	CHECK_FOR_INTERRUPTS();
-	lo = Max(lo, Max(leaf->originator_lo, PG_INT32_MIN));
-	hi = Min(hi, Min(leaf->originator_hi, PG_INT32_MAX));
-	if (lo > hi)
-		return false;
-	ScanKeyInit(&keys[0], 1, BTGreaterEqualStrategyNumber, F_INT4GE, Int32GetDatum((int32) lo));
-	ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber, F_INT4LE, Int32GetDatum((int32) hi));
-	EnvelopeLeafScan(leaf, keys, 2);
-	found = EnvelopeLeafNext(leaf, BackwardScanDirection);
-	if (found)
-	{
-		*originator = DatumGetInt32(slot_getattr(leaf->slot, leaf->originator_att, &isnull));
-		*sequence = DatumGetInt64(slot_getattr(leaf->slot, leaf->sequence_att, &isnull));
-	}
-	ExecClearTuple(leaf->slot);
-	return found;
-}
-
 /* The highest sequence of one originator over every leaf that may hold it, or 0. */
 static int64
-HighestSequenceOf(EnvelopeSource *src, int32 originator)
+HighestSequenceOf(KeyProbes *probes, int32 originator)
 {
+	Source	   *source = probes->source;
 	int64		best = 0;
 
-	for (int i = src->nleaves - 1; i >= 0; i--)
+	for (int i = source->nleaves - 1; i >= 0; i--)
 	{
-		EnvelopeLeaf *leaf = &src->leaves[i];
-		int32		found_originator;
-		int64		sequence;
+		SourceLeaf *leaf = &source->leaves[i];
+		TupleTableSlot *slot;
 
-		if (EnvelopeLeafMayHold(leaf, originator, best, PG_INT64_MAX) &&
-			ProbeHighestKey(leaf, originator, originator, &found_originator, &sequence))
-			best = Max(best, sequence);
+		/* bands hold [position_lo, position_hi): skip those that cannot beat best */
+		if (!SourceLeafMayHoldOriginator(leaf, originator) || leaf->position_hi - 1 <= best)
+			continue;
+		slot = KeyProbeFirst(probes, leaf, originator, originator, PG_INT64_MIN, PG_INT64_MAX,
+							 BackwardScanDirection);
+		if (slot != NULL)
+			best = Max(best, KeyColumn(leaf, slot, ENVELOPE_COL_SEQUENCE));
 	}
 	return best;
 }
@@ -106,37 +203,63 @@ KnownCeiling(const OriginatorCeiling *found, int nfound, int32 originator)
 	return -1;
 }
 
+/* The originator range a leaf's LIST bounds allow, false when none. */
+static bool
+LeafOriginatorRange(const SourceLeaf *leaf, int32 *lo, int32 *hi)
+{
+	*lo = PG_INT32_MIN;
+	*hi = PG_INT32_MAX;
+	if (leaf->noriginators < 0)
+		return true;
+	if (leaf->noriginators == 0)
+		return false;
+	*lo = *hi = leaf->originators[0];
+	for (int i = 1; i < leaf->noriginators; i++)
+	{
+		*lo = Min(*lo, leaf->originators[i]);
+		*hi = Max(*hi, leaf->originators[i]);
+	}
+	return true;
+}
+
 /* Every originator present with its highest sequence, by loose index scans. */
 static OriginatorCeiling *
-AllCeilings(EnvelopeSource *src, int *n)
+AllCeilings(KeyProbes *probes, int *n)
 {
+	Source	   *source = probes->source;
 	int			cap = 16,
-				nfound = 0;
+				nfound = 0,
+				kept = 0;
 	OriginatorCeiling *found = palloc(sizeof(OriginatorCeiling) * cap);
-	int			kept = 0;
 
-	for (int i = src->nleaves - 1; i >= 0; i--)
+	for (int i = source->nleaves - 1; i >= 0; i--)
 	{
-		EnvelopeLeaf *leaf = &src->leaves[i];
-		int64		hi = PG_INT32_MAX;
-		int32		originator;
-		int64		sequence;
+		SourceLeaf *leaf = &source->leaves[i];
+		int32		lo,
+					hi;
+		TupleTableSlot *slot;
 
-		/* a band below one that already answered cannot raise its ceiling */
-		if (leaf->originator_lo == leaf->originator_hi &&
-			KnownCeiling(found, nfound, (int32) leaf->originator_lo) >= leaf->sequence_hi)
+		if (!LeafOriginatorRange(leaf, &lo, &hi))
 			continue;
-		while (ProbeHighestKey(leaf, PG_INT32_MIN, hi, &originator, &sequence))
+		/* a band below one that already answered cannot raise its ceiling */
+		if (lo == hi && KnownCeiling(found, nfound, lo) >= leaf->position_hi - 1)
+			continue;
+		while ((slot = KeyProbeFirst(probes, leaf, lo, hi, PG_INT64_MIN, PG_INT64_MAX,
+									 BackwardScanDirection)) != NULL)
 		{
+			int32		originator = (int32) KeyColumn(leaf, slot, ENVELOPE_COL_ORIGINATOR);
+
 			if (nfound == cap)
 			{
 				cap *= 2;
 				found = repalloc(found, sizeof(OriginatorCeiling) * cap);
 			}
 			found[nfound].originator = originator;
-			found[nfound].max_sequence = sequence;
+			found[nfound].max_sequence = KeyColumn(leaf, slot, ENVELOPE_COL_SEQUENCE);
 			nfound++;
-			hi = (int64) originator - 1;
+			if (originator == lo)
+				break;
+			hi = originator - 1;
 		}
 	}
 
@@ -156,7 +279,7 @@ AllCeilings(EnvelopeSource *src, int *n)
 
 /* The requested originators, distinct and ascending, with their ceilings. */
 static OriginatorCeiling *
-ListedCeilings(EnvelopeSource *src, const ArgArray *nodes, int *n)
+ListedCeilings(KeyProbes *probes, const ArgArray *nodes, int *n)
 {
 	OriginatorCeiling *result = palloc(sizeof(OriginatorCeiling) * Max(nodes->n, 1));
 	int			kept = 0;
@@ -169,7 +292,7 @@ ListedCeilings(EnvelopeSource *src, const ArgArray *nodes, int *n)
 		if (kept > 0 && result[kept - 1].originator == result[i].originator)
 			continue;
 		result[kept].originator = result[i].originator;
-		result[kept].max_sequence = HighestSequenceOf(src, result[i].originator);
+		result[kept].max_sequence = HighestSequenceOf(probes, result[i].originator);
 		kept++;
 	}
 	*n = kept;
@@ -186,7 +309,8 @@ originator_ceilings(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ArgArray	nodes = {0};
-	EnvelopeSource *src;
+	Source	   *source;
+	KeyProbes  *probes;
 	OriginatorCeiling *ceilings;
 	int			n;
 
@@ -195,8 +319,9 @@ originator_ceilings(PG_FUNCTION_ARGS)
 	ArgRequire(fcinfo, 1, "source");
 
 	InitMaterializedSRF(fcinfo, 0);
-	src = EnvelopeSourceOpen(PG_GETARG_OID(1), "source", 0, ENVELOPE_KEY_INDEX);
-	ceilings = PG_ARGISNULL(0) ? AllCeilings(src, &n) : ListedCeilings(src, &nodes, &n);
+	source = SourceOpen(PG_GETARG_OID(1), &ceilings_spec);
+	probes = KeyProbesBegin(source, GetActiveSnapshot());
+	ceilings = PG_ARGISNULL(0) ? AllCeilings(probes, &n) : ListedCeilings(probes, &nodes, &n);
 	for (int i = 0; i < n; i++)
 	{
 		Datum		values[2];
@@ -206,6 +331,7 @@ originator_ceilings(PG_FUNCTION_ARGS)
 		values[1] = Int64GetDatum(ceilings[i].max_sequence);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	EnvelopeSourceClose(src);
+	KeyProbesEnd(probes);
+	SourceClose(source);
 	return (Datum) 0;
 }

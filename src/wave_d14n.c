@@ -3,51 +3,84 @@
  *
  * A page is the envelopes after each (topic, originator) floor, up to the
  * originator's ceiling and past the scan cursor, in (originator, sequence)
- * order. Originators are visited one at a time in ascending order; within one
- * originator a k-way merge by sequence runs over one topic cursor per
- * (topic, originator) entry and leaf (a partitioned source has several leaves
- * per originator, one per sequence band). The merge is lazy: a cursor enters
- * the heap with a lower bound on its next sequence (its floor, or its band's
- * start) and descends its index only when that bound reaches the top, so a
- * page reads only the index entries it returns plus one probe per topic that
- * could still contribute, and never a topic or band beyond the page's end.
+ * order (the definition is tests/wave_d14n_reference.sql). Originators are
+ * visited one at a time in ascending order; each gets one merge (merge.c) over
+ * its (topic, originator) streams by sequence, with a row goal of what the
+ * page still needs, so a page only reads the originators it returns rows of.
+ * A partitioned source gives a stream all of the originator's leaves in band
+ * order (source.c lists leaves in bound order); leaves that are not disjoint
+ * ascending bands get one stream per (topic, leaf). The merge may also walk the
+ * originator's (originator_node_id, originator_sequence_id) index and keep the
+ * wave's topics, when that is cheaper than descending every topic.
  *
- * Cursors read their rows in small batches (sequence and TID only, growing to
- * CURSOR_BATCH_MAX) through one index scan per leaf that is rescanned for each
- * read, so memory is a few bytes per wave entry plus one scan per leaf,
- * whatever the wave's size. Rows are fetched again by TID when returned; the
- * payload comes from the same row or, with blob_source, from a primary-key
- * probe of the blob table (a meta row without a blob row is left out, as the
- * join in the SQL definition leaves it out).
+ * The payload comes from the meta row, or with blob_source from a key probe of
+ * the blob table (ceilings_d14n.c); a meta row without a blob row is left out,
+ * as the join in the definition leaves it out, and the merge is run again past
+ * it when the page still needs rows.
  *
- * Locking: AccessShareLock on every relation read, held to transaction end
- * (see wave_d14n_source.c). All reads use the statement's active snapshot, so
- * a page is consistent with a plain SELECT in the same statement.
+ * Memory: entries and streams follow the wave's size; each row's values live
+ * in a context reset per row; merges and probes run in contexts of their own
+ * and are ended on every normal path (on ERROR the resource owner and the
+ * memory context tree release them). Locking: AccessShareLock on every
+ * relation read, through source.c, held to transaction end. All reads use the
+ * statement's active snapshot.
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/stratnum.h"
-#include "access/tableam.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
-#include "lib/binaryheap.h"
 #include "miscadmin.h"
-#include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
 #include "args.h"
+#include "merge.h"
+#include "source.h"
 #include "wave_d14n.h"
 #include "xip83.h"
 
 PG_FUNCTION_INFO_V1(envelope_wave_scan);
 
-#define CURSOR_BATCH_FIRST	4
-#define CURSOR_BATCH_MAX	64
+/* Columns of the meta source, in spec order (the key columns first). */
+#define META_COL_TOPIC			2
+#define META_COL_GATEWAY_TIME	3
+#define META_COL_ENVELOPE		4
+/* Columns of the blob source. */
+#define BLOB_COL_ENVELOPE		2
+
+static const SourceColumn meta_columns[] = {
+	{"originator_node_id", INT4OID},
+	{"originator_sequence_id", INT8OID},
+	{"topic", BYTEAOID},
+	{"gateway_time", TIMESTAMPOID},
+	{"originator_envelope", BYTEAOID},	/* only without blob_source */
+};
+static const SourceColumn blob_columns[] = {
+	{"originator_node_id", INT4OID},
+	{"originator_sequence_id", INT8OID},
+	{"originator_envelope", BYTEAOID},
+};
+static const char *const topic_key[] = {"topic", "originator_node_id", "originator_sequence_id"};
+static const char *const envelope_key[] = {"originator_node_id", "originator_sequence_id"};
+
+/* A source holding the payload, and a meta source whose payload is elsewhere. */
+static const SourceSpec meta_spec = {
+	.argname = "source", .columns = meta_columns, .ncolumns = 5,
+	.key_columns = topic_key, .nkeys = 3, .walk_columns = envelope_key, .nwalk = 2,
+	.position_column = "originator_sequence_id", .originator_column = "originator_node_id",
+};
+static const SourceSpec meta_only_spec = {
+	.argname = "source", .columns = meta_columns, .ncolumns = 4,
+	.key_columns = topic_key, .nkeys = 3, .walk_columns = envelope_key, .nwalk = 2,
+	.position_column = "originator_sequence_id", .originator_column = "originator_node_id",
+};
+static const SourceSpec blob_spec = {
+	.argname = "blob_source", .columns = blob_columns, .ncolumns = 3,
+	.key_columns = envelope_key, .nkeys = 2,
+	.position_column = "originator_sequence_id", .originator_column = "originator_node_id",
+};
 
 /* One (topic, originator) entry of the wave with its floor. */
 typedef struct WaveEntry
@@ -64,29 +97,28 @@ typedef struct WaveCeiling
 	int64		ceiling;
 } WaveCeiling;
 
-/* The rows of one wave entry in one leaf, read in batches. */
-typedef struct TopicCursor
+/* One originator's part of the wave, as its merges see it. */
+typedef struct OriginatorMerge
 {
-	const WaveEntry *entry;
-	EnvelopeLeaf *leaf;
-	int64		after;			/* the next read returns sequences > after */
-	bool		exhausted;		/* nothing left in the leaf past `after` */
-	int			batch;			/* rows the next read asks for */
-	int			pos;			/* next buffered row */
-	int			n;				/* buffered rows */
-	int64	   *sequences;
-	ItemPointerData *tids;
-} TopicCursor;
+	const WaveEntry *entries;	/* the originator's entries, sorted by topic */
+	int			nentries;
+	int		   *entry_stream;	/* per entry: its stream (bands), or -1 */
+	int		   *stream_entry;	/* per stream: its entry */
+	SourceLeaf **leaves;		/* meta leaves that may hold the originator */
+	int			nleaves;
+} OriginatorMerge;
 
 /* The state of one call. */
 typedef struct WaveScan
 {
-	EnvelopeSource *meta;
-	EnvelopeSource *blob;		/* NULL: the payload is in meta */
+	Source	   *meta;
+	Source	   *blob;			/* NULL: the payload is in meta */
+	KeyProbes  *blob_probes;
+	Snapshot	snapshot;
 	Tuplestorestate *out;
 	TupleDesc	out_desc;
 	MemoryContext row_cxt;
-	int			remaining;		/* rows the page may still return */
+	int64		remaining;		/* rows the page may still return */
 } WaveScan;
 
 /* Orders entries by originator, then topic bytes, then floor. */
@@ -179,62 +211,52 @@ BuildCeilings(const ArgArray *nodes, const ArgArray *ceilings, int *n)
 	return result;
 }
 
-/* The merge key of a cursor: its next sequence, or a lower bound on it. */
-static inline int64
-CursorKey(const TopicCursor *c)
-{
-	if (c->pos < c->n)
-		return c->sequences[c->pos];
-	return Max(c->after + 1, c->leaf->sequence_lo);
-}
-
-/* binaryheap order: the cursor with the lowest key on top. */
+/* Orders a topic datum against an entry's topic: bytes, then length. */
 static int
-CursorHeapCompare(Datum a, Datum b, void *arg)
+CompareTopic(const char *data, int len, Datum topic)
 {
-	int64		ka = CursorKey((const TopicCursor *) DatumGetPointer(a));
-	int64		kb = CursorKey((const TopicCursor *) DatumGetPointer(b));
+	int			tl = VARSIZE_ANY_EXHDR(DatumGetPointer(topic));
+	int			c = memcmp(data, VARDATA_ANY(DatumGetPointer(topic)), Min(len, tl));
 
-	return ka < kb ? 1 : ka > kb ? -1 : 0;
+	if (c != 0)
+		return c;
+	return len < tl ? -1 : len > tl ? 1 : 0;
 }
 
-/* Reads the cursor's next batch of (sequence, TID) from its leaf's topic index. */
-static void
-CursorRead(TopicCursor *c, int64 ceiling)
+/*
+ * The dense walk's classifier: the stream of a row of the originator's key
+ * index, found by binary search of the originator's entries (sorted by
+ * topic), or -1 when its topic is not in the wave.
+ */
+static int
+ClassifyRow(void *arg, const SourceLeaf *leaf, TupleTableSlot *slot)
 {
-	EnvelopeLeaf *leaf = c->leaf;
-	ScanKeyData keys[4];
+	OriginatorMerge *om = (OriginatorMerge *) arg;
+	bool		isnull;
+	Datum		topic = slot_getattr(slot, leaf->attnos[META_COL_TOPIC], &isnull);
+	const char *data;
+	int			len,
+				lo = 0,
+				hi = om->nentries - 1;
 
-	CHECK_FOR_INTERRUPTS();
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_BYTEAEQ, c->entry->topic);
-	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT4EQ,
-				Int32GetDatum(c->entry->originator));
-	ScanKeyInit(&keys[2], 3, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(c->after));
-	ScanKeyInit(&keys[3], 3, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(ceiling));
-	EnvelopeLeafScan(leaf, keys, 4);
-
-	if (c->sequences == NULL)
+	if (isnull)
+		return -1;
+	topic = PointerGetDatum(PG_DETOAST_DATUM_PACKED(topic));
+	data = VARDATA_ANY(DatumGetPointer(topic));
+	len = VARSIZE_ANY_EXHDR(DatumGetPointer(topic));
+	while (lo <= hi)
 	{
-		c->sequences = palloc(sizeof(int64) * CURSOR_BATCH_MAX);
-		c->tids = palloc(sizeof(ItemPointerData) * CURSOR_BATCH_MAX);
-	}
-	c->pos = c->n = 0;
-	while (c->n < c->batch &&
-		   EnvelopeLeafNext(leaf, ForwardScanDirection))
-	{
-		bool		isnull;
+		int			mid = lo + (hi - lo) / 2;
+		int			c = CompareTopic(data, len, om->entries[mid].topic);
 
-		c->sequences[c->n] = DatumGetInt64(slot_getattr(leaf->slot, leaf->sequence_att,
-														&isnull));
-		c->tids[c->n] = leaf->slot->tts_tid;
-		c->n++;
+		if (c == 0)
+			return om->entry_stream[mid];
+		if (c < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
 	}
-	ExecClearTuple(leaf->slot);
-	if (c->n < c->batch)
-		c->exhausted = true;
-	if (c->n > 0)
-		c->after = c->sequences[c->n - 1];
-	c->batch = Min(c->batch * 2, CURSOR_BATCH_MAX);
+	return -1;
 }
 
 /* Finds a row's payload in the blob source; false when it has none. */
@@ -243,17 +265,16 @@ FetchBlob(WaveScan *ws, int32 originator, int64 sequence, Datum *envelope, bool 
 {
 	for (int i = 0; i < ws->blob->nleaves; i++)
 	{
-		EnvelopeLeaf *leaf = &ws->blob->leaves[i];
-		ScanKeyData keys[2];
-	
-		if (!EnvelopeLeafMayHold(leaf, originator, sequence - 1, sequence))
+		SourceLeaf *leaf = &ws->blob->leaves[i];
+		TupleTableSlot *slot;
+
+		if (!LeafMayHoldKey(leaf, originator, sequence))
 			continue;
-		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(originator));
-		ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(sequence));
-		EnvelopeLeafScan(leaf, keys, 2);
-		if (EnvelopeLeafNext(leaf, ForwardScanDirection))
+		slot = KeyProbeFirst(ws->blob_probes, leaf, originator, originator, sequence, sequence,
+							 ForwardScanDirection);
+		if (slot != NULL)
 		{
-			*envelope = slot_getattr(leaf->slot, leaf->envelope_att, isnull);
+			*envelope = slot_getattr(slot, leaf->attnos[BLOB_COL_ENVELOPE], isnull);
 			if (!*isnull)
 				*envelope = PointerGetDatum(PG_DETOAST_DATUM_PACKED(*envelope));
 			return true;
@@ -262,118 +283,141 @@ FetchBlob(WaveScan *ws, int32 originator, int64 sequence, Datum *envelope, bool 
 	return false;
 }
 
-/* Returns the cursor's next buffered row as an output row, when it still exists. */
+/* Adds a merged row to the page, with its payload; a row without one is left out. */
 static void
-EmitRow(WaveScan *ws, TopicCursor *c)
+EmitRow(WaveScan *ws, const MergeRow *row, Datum topic)
 {
-	EnvelopeLeaf *leaf = c->leaf;
-	int64		sequence = c->sequences[c->pos];
 	Datum		values[5];
 	bool		nulls[5] = {false, false, false, false, false};
+	bool		found = true;
 	MemoryContext old;
 
 	MemoryContextReset(ws->row_cxt);
 	old = MemoryContextSwitchTo(ws->row_cxt);
-	if (table_tuple_fetch_row_version(leaf->heap, &c->tids[c->pos], ws->meta->snapshot,
-									  leaf->fetch_slot))
+	values[0] = Int32GetDatum(row->originator);
+	values[1] = Int64GetDatum(row->position);
+	values[2] = slot_getattr(row->slot, row->leaf->attnos[META_COL_GATEWAY_TIME], &nulls[2]);
+	values[3] = topic;
+	if (ws->blob)
+		found = FetchBlob(ws, row->originator, row->position, &values[4], &nulls[4]);
+	else
 	{
-		bool		found = true;
-
-		values[0] = Int32GetDatum(c->entry->originator);
-		values[1] = Int64GetDatum(sequence);
-		values[2] = slot_getattr(leaf->fetch_slot, leaf->gateway_time_att, &nulls[2]);
-		values[3] = c->entry->topic;
-		if (ws->blob)
-			found = FetchBlob(ws, c->entry->originator, sequence, &values[4], &nulls[4]);
-		else
-		{
-			values[4] = slot_getattr(leaf->fetch_slot, leaf->envelope_att, &nulls[4]);
-			if (!nulls[4])
-				values[4] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[4]));
-		}
-		if (found)
-		{
-			tuplestore_putvalues(ws->out, ws->out_desc, values, nulls);
-			ws->remaining--;
-		}
-		ExecClearTuple(leaf->fetch_slot);
-		if (ws->blob)
-			for (int i = 0; i < ws->blob->nleaves; i++)
-				ExecClearTuple(ws->blob->leaves[i].slot);
+		values[4] = slot_getattr(row->slot, row->leaf->attnos[META_COL_ENVELOPE], &nulls[4]);
+		if (!nulls[4])
+			values[4] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[4]));
+	}
+	if (found)
+	{
+		tuplestore_putvalues(ws->out, ws->out_desc, values, nulls);
+		ws->remaining--;
 	}
 	MemoryContextSwitchTo(old);
-	c->pos++;
 }
 
 /*
- * Merges one originator's cursors by sequence into the page, from past `after`
- * (per entry, the higher of it and the entry's floor) up to the ceiling.
+ * Whether the leaves of one originator hold disjoint, ascending sequence
+ * ranges (RANGE bands), so one stream per topic can read them in turn.
+ */
+static bool
+LeavesAreBands(SourceLeaf **leaves, int nleaves)
+{
+	for (int i = 1; i < nleaves; i++)
+		if (leaves[i - 1]->position_hi > leaves[i]->position_lo)
+			return false;
+	return true;
+}
+
+/*
+ * Merges one originator's entries by sequence into the page, from past
+ * `after` (per entry, the higher of it and the entry's floor) up to the
+ * ceiling. Returns the last sequence the merge produced, or `after`.
+ * Returns with *goal_reached when the merge stopped at its row goal.
+ */
+static int64
+MergeOriginator(WaveScan *ws, OriginatorMerge *om, int64 after, int64 ceiling,
+				bool *goal_reached)
+{
+	int32		originator = om->entries[0].originator;
+	int64		goal = ws->remaining;
+	int64		produced = 0;
+	MergeScan  *merge = MergeBegin(2, ws->snapshot, MERGE_STRATEGY_AUTO, goal);
+	bool		bands = LeavesAreBands(om->leaves, om->nleaves);
+	MergeRow	row;
+
+	for (int i = 0; i < om->nentries; i++)
+	{
+		const WaveEntry *e = &om->entries[i];
+		int64		floor = Max(e->floor, after);
+
+		if (bands)
+		{
+			int			sno = MergeAddStream(merge, e->topic, originator, floor, ceiling,
+											 om->leaves, om->nleaves);
+
+			om->entry_stream[i] = sno;
+			if (sno >= 0)
+				om->stream_entry[sno] = i;
+		}
+		else
+			for (int l = 0; l < om->nleaves; l++)
+			{
+				int			sno = MergeAddStream(merge, e->topic, originator, floor, ceiling,
+												 &om->leaves[l], 1);
+
+				if (sno >= 0)
+					om->stream_entry[sno] = i;
+			}
+	}
+	/* the dense walk maps a row to its topic's one stream: bands only */
+	if (bands)
+		MergeSetDenseWalk(merge, om->leaves, om->nleaves, originator, ClassifyRow, om);
+
+	while (ws->remaining > 0 && MergeNext(merge, &row))
+	{
+		CHECK_FOR_INTERRUPTS();
+		EmitRow(ws, &row, om->entries[om->stream_entry[row.stream]].topic);
+		after = row.position;
+		produced++;
+	}
+	*goal_reached = produced == goal;
+	MergeEnd(merge);
+	return after;
+}
+
+/*
+ * Adds one originator's rows to the page. The merge stops at the rows the
+ * page still needs; when meta rows without a blob row were left out, it runs
+ * again from the last sequence it produced.
  */
 static void
 ScanOriginator(WaveScan *ws, const WaveEntry *entries, int nentries, int64 after,
 			   int64 ceiling)
 {
 	int32		originator = entries[0].originator;
-	int			ncursors = 0;
-	TopicCursor *cursors;
-	binaryheap *heap;
+	OriginatorMerge om;
+	bool		goal_reached = true;
 
-	for (int i = 0; i < nentries; i++)
-		for (int l = 0; l < ws->meta->nleaves; l++)
-			if (EnvelopeLeafMayHold(&ws->meta->leaves[l], originator,
-									Max(entries[i].floor, after), ceiling))
-				ncursors++;
-	if (ncursors == 0)
+	om.entries = entries;
+	om.nentries = nentries;
+	om.leaves = palloc(sizeof(SourceLeaf *) * Max(ws->meta->nleaves, 1));
+	om.nleaves = 0;
+	for (int l = 0; l < ws->meta->nleaves; l++)
+		if (SourceLeafMayHoldOriginator(&ws->meta->leaves[l], originator))
+			om.leaves[om.nleaves++] = &ws->meta->leaves[l];
+	if (om.nleaves == 0)
+	{
+		pfree(om.leaves);
 		return;
-
-	cursors = palloc0(sizeof(TopicCursor) * ncursors);
-	heap = binaryheap_allocate(ncursors, CursorHeapCompare, NULL);
-	ncursors = 0;
-	for (int i = 0; i < nentries; i++)
-	{
-		int64		from = Max(entries[i].floor, after);
-
-		if (from >= ceiling)
-			continue;
-		for (int l = 0; l < ws->meta->nleaves; l++)
-		{
-			TopicCursor *c = &cursors[ncursors];
-
-			if (!EnvelopeLeafMayHold(&ws->meta->leaves[l], originator, from, ceiling))
-				continue;
-			c->entry = &entries[i];
-			c->leaf = &ws->meta->leaves[l];
-			c->after = from;
-			c->batch = CURSOR_BATCH_FIRST;
-			binaryheap_add_unordered(heap, PointerGetDatum(c));
-			ncursors++;
-		}
 	}
-	binaryheap_build(heap);
+	om.entry_stream = palloc(sizeof(int) * nentries);
+	om.stream_entry = palloc_extended(sizeof(int) * (Size) nentries * om.nleaves,
+									  MCXT_ALLOC_HUGE);
 
-	while (ws->remaining > 0 && !binaryheap_empty(heap))
-	{
-		TopicCursor *c = (TopicCursor *) DatumGetPointer(binaryheap_first(heap));
-
-		CHECK_FOR_INTERRUPTS();
-		if (c->pos < c->n)
-			EmitRow(ws, c);
-		else if (!c->exhausted)
-			CursorRead(c, ceiling);
-
-		if (c->pos >= c->n && c->exhausted)
-			(void) binaryheap_remove_first(heap);
-		else
-			binaryheap_replace_first(heap, PointerGetDatum(c));
-	}
-	binaryheap_free(heap);
-	for (int i = 0; i < ncursors; i++)
-		if (cursors[i].sequences)
-		{
-			pfree(cursors[i].sequences);
-			pfree(cursors[i].tids);
-		}
-	pfree(cursors);
+	while (ws->remaining > 0 && goal_reached)
+		after = MergeOriginator(ws, &om, after, ceiling, &goal_reached);
+	pfree(om.entry_stream);
+	pfree(om.stream_entry);
+	pfree(om.leaves);
 }
 
 /*
@@ -423,13 +467,10 @@ envelope_wave_scan(PG_FUNCTION_ARGS)
 	entries = BuildEntries(&topics, &nodes, &floors, &nentries);
 	ceilings = BuildCeilings(&ceiling_nodes, &ceiling_values, &nceilings);
 
-	ws.meta = EnvelopeSourceOpen(PG_GETARG_OID(8), "source",
-								 ENVELOPE_NEED_META |
-								 (PG_ARGISNULL(9) ? ENVELOPE_NEED_BLOB : 0),
-								 ENVELOPE_TOPIC_INDEX);
-	ws.blob = PG_ARGISNULL(9) ? NULL
-		: EnvelopeSourceOpen(PG_GETARG_OID(9), "blob_source", ENVELOPE_NEED_BLOB,
-							 ENVELOPE_KEY_INDEX);
+	ws.snapshot = GetActiveSnapshot();
+	ws.meta = SourceOpen(PG_GETARG_OID(8), PG_ARGISNULL(9) ? &meta_spec : &meta_only_spec);
+	ws.blob = PG_ARGISNULL(9) ? NULL : SourceOpen(PG_GETARG_OID(9), &blob_spec);
+	ws.blob_probes = ws.blob ? KeyProbesBegin(ws.blob, ws.snapshot) : NULL;
 	ws.out = rsinfo->setResult;
 	ws.out_desc = rsinfo->setDesc;
 	ws.remaining = row_limit;
@@ -456,7 +497,10 @@ envelope_wave_scan(PG_FUNCTION_ARGS)
 
 	MemoryContextDelete(ws.row_cxt);
 	if (ws.blob)
-		EnvelopeSourceClose(ws.blob);
-	EnvelopeSourceClose(ws.meta);
+	{
+		KeyProbesEnd(ws.blob_probes);
+		SourceClose(ws.blob);
+	}
+	SourceClose(ws.meta);
 	return (Datum) 0;
 }

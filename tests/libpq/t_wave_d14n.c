@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NTOPICS		60			/* stored topics; waves also ask for 60..69 */
 #define NWAVES		400
@@ -255,6 +256,14 @@ main(void)
 	PGconn	   *conn = tl_connect();
 
 	srandom(1483);
+	if (getenv("WD_DEBUG_WAIT"))
+	{
+		PGresult   *pid = tl_exec(conn, "SELECT pg_backend_pid()", 0, NULL);
+
+		fprintf(stderr, "backend %s\n", PQgetvalue(pid, 0, 0));
+		PQclear(pid);
+		sleep(atoi(getenv("WD_DEBUG_WAIT")));
+	}
 	wd_load_reference(conn);
 	wd_exec_script(conn,
 				   "SELECT setseed(0.83);"
