@@ -163,7 +163,8 @@ MergeAddStream(MergeScan *merge, Datum topic, int32 originator, int64 floor,
 		elog(ERROR, "a merge stream reads at most %d leaves", PG_UINT16_MAX);
 	if (merge->nstreams == merge->cap)
 	{
-		if (merge->cap >= (int) (MaxAllocHugeSize / sizeof(MergeStream) / 2))
+		if ((Size) merge->cap >= Min((Size) PG_INT32_MAX / 2,
+									 MaxAllocHugeSize / sizeof(MergeStream) / 2))
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("too many topics in one wave scan")));
