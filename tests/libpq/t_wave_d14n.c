@@ -250,6 +250,57 @@ CompareCeilings(PGconn *conn, const char *source)
 	}
 }
 
+/* Bad input and refused sources fail with the SQLSTATE a caller can act on. */
+static void
+CheckErrors(PGconn *conn)
+{
+	static const struct
+	{
+		const char *sql;
+		const char *sqlstate;
+	}			cases[] = {
+		{"SELECT xip83.envelope_wave_scan(NULL, '{}', '{}', '{}', '{}', 0, 0, 1)", "22004"},
+		{"SELECT xip83.envelope_wave_scan('{}', '{}', '{}', '{}', '{}', 0, NULL, 1)", "22004"},
+		{"SELECT xip83.envelope_wave_scan('{\"\\\\x00\",NULL}', '{1,1}', '{0,0}', '{}', '{}', 0, 0, 1)", "22004"},
+		{"SELECT xip83.envelope_wave_scan('{}', '{1}', '{}', '{}', '{}', 0, 0, 1)", "22023"},
+		{"SELECT xip83.envelope_wave_scan('{\"\"}', '{1}', '{0}', '{}', '{}', 0, 0, 1)", "22023"},
+		{"SELECT xip83.envelope_wave_scan('{}', '{}', '{}', '{}', '{}', 0, 0, 0)", "22023"},
+		{"SELECT xip83.envelope_wave_scan('{}', '{}', '{}', '{}', '{}', 0, 0, 1, 'prod.meta')", "42703"},
+		{"SELECT xip83.envelope_wave_scan('{}', '{}', '{}', '{}', '{}', 0, 0, 1, 'errs.no_index')", "55000"},
+		{"SELECT xip83.originator_ceilings(NULL, 'errs.no_index')", "55000"},
+		{"SELECT xip83.originator_ceilings(NULL, 'errs.wrong_type')", "42804"},
+		{"SELECT xip83.originator_ceilings(NULL, 'errs.a_view')", "42809"},
+		{"SELECT xip83.originator_ceilings('{1,NULL}')", "22004"},
+		{"SET ROLE wave_d14n_nobody; SELECT xip83.originator_ceilings()", "42501"},
+		{"SET ROLE wave_d14n_nobody; SELECT xip83.envelope_wave_scan('{}', '{}', '{}', '{}', '{}',"
+		 " 0, 0, 1, 'prod.meta', 'prod.blob')", "42501"},
+		{"SET ROLE wave_d14n_nobody; SELECT xip83.originator_ceilings(NULL, 'errs.with_rls')", "42501"},
+	};
+
+	wd_exec_script(conn,
+				   "CREATE SCHEMA errs;"
+				   "CREATE TABLE errs.no_index (LIKE xip83.envelopes);"
+				   "CREATE TABLE errs.wrong_type (originator_node_id bigint,"
+				   "                              originator_sequence_id bigint);"
+				   "CREATE VIEW errs.a_view AS SELECT * FROM xip83.envelopes;"
+				   "CREATE TABLE errs.with_rls (LIKE xip83.envelopes INCLUDING INDEXES);"
+				   "ALTER TABLE errs.with_rls ENABLE ROW LEVEL SECURITY;"
+				   "CREATE ROLE wave_d14n_nobody;"
+				   "GRANT USAGE ON SCHEMA xip83, prod, errs TO wave_d14n_nobody;"
+				   "GRANT SELECT ON prod.meta, errs.with_rls TO wave_d14n_nobody;");
+	for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)
+	{
+		TL_CHECK(tl_exec_fails(conn, cases[i].sql, cases[i].sqlstate), "%s", cases[i].sql);
+		wd_exec_script(conn, "RESET ROLE");
+	}
+	/* roles outlive the test database */
+	wd_exec_script(conn,
+				   "DROP SCHEMA errs CASCADE;"
+				   "REVOKE ALL ON prod.meta FROM wave_d14n_nobody;"
+				   "REVOKE ALL ON SCHEMA xip83, prod FROM wave_d14n_nobody;"
+				   "DROP ROLE wave_d14n_nobody;");
+}
+
 int
 main(void)
 {
@@ -295,6 +346,7 @@ main(void)
 	CompareCeilings(conn, "xip83.envelopes");
 	CompareCeilings(conn, "prod.meta");
 	CompareCeilings(conn, "prod.blob");
+	CheckErrors(conn);
 
 	printf("compared %ld rows\n", rows_compared);
 	TL_CHECK(rows_compared > 20000, "the random waves returned rows: %ld", rows_compared);
