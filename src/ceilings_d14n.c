@@ -48,6 +48,7 @@ struct KeyProbes
 {
 	Source	   *source;
 	Snapshot	snapshot;
+	int			nkeys;			/* scan keys of every probe */
 	MemoryContext cxt;
 	LeafProbe  *leaves;			/* by SourceLeaf.leafno */
 };
@@ -75,9 +76,9 @@ static const SourceSpec ceilings_spec = {
 	.originator_column = "originator_node_id",
 };
 
-/* Starts a set of key probes over a source's leaves. */
+/* Starts a set of key probes over a source's leaves, each with nkeys scan keys. */
 KeyProbes *
-KeyProbesBegin(Source *source, Snapshot snapshot)
+KeyProbesBegin(Source *source, Snapshot snapshot, int nkeys)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "xip83 key probes",
 											  ALLOCSET_SMALL_SIZES);
@@ -85,41 +86,31 @@ KeyProbesBegin(Source *source, Snapshot snapshot)
 
 	probes->source = source;
 	probes->snapshot = snapshot;
+	probes->nkeys = nkeys;
 	probes->cxt = cxt;
 	probes->leaves = MemoryContextAllocZero(cxt, sizeof(LeafProbe) * Max(source->nleaves, 1));
 	return probes;
 }
 
 /*
- * The first row of a leaf's key index in [originator_lo, originator_hi] x
- * [sequence_lo, sequence_hi] in the given direction, visible to the probes'
- * snapshot; NULL when there is none. The slot stays valid until the next
- * probe of the same leaf.
+ * The first row of a leaf's key index matching the keys in the given
+ * direction, visible to the probes' snapshot; NULL when there is none. The
+ * slot stays valid until the next probe of the same leaf.
  */
 TupleTableSlot *
-KeyProbeFirst(KeyProbes *probes, SourceLeaf *leaf, int32 originator_lo, int32 originator_hi,
-			  int64 sequence_lo, int64 sequence_hi, ScanDirection direction)
+KeyProbeFirst(KeyProbes *probes, SourceLeaf *leaf, ScanKey keys, ScanDirection direction)
 {
 	LeafProbe  *lp = &probes->leaves[leaf->leafno];
 	MemoryContext old = MemoryContextSwitchTo(probes->cxt);
-	ScanKeyData keys[4];
 	bool		found;
 
 	CHECK_FOR_INTERRUPTS();
-	ScanKeyInit(&keys[0], 1, BTGreaterEqualStrategyNumber, F_INT4GE,
-				Int32GetDatum(originator_lo));
-	ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber, F_INT4LE,
-				Int32GetDatum(originator_hi));
-	ScanKeyInit(&keys[2], 2, BTGreaterEqualStrategyNumber, F_INT8GE,
-				Int64GetDatum(sequence_lo));
-	ScanKeyInit(&keys[3], 2, BTLessEqualStrategyNumber, F_INT8LE,
-				Int64GetDatum(sequence_hi));
 	if (lp->scan == NULL)
 	{
-		lp->scan = index_beginscan(leaf->heap, leaf->index, probes->snapshot, 4, 0);
+		lp->scan = index_beginscan(leaf->heap, leaf->index, probes->snapshot, probes->nkeys, 0);
 		lp->slot = table_slot_create(leaf->heap, NULL);
 	}
-	index_rescan(lp->scan, keys, 4, NULL, 0);
+	index_rescan(lp->scan, keys, probes->nkeys, NULL, 0);
 	found = index_getnext_slot(lp->scan, direction, lp->slot);
 	MemoryContextSwitchTo(old);
 	return found ? lp->slot : NULL;
@@ -181,12 +172,13 @@ HighestSequenceOf(KeyProbes *probes, int32 originator)
 	{
 		SourceLeaf *leaf = &source->leaves[i];
 		TupleTableSlot *slot;
+		ScanKeyData key;
 
 		/* bands hold [position_lo, position_hi): skip those that cannot beat best */
 		if (!SourceLeafMayHoldOriginator(leaf, originator) || leaf->position_hi - 1 <= best)
 			continue;
-		slot = KeyProbeFirst(probes, leaf, originator, originator, PG_INT64_MIN, PG_INT64_MAX,
-							 BackwardScanDirection);
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(originator));
+		slot = KeyProbeFirst(probes, leaf, &key, BackwardScanDirection);
 		if (slot != NULL)
 			best = Max(best, KeyColumn(leaf, slot, ENVELOPE_COL_SEQUENCE));
 	}
@@ -244,10 +236,19 @@ AllCeilings(KeyProbes *probes, int *n)
 		/* a band below one that already answered cannot raise its ceiling */
 		if (lo == hi && KnownCeiling(found, nfound, lo) >= leaf->position_hi - 1)
 			continue;
-		while ((slot = KeyProbeFirst(probes, leaf, lo, hi, PG_INT64_MIN, PG_INT64_MAX,
-									 BackwardScanDirection)) != NULL)
+		for (;;)
 		{
-			int32		originator = (int32) KeyColumn(leaf, slot, ENVELOPE_COL_ORIGINATOR);
+			ScanKeyData key;
+			int32		originator;
+
+			/* the highest key at or below hi; below lo there is nothing of this leaf's */
+			ScanKeyInit(&key, 1, BTLessEqualStrategyNumber, F_INT4LE, Int32GetDatum(hi));
+			slot = KeyProbeFirst(probes, leaf, &key, BackwardScanDirection);
+			if (slot == NULL)
+				break;
+			originator = (int32) KeyColumn(leaf, slot, ENVELOPE_COL_ORIGINATOR);
+			if (originator < lo)
+				break;
 
 			if (nfound == cap)
 			{
@@ -320,7 +321,7 @@ originator_ceilings(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	source = SourceOpen(PG_GETARG_OID(1), &ceilings_spec);
-	probes = KeyProbesBegin(source, GetActiveSnapshot());
+	probes = KeyProbesBegin(source, GetActiveSnapshot(), 1);
 	ceilings = PG_ARGISNULL(0) ? AllCeilings(probes, &n) : ListedCeilings(probes, &nodes, &n);
 	for (int i = 0; i < n; i++)
 	{

@@ -27,10 +27,12 @@
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
@@ -267,11 +269,13 @@ FetchBlob(WaveScan *ws, int32 originator, int64 sequence, Datum *envelope, bool 
 	{
 		SourceLeaf *leaf = &ws->blob->leaves[i];
 		TupleTableSlot *slot;
+		ScanKeyData keys[2];
 
 		if (!LeafMayHoldKey(leaf, originator, sequence))
 			continue;
-		slot = KeyProbeFirst(ws->blob_probes, leaf, originator, originator, sequence, sequence,
-							 ForwardScanDirection);
+		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(originator));
+		ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(sequence));
+		slot = KeyProbeFirst(ws->blob_probes, leaf, keys, ForwardScanDirection);
 		if (slot != NULL)
 		{
 			*envelope = slot_getattr(slot, leaf->attnos[BLOB_COL_ENVELOPE], isnull);
@@ -470,7 +474,7 @@ envelope_wave_scan(PG_FUNCTION_ARGS)
 	ws.snapshot = GetActiveSnapshot();
 	ws.meta = SourceOpen(PG_GETARG_OID(8), PG_ARGISNULL(9) ? &meta_spec : &meta_only_spec);
 	ws.blob = PG_ARGISNULL(9) ? NULL : SourceOpen(PG_GETARG_OID(9), &blob_spec);
-	ws.blob_probes = ws.blob ? KeyProbesBegin(ws.blob, ws.snapshot) : NULL;
+	ws.blob_probes = ws.blob ? KeyProbesBegin(ws.blob, ws.snapshot, 2) : NULL;
 	ws.out = rsinfo->setResult;
 	ws.out_desc = rsinfo->setDesc;
 	ws.remaining = row_limit;

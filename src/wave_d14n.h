@@ -4,7 +4,9 @@
  * originator_sequence_id) index, leaf by leaf (ceilings_d14n.c).
  *
  * A probe set keeps one index scan per leaf, opened on first use and
- * rescanned for every probe, in a memory context of its own: the index AM
+ * rescanned for every probe with the same number of scan keys (as few as the
+ * probe needs: a btree probe checks every key against every item of the leaf
+ * page it lands on), in a memory context of its own: the index AM
  * allocates in the current context while it reads (btree's killed items) and
  * frees that at index_endscan, so probes never run in a caller's per-row
  * context. KeyProbesEnd ends every scan and drops every slot.
@@ -16,6 +18,7 @@
 
 #include "access/relscan.h"
 #include "access/sdir.h"
+#include "access/skey.h"
 #include "executor/tuptable.h"
 
 #include "source.h"
@@ -26,10 +29,8 @@ typedef struct KeyProbes KeyProbes;
 #define ENVELOPE_COL_ORIGINATOR		0
 #define ENVELOPE_COL_SEQUENCE		1
 
-extern KeyProbes *KeyProbesBegin(Source *source, Snapshot snapshot);
-extern TupleTableSlot *KeyProbeFirst(KeyProbes *probes, SourceLeaf *leaf,
-									 int32 originator_lo, int32 originator_hi,
-									 int64 sequence_lo, int64 sequence_hi,
+extern KeyProbes *KeyProbesBegin(Source *source, Snapshot snapshot, int nkeys);
+extern TupleTableSlot *KeyProbeFirst(KeyProbes *probes, SourceLeaf *leaf, ScanKey keys,
 									 ScanDirection direction);
 extern void KeyProbesEnd(KeyProbes *probes);
 extern bool LeafMayHoldKey(const SourceLeaf *leaf, int32 originator, int64 sequence);
