@@ -44,6 +44,7 @@
 #include "xip83.h"
 
 PG_FUNCTION_INFO_V1(envelope_wave_scan);
+PG_FUNCTION_INFO_V1(envelope_wave_rows);
 
 /* Columns of the meta source, in spec order (the key columns first). */
 #define META_COL_TOPIC			2
@@ -110,18 +111,37 @@ typedef struct OriginatorMerge
 	int			nleaves;
 } OriginatorMerge;
 
-/* The state of one call. */
-typedef struct WaveScan
+/*
+ * A wave being read: the state that carries from row to row, for one call
+ * (a page) or across the calls of a value-per-call set (a stream).
+ */
+typedef struct WaveRun
 {
+	MemoryContext cxt;			/* lives as long as the run: merges, scans */
+	MemoryContext row_cxt;		/* one row's values, reset per row */
+	WaveEntry  *entries;
+	int			nentries;
+	WaveCeiling *ceilings;
+	int			nceilings;
+	int32		scan_node;
+	int64		scan_sequence;
 	Source	   *meta;
 	Source	   *blob;			/* NULL: the payload is in meta */
 	KeyProbes  *blob_probes;
 	Snapshot	snapshot;
-	Tuplestorestate *out;
-	TupleDesc	out_desc;
-	MemoryContext row_cxt;
-	int64		remaining;		/* rows the page may still return */
-} WaveScan;
+	int64		remaining;		/* rows still wanted; -1: all */
+	bool		ended;
+
+	/* the originator being merged */
+	int			next_start;		/* first entry of the next originator */
+	int			next_ceiling;	/* search position in ceilings */
+	OriginatorMerge om;
+	MergeScan  *merge;			/* NULL between merges */
+	int64		ceiling;
+	int64		after;			/* the last sequence its merges produced */
+	int64		goal;			/* the current merge's row goal; 0: none */
+	int64		produced;		/* rows the current merge produced */
+} WaveRun;
 
 /* Orders entries by originator, then topic bytes, then floor. */
 static int
@@ -263,11 +283,11 @@ ClassifyRow(void *arg, const SourceLeaf *leaf, TupleTableSlot *slot)
 
 /* Finds a row's payload in the blob source; false when it has none. */
 static bool
-FetchBlob(WaveScan *ws, int32 originator, int64 sequence, Datum *envelope, bool *isnull)
+FetchBlob(WaveRun *run, int32 originator, int64 sequence, Datum *envelope, bool *isnull)
 {
-	for (int i = 0; i < ws->blob->nleaves; i++)
+	for (int i = 0; i < run->blob->nleaves; i++)
 	{
-		SourceLeaf *leaf = &ws->blob->leaves[i];
+		SourceLeaf *leaf = &run->blob->leaves[i];
 		TupleTableSlot *slot;
 		ScanKeyData keys[2];
 
@@ -275,7 +295,7 @@ FetchBlob(WaveScan *ws, int32 originator, int64 sequence, Datum *envelope, bool 
 			continue;
 		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(originator));
 		ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(sequence));
-		slot = KeyProbeFirst(ws->blob_probes, leaf, keys, ForwardScanDirection);
+		slot = KeyProbeFirst(run->blob_probes, leaf, keys, ForwardScanDirection);
 		if (slot != NULL)
 		{
 			*envelope = slot_getattr(slot, leaf->attnos[BLOB_COL_ENVELOPE], isnull);
@@ -287,35 +307,34 @@ FetchBlob(WaveScan *ws, int32 originator, int64 sequence, Datum *envelope, bool 
 	return false;
 }
 
-/* Adds a merged row to the page, with its payload; a row without one is left out. */
-static void
-EmitRow(WaveScan *ws, const MergeRow *row, Datum topic)
+/*
+ * The output values of a merged row, with its payload; false when it has
+ * none (a meta row without a blob row). Valid until the next row.
+ */
+static bool
+FillRow(WaveRun *run, const MergeRow *row, Datum *values, bool *nulls)
 {
-	Datum		values[5];
-	bool		nulls[5] = {false, false, false, false, false};
+	const WaveEntry *entry = &run->om.entries[run->om.stream_entry[row->stream]];
 	bool		found = true;
 	MemoryContext old;
 
-	MemoryContextReset(ws->row_cxt);
-	old = MemoryContextSwitchTo(ws->row_cxt);
+	MemoryContextReset(run->row_cxt);
+	old = MemoryContextSwitchTo(run->row_cxt);
+	memset(nulls, 0, sizeof(bool) * 5);
 	values[0] = Int32GetDatum(row->originator);
 	values[1] = Int64GetDatum(row->position);
 	values[2] = slot_getattr(row->slot, row->leaf->attnos[META_COL_GATEWAY_TIME], &nulls[2]);
-	values[3] = topic;
-	if (ws->blob)
-		found = FetchBlob(ws, row->originator, row->position, &values[4], &nulls[4]);
+	values[3] = entry->topic;
+	if (run->blob)
+		found = FetchBlob(run, row->originator, row->position, &values[4], &nulls[4]);
 	else
 	{
 		values[4] = slot_getattr(row->slot, row->leaf->attnos[META_COL_ENVELOPE], &nulls[4]);
 		if (!nulls[4])
 			values[4] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[4]));
 	}
-	if (found)
-	{
-		tuplestore_putvalues(ws->out, ws->out_desc, values, nulls);
-		ws->remaining--;
-	}
 	MemoryContextSwitchTo(old);
+	return found;
 }
 
 /*
@@ -332,96 +351,220 @@ LeavesAreBands(SourceLeaf **leaves, int nleaves)
 }
 
 /*
- * Merges one originator's entries by sequence into the page, from past
- * `after` (per entry, the higher of it and the entry's floor) up to the
- * ceiling. Returns the last sequence the merge produced, or `after`.
- * Returns with *goal_reached when the merge stopped at its row goal.
+ * Starts a merge of the current originator's streams past run->after (per
+ * entry, the higher of it and the entry's floor) up to its ceiling, with a
+ * row goal of what the run still wants.
  */
-static int64
-MergeOriginator(WaveScan *ws, OriginatorMerge *om, int64 after, int64 ceiling,
-				bool *goal_reached)
+static void
+StartMerge(WaveRun *run)
 {
+	OriginatorMerge *om = &run->om;
 	int32		originator = om->entries[0].originator;
-	int64		goal = ws->remaining;
-	int64		produced = 0;
-	MergeScan  *merge = MergeBegin(2, ws->snapshot, MERGE_STRATEGY_AUTO, goal);
 	bool		bands = LeavesAreBands(om->leaves, om->nleaves);
-	MergeRow	row;
+	MemoryContext old = MemoryContextSwitchTo(run->cxt);
 
+	run->goal = Max(run->remaining, 0);
+	run->produced = 0;
+	run->merge = MergeBegin(2, run->snapshot, MERGE_STRATEGY_AUTO, run->goal);
 	for (int i = 0; i < om->nentries; i++)
 	{
 		const WaveEntry *e = &om->entries[i];
-		int64		floor = Max(e->floor, after);
+		int64		floor = Max(e->floor, run->after);
 
-		if (bands)
+		om->entry_stream[i] = -1;
+		for (int l = 0; l < (bands ? 1 : om->nleaves); l++)
 		{
-			int			sno = MergeAddStream(merge, e->topic, originator, floor, ceiling,
-											 om->leaves, om->nleaves);
+			int			sno = bands
+				? MergeAddStream(run->merge, e->topic, originator, floor, run->ceiling,
+								 om->leaves, om->nleaves)
+				: MergeAddStream(run->merge, e->topic, originator, floor, run->ceiling,
+								 &om->leaves[l], 1);
 
-			om->entry_stream[i] = sno;
 			if (sno >= 0)
-				om->stream_entry[sno] = i;
-		}
-		else
-			for (int l = 0; l < om->nleaves; l++)
 			{
-				int			sno = MergeAddStream(merge, e->topic, originator, floor, ceiling,
-												 &om->leaves[l], 1);
-
-				if (sno >= 0)
-					om->stream_entry[sno] = i;
+				om->stream_entry[sno] = i;
+				om->entry_stream[i] = sno;
 			}
+		}
 	}
 	/* the dense walk maps a row to its topic's one stream: bands only */
 	if (bands)
-		MergeSetDenseWalk(merge, om->leaves, om->nleaves, originator, ClassifyRow, om);
-
-	while (ws->remaining > 0 && MergeNext(merge, &row))
-	{
-		CHECK_FOR_INTERRUPTS();
-		EmitRow(ws, &row, om->entries[om->stream_entry[row.stream]].topic);
-		after = row.position;
-		produced++;
-	}
-	*goal_reached = produced == goal;
-	MergeEnd(merge);
-	return after;
+		MergeSetDenseWalk(run->merge, om->leaves, om->nleaves, originator, ClassifyRow, om);
+	MemoryContextSwitchTo(old);
 }
 
 /*
- * Adds one originator's rows to the page. The merge stops at the rows the
- * page still needs; when meta rows without a blob row were left out, it runs
- * again from the last sequence it produced.
+ * Moves to the next originator that can contribute (at or past the scan
+ * cursor's, with a ceiling and a leaf that may hold it) and starts its merge;
+ * false when none is left.
  */
-static void
-ScanOriginator(WaveScan *ws, const WaveEntry *entries, int nentries, int64 after,
-			   int64 ceiling)
+static bool
+StartNextOriginator(WaveRun *run)
 {
-	int32		originator = entries[0].originator;
-	OriginatorMerge om;
-	bool		goal_reached = true;
+	OriginatorMerge *om = &run->om;
 
-	om.entries = entries;
-	om.nentries = nentries;
-	om.leaves = palloc(sizeof(SourceLeaf *) * Max(ws->meta->nleaves, 1));
-	om.nleaves = 0;
-	for (int l = 0; l < ws->meta->nleaves; l++)
-		if (SourceLeafMayHoldOriginator(&ws->meta->leaves[l], originator))
-			om.leaves[om.nleaves++] = &ws->meta->leaves[l];
-	if (om.nleaves == 0)
+	while (run->next_start < run->nentries)
 	{
-		pfree(om.leaves);
-		return;
-	}
-	om.entry_stream = palloc(sizeof(int) * nentries);
-	om.stream_entry = palloc_extended(sizeof(int) * (Size) nentries * om.nleaves,
-									  MCXT_ALLOC_HUGE);
+		int			start = run->next_start;
+		int32		originator = run->entries[start].originator;
+		int			end = start;
+		MemoryContext old;
 
-	while (ws->remaining > 0 && goal_reached)
-		after = MergeOriginator(ws, &om, after, ceiling, &goal_reached);
-	pfree(om.entry_stream);
-	pfree(om.stream_entry);
-	pfree(om.leaves);
+		while (end < run->nentries && run->entries[end].originator == originator)
+			end++;
+		run->next_start = end;
+		while (run->next_ceiling < run->nceilings &&
+			   run->ceilings[run->next_ceiling].originator < originator)
+			run->next_ceiling++;
+		if (originator < run->scan_node || run->next_ceiling >= run->nceilings ||
+			run->ceilings[run->next_ceiling].originator != originator)
+			continue;
+
+		old = MemoryContextSwitchTo(run->cxt);
+		if (om->leaves != NULL)
+		{
+			pfree(om->leaves);
+			pfree(om->entry_stream);
+			pfree(om->stream_entry);
+		}
+		om->entries = &run->entries[start];
+		om->nentries = end - start;
+		om->leaves = palloc(sizeof(SourceLeaf *) * Max(run->meta->nleaves, 1));
+		om->nleaves = 0;
+		for (int l = 0; l < run->meta->nleaves; l++)
+			if (SourceLeafMayHoldOriginator(&run->meta->leaves[l], originator))
+				om->leaves[om->nleaves++] = &run->meta->leaves[l];
+		om->entry_stream = palloc(sizeof(int) * om->nentries);
+		om->stream_entry = palloc_extended(sizeof(int) * (Size) om->nentries *
+										   Max(om->nleaves, 1), MCXT_ALLOC_HUGE);
+		MemoryContextSwitchTo(old);
+		if (om->nleaves == 0)
+			continue;
+
+		run->ceiling = run->ceilings[run->next_ceiling].ceiling;
+		run->after = originator == run->scan_node ? run->scan_sequence : PG_INT64_MIN;
+		StartMerge(run);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The next row of the wave in (originator, sequence) order, false at its end
+ * or when the run has produced what it wanted. A merge stopped at its row goal
+ * while rows were left out for want of a blob row is run again past its last
+ * row.
+ */
+static bool
+WaveRunNext(WaveRun *run, Datum *values, bool *nulls)
+{
+	while (run->remaining != 0)
+	{
+		MergeRow	row;
+		bool		got;
+		MemoryContext old;
+
+		if (run->merge == NULL && !StartNextOriginator(run))
+			return false;
+		/* the merge's scans allocate as they read: in the run's context */
+		old = MemoryContextSwitchTo(run->cxt);
+		got = MergeNext(run->merge, &row);
+		MemoryContextSwitchTo(old);
+		if (!got)
+		{
+			bool		stopped_at_goal = run->goal > 0 && run->produced == run->goal;
+
+			MergeEnd(run->merge);
+			run->merge = NULL;
+			if (stopped_at_goal)
+				StartMerge(run);
+			continue;
+		}
+		run->produced++;
+		run->after = row.position;
+		if (FillRow(run, &row, values, nulls))
+		{
+			if (run->remaining > 0)
+				run->remaining--;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Reads and checks the arguments of a wave and opens its sources: a run
+ * that returns at most `limit` rows (-1: all). Everything it keeps lives in
+ * a child of the current memory context.
+ */
+static WaveRun *
+WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "envelope wave",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	WaveRun    *run = palloc0(sizeof(WaveRun));
+	ArgArray	topics = ArgGetArray(fcinfo, 0, "cursor_topics", BYTEAOID);
+	ArgArray	nodes = ArgGetArray(fcinfo, 1, "cursor_node_ids", INT4OID);
+	ArgArray	floors = ArgGetArray(fcinfo, 2, "cursor_sequence_ids", INT8OID);
+	ArgArray	ceiling_nodes = ArgGetArray(fcinfo, 3, "ceiling_node_ids", INT4OID);
+	ArgArray	ceiling_values = ArgGetArray(fcinfo, 4, "ceiling_sequence_ids", INT8OID);
+
+	ArgRequireSameLength(&topics, &nodes);
+	ArgRequireSameLength(&topics, &floors);
+	ArgRequireSameLength(&ceiling_nodes, &ceiling_values);
+	ArgRequireNonEmptyTopics(&topics);
+	ArgRequire(fcinfo, 5, "scan_node_id");
+	ArgRequire(fcinfo, 6, "scan_sequence_id");
+	ArgRequire(fcinfo, source_arg, "source");
+
+	run->cxt = cxt;
+	run->row_cxt = AllocSetContextCreate(cxt, "envelope wave row", ALLOCSET_SMALL_SIZES);
+	run->scan_node = PG_GETARG_INT32(5);
+	run->scan_sequence = PG_GETARG_INT64(6);
+	run->remaining = limit;
+	run->entries = BuildEntries(&topics, &nodes, &floors, &run->nentries);
+	run->ceilings = BuildCeilings(&ceiling_nodes, &ceiling_values, &run->nceilings);
+	run->snapshot = RegisterSnapshot(GetActiveSnapshot());
+	run->meta = SourceOpen(PG_GETARG_OID(source_arg),
+						   PG_ARGISNULL(source_arg + 1) ? &meta_spec : &meta_only_spec);
+	if (!PG_ARGISNULL(source_arg + 1))
+	{
+		run->blob = SourceOpen(PG_GETARG_OID(source_arg + 1), &blob_spec);
+		run->blob_probes = KeyProbesBegin(run->blob, run->snapshot, 2);
+	}
+	MemoryContextSwitchTo(old);
+	return run;
+}
+
+/* Ends a run's merge and probes, closes its sources and frees its memory. */
+static void
+WaveRunEnd(WaveRun *run)
+{
+	if (run->ended)
+		return;
+	run->ended = true;
+	if (run->merge != NULL)
+		MergeEnd(run->merge);
+	if (run->blob != NULL)
+	{
+		KeyProbesEnd(run->blob_probes);
+		SourceClose(run->blob);
+	}
+	SourceClose(run->meta);
+	UnregisterSnapshot(run->snapshot);
+	MemoryContextDelete(run->cxt);
+}
+
+/* Ends a stream's run when its query stops reading before the end. */
+static void
+WaveRunShutdown(Datum arg)
+{
+	WaveRun   **slot = (WaveRun **) DatumGetPointer(arg);
+
+	if (*slot != NULL)
+		WaveRunEnd(*slot);
+	*slot = NULL;
 }
 
 /*
@@ -434,31 +577,12 @@ Datum
 envelope_wave_scan(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ArgArray	topics = ArgGetArray(fcinfo, 0, "cursor_topics", BYTEAOID);
-	ArgArray	nodes = ArgGetArray(fcinfo, 1, "cursor_node_ids", INT4OID);
-	ArgArray	floors = ArgGetArray(fcinfo, 2, "cursor_sequence_ids", INT8OID);
-	ArgArray	ceiling_nodes = ArgGetArray(fcinfo, 3, "ceiling_node_ids", INT4OID);
-	ArgArray	ceiling_values = ArgGetArray(fcinfo, 4, "ceiling_sequence_ids", INT8OID);
-	int32		scan_node;
-	int64		scan_sequence;
 	int32		row_limit;
-	WaveEntry  *entries;
-	WaveCeiling *ceilings;
-	int			nentries,
-				nceilings,
-				next_ceiling = 0;
-	WaveScan	ws;
+	WaveRun    *run;
+	Datum		values[5];
+	bool		nulls[5];
 
-	ArgRequireSameLength(&topics, &nodes);
-	ArgRequireSameLength(&topics, &floors);
-	ArgRequireSameLength(&ceiling_nodes, &ceiling_values);
-	ArgRequireNonEmptyTopics(&topics);
-	ArgRequire(fcinfo, 5, "scan_node_id");
-	ArgRequire(fcinfo, 6, "scan_sequence_id");
 	ArgRequire(fcinfo, 7, "row_limit");
-	ArgRequire(fcinfo, 8, "source");
-	scan_node = PG_GETARG_INT32(5);
-	scan_sequence = PG_GETARG_INT64(6);
 	row_limit = PG_GETARG_INT32(7);
 	if (row_limit < 1 || row_limit > xip83_max_page_limit)
 		ereport(ERROR,
@@ -468,43 +592,54 @@ envelope_wave_scan(PG_FUNCTION_ARGS)
 				 errhint("Raise xip83.max_page_limit for larger pages.")));
 
 	InitMaterializedSRF(fcinfo, 0);
-	entries = BuildEntries(&topics, &nodes, &floors, &nentries);
-	ceilings = BuildCeilings(&ceiling_nodes, &ceiling_values, &nceilings);
-
-	ws.snapshot = GetActiveSnapshot();
-	ws.meta = SourceOpen(PG_GETARG_OID(8), PG_ARGISNULL(9) ? &meta_spec : &meta_only_spec);
-	ws.blob = PG_ARGISNULL(9) ? NULL : SourceOpen(PG_GETARG_OID(9), &blob_spec);
-	ws.blob_probes = ws.blob ? KeyProbesBegin(ws.blob, ws.snapshot, 2) : NULL;
-	ws.out = rsinfo->setResult;
-	ws.out_desc = rsinfo->setDesc;
-	ws.remaining = row_limit;
-	ws.row_cxt = AllocSetContextCreate(CurrentMemoryContext, "envelope wave row",
-									   ALLOCSET_SMALL_SIZES);
-
-	/* originators in ascending order, each one merged by sequence */
-	for (int start = 0; start < nentries && ws.remaining > 0;)
-	{
-		int32		originator = entries[start].originator;
-		int			end = start;
-
-		while (end < nentries && entries[end].originator == originator)
-			end++;
-		while (next_ceiling < nceilings && ceilings[next_ceiling].originator < originator)
-			next_ceiling++;
-		if (originator >= scan_node && next_ceiling < nceilings &&
-			ceilings[next_ceiling].originator == originator)
-			ScanOriginator(&ws, &entries[start], end - start,
-						   originator == scan_node ? scan_sequence : PG_INT64_MIN,
-						   ceilings[next_ceiling].ceiling);
-		start = end;
-	}
-
-	MemoryContextDelete(ws.row_cxt);
-	if (ws.blob)
-	{
-		KeyProbesEnd(ws.blob_probes);
-		SourceClose(ws.blob);
-	}
-	SourceClose(ws.meta);
+	run = WaveRunBegin(fcinfo, row_limit, 8);
+	while (WaveRunNext(run, values, nulls))
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	WaveRunEnd(run);
 	return (Datum) 0;
+}
+
+/*
+ * envelope_wave_rows(cursor_topics, cursor_node_ids, cursor_sequence_ids,
+ *                    ceiling_node_ids, ceiling_sequence_ids, scan_node_id,
+ *                    scan_sequence_id, source, blob_source)
+ * The whole wave past the scan cursor, one row per call: the pages
+ * concatenated. In a target list (envelope_wave_stream) it runs only as far
+ * as its reader fetches; the merge carries over from call to call.
+ */
+Datum
+envelope_wave_rows(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *funcctx;
+	WaveRun   **run;
+	Datum		values[5];
+	bool		nulls[5];
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+		MemoryContext old;
+		TupleDesc	desc;
+
+		funcctx = SRF_FIRSTCALL_INIT();
+		old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "envelope_wave_rows must return a composite type");
+		funcctx->tuple_desc = BlessTupleDesc(desc);
+		run = palloc(sizeof(WaveRun *));
+		*run = WaveRunBegin(fcinfo, -1, 7);
+		funcctx->user_fctx = run;
+		RegisterExprContextCallback(rsinfo->econtext, WaveRunShutdown, PointerGetDatum(run));
+		MemoryContextSwitchTo(old);
+	}
+	funcctx = SRF_PERCALL_SETUP();
+	run = (WaveRun **) funcctx->user_fctx;
+	if (*run != NULL && WaveRunNext(*run, values, nulls))
+		SRF_RETURN_NEXT(funcctx,
+						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc, values, nulls)));
+	/* the run's slot goes with multi_call_memory_ctx: no callback may see it after */
+	UnregisterExprContextCallback(((ReturnSetInfo *) fcinfo->resultinfo)->econtext,
+								  WaveRunShutdown, PointerGetDatum(run));
+	WaveRunShutdown(PointerGetDatum(run));
+	SRF_RETURN_DONE(funcctx);
 }

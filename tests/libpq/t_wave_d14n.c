@@ -155,6 +155,93 @@ ComparePage(PGconn *conn, const Layout *layout, const WdWave *w, int32_t scan_no
 	return got;
 }
 
+/*
+ * Reads a whole wave through envelope_wave_stream in a cursor, in FETCHes of
+ * random size, and compares it with the definition's whole wave.
+ */
+static void
+CompareStream(PGconn *conn, const Layout *layout, const WdWave *w, int32_t scan_node,
+			  int64_t scan_sequence)
+{
+	char	   *arrays[5];
+	char		node[16],
+				seq[24],
+				fetch[32];
+	const char *params[10];
+	PGresult   *want;
+	int			row = 0;
+	bool		same = true;
+
+	wd_wave_params(w, arrays);
+	snprintf(node, sizeof(node), "%d", scan_node);
+	snprintf(seq, sizeof(seq), "%lld", (long long) scan_sequence);
+	for (int k = 0; k < 5; k++)
+		params[k] = arrays[k];
+	params[5] = node;
+	params[6] = seq;
+	params[7] = "1000000";
+	params[8] = layout->source;
+	params[9] = layout->blob;
+	want = tl_exec(conn, "SELECT * FROM wave_d14n_reference_page($1, $2, $3, $4, $5, $6, $7,"
+				   " $8, $9, $10)", 10, params);
+	params[7] = layout->source;
+	params[8] = layout->blob;
+	wd_exec_script(conn, "BEGIN");
+	PQclear(tl_exec(conn, "DECLARE w CURSOR FOR SELECT * FROM xip83.envelope_wave_stream("
+					"$1, $2, $3, $4, $5, $6, $7, $8, $9)", 9, params));
+	for (;;)
+	{
+		PGresult   *got;
+		int			n;
+
+		snprintf(fetch, sizeof(fetch), "FETCH %d FROM w", 1 + (int) RandomBelow(300));
+		got = tl_exec(conn, fetch, 0, NULL);
+		n = PQntuples(got);
+		for (int r = 0; same && r < n; r++, row++)
+		{
+			same = row < PQntuples(want);
+			for (int c = 0; same && c < 5; c++)
+				same = strcmp(PQgetvalue(got, r, c), PQgetvalue(want, row, c)) == 0;
+		}
+		PQclear(got);
+		if (n == 0 || !same)
+			break;
+	}
+	/* a cursor closed before its end must release what the stream holds */
+	wd_exec_script(conn, "CLOSE w; COMMIT");
+	TL_CHECK(same && row == PQntuples(want), "stream on %s: %d rows, definition %d",
+			 layout->name, row, PQntuples(want));
+	rows_compared += row;
+	PQclear(want);
+	for (int k = 0; k < 5; k++)
+		free(arrays[k]);
+}
+
+/* A stream abandoned part way, and the plan that keeps it streaming. */
+static void
+CheckStreamPlan(PGconn *conn)
+{
+	PGresult   *plan = tl_exec(conn,
+							   "EXPLAIN (COSTS OFF) SELECT * FROM xip83.envelope_wave_stream("
+							   "'{}', '{}', '{}', '{}', '{}', 0, 0)", 0, NULL);
+	bool		project_set = false;
+
+	for (int r = 0; r < PQntuples(plan); r++)
+		project_set |= strstr(PQgetvalue(plan, r, 0), "ProjectSet") != NULL;
+	TL_CHECK(project_set, "envelope_wave_stream runs in a target list (ProjectSet)");
+	PQclear(plan);
+	wd_exec_script(conn,
+				   "BEGIN;"
+				   "DECLARE part CURSOR FOR SELECT * FROM xip83.envelope_wave_stream("
+				   "  ARRAY(SELECT DISTINCT topic FROM xip83.envelopes),"
+				   "  ARRAY(SELECT 10 FROM (SELECT DISTINCT topic FROM xip83.envelopes) t),"
+				   "  ARRAY(SELECT 0::bigint FROM (SELECT DISTINCT topic FROM xip83.envelopes) t),"
+				   "  '{10}', '{100000000}', 0, 0, 'prod.meta', 'prod.blob');"
+				   "FETCH 3 FROM part;"
+				   "CLOSE part;"
+				   "COMMIT;");
+}
+
 /* Stores n more envelopes in both layouts, with partitions for them. */
 static void
 AddEnvelopes(PGconn *conn, int32_t originator, int n, int64_t stride)
@@ -342,6 +429,18 @@ main(void)
 		wd_wave_free(&w);
 	}
 	PageWholeWaves(conn);
+	for (int i = 0; i < 60; i++)
+	{
+		WdWave		w;
+		int			o = (int) RandomBelow(NORIGINATORS);
+		bool		mid = random() % 2;
+
+		RandomWave(&w, 20);
+		CompareStream(conn, &layouts[i % NLAYOUTS], &w, mid ? originators[o] : 0,
+					  mid ? RandomBelow(top_sequence[o] + 2) : 0);
+		wd_wave_free(&w);
+	}
+	CheckStreamPlan(conn);
 
 	CompareCeilings(conn, "xip83.envelopes");
 	CompareCeilings(conn, "prod.meta");
