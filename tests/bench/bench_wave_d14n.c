@@ -113,34 +113,26 @@ MedianMs(PGconn *conn, const char *name, int nparams, const char *const *params,
 
 /* A whole wave paged with keyset pages; false when it hit the timeout. */
 static bool
-PageWave(PGconn *conn, const char *name, char *params[5], double limit_ms,
+PageWave(PGconn *conn, const char *name, const WdWave *w, double limit_ms,
 		 double *ms, long *rows, int *pages)
 {
-	char		node[16] = "0",
-				seq[24] = "0",
-				limit[16];
-	const char *p[8];
+	WdCall		call;
 	double		t0 = NowMs();
+	bool		done = false;
 
-	snprintf(limit, sizeof(limit), "%d", PAGE);
-	for (int k = 0; k < 5; k++)
-		p[k] = params[k];
-	p[5] = node;
-	p[6] = seq;
-	p[7] = limit;
+	wd_call_init(&call, w, 0, 0, PAGE, NULL, NULL);
 	*rows = 0;
 	*pages = 0;
 	for (;;)
 	{
 		bool		timed_out;
-		PGresult   *res = RunPrepared(conn, name, 8, p, &timed_out);
+		PGresult   *res = RunPrepared(conn, name, 8, call.params, &timed_out);
 		int			n = timed_out ? 0 : PQntuples(res);
 
 		if (timed_out)
 		{
 			PQclear(res);
-			*ms = NowMs() - t0;
-			return false;
+			break;
 		}
 		*rows += n;
 		(*pages)++;
@@ -151,16 +143,20 @@ PageWave(PGconn *conn, const char *name, char *params[5], double limit_ms,
 
 			memcpy(&o, PQgetvalue(res, n - 1, 0), 4);
 			memcpy(&q, PQgetvalue(res, n - 1, 1), 8);
-			snprintf(node, sizeof(node), "%d", (int32_t) ntohl(o));
-			snprintf(seq, sizeof(seq), "%lld", (long long) (int64_t) be64toh(q));
+			wd_call_set_scan(&call, (int32_t) ntohl(o), (int64_t) be64toh(q));
 		}
 		PQclear(res);
-		*ms = NowMs() - t0;
 		if (n < PAGE)
-			return true;
-		if (*ms > limit_ms)
-			return false;
+		{
+			done = true;
+			break;
+		}
+		if (NowMs() - t0 > limit_ms)
+			break;
 	}
+	*ms = NowMs() - t0;
+	wd_call_free(&call);
+	return done;
 }
 
 /*
@@ -168,23 +164,18 @@ PageWave(PGconn *conn, const char *name, char *params[5], double limit_ms,
  * time with binary results.
  */
 static double
-StreamWave(PGconn *conn, char *params[5], const char *meta, const char *blob, long *rows)
+StreamWave(PGconn *conn, const WdWave *w, const char *meta, const char *blob, long *rows)
 {
-	const char *p[9];
+	WdCall		call;
 	char		fetch[32];
 	double		t0 = NowMs();
 	PGresult   *res;
 
-	for (int k = 0; k < 5; k++)
-		p[k] = params[k];
-	p[5] = "0";
-	p[6] = "0";
-	p[7] = meta;
-	p[8] = blob;
+	wd_call_init(&call, w, 0, 0, 0, meta, blob);
 	*rows = 0;
 	wd_exec_script(conn, "BEGIN");
 	PQclear(tl_exec(conn, "DECLARE wave CURSOR FOR SELECT * FROM xip83.envelope_wave_stream("
-					"$1, $2, $3, $4, $5, $6, $7, $8, $9)", 9, p));
+					"$1, $2, $3, $4, $5, $6, $7, $8, $9)", call.nparams, call.params));
 	snprintf(fetch, sizeof(fetch), "FETCH %d FROM wave", PAGE);
 	for (;;)
 	{
@@ -200,6 +191,7 @@ StreamWave(PGconn *conn, char *params[5], const char *meta, const char *blob, lo
 			break;
 	}
 	wd_exec_script(conn, "CLOSE wave; COMMIT");
+	wd_call_free(&call);
 	return NowMs() - t0;
 }
 
@@ -293,9 +285,7 @@ BenchLayout(PGconn *conn, const char *layout, const char *meta, const char *blob
 	for (int s = 0; s < 3; s++)
 	{
 		WdWave		w;
-		char	   *arrays[5];
-		const char *p[8];
-		char		limit[16];
+		WdCall		call;
 		double		ours,
 					ref,
 					ours_ms,
@@ -305,15 +295,11 @@ BenchLayout(PGconn *conn, const char *layout, const char *meta, const char *blob
 		int			ours_pages,
 					ref_pages;
 		bool		ref_done;
+		const char *const *p;
 
 		MakeWave(conn, &w, wave_sizes[s], meta);
-		wd_wave_params(&w, arrays);
-		snprintf(limit, sizeof(limit), "%d", PAGE);
-		for (int k = 0; k < 5; k++)
-			p[k] = arrays[k];
-		p[5] = "0";
-		p[6] = "0";
-		p[7] = limit;
+		wd_call_init(&call, &w, 0, 0, PAGE, NULL, NULL);
+		p = call.params;
 
 		/* one page: the first of the wave; the reference planned per call and generic */
 		ours = MedianMs(conn, "our_page", 8, p, 21);
@@ -335,11 +321,11 @@ BenchLayout(PGconn *conn, const char *layout, const char *meta, const char *blob
 			long		stream_rows;
 			double		stream_ms;
 
-			(void) PageWave(conn, "our_page", arrays, 1e12, &ours_ms, &ours_rows, &ours_pages);
-			stream_ms = StreamWave(conn, arrays, meta, blob, &stream_rows);
+			(void) PageWave(conn, "our_page", &w, 1e12, &ours_ms, &ours_rows, &ours_pages);
+			stream_ms = StreamWave(conn, &w, meta, blob, &stream_rows);
 			if (stream_rows != ours_rows)
 				tl_fatal("the stream read %ld rows, the pages %ld", stream_rows, ours_rows);
-			ref_done = PageWave(conn, "ref_page", arrays, ref_timeout_ms, &ref_ms, &ref_rows,
+			ref_done = PageWave(conn, "ref_page", &w, ref_timeout_ms, &ref_ms, &ref_rows,
 								&ref_pages);
 			snprintf(what, sizeof(what), "whole %d-topic wave, pages (%ld rows, %d pages)",
 					 wave_sizes[s], ours_rows, ours_pages);
@@ -355,8 +341,7 @@ BenchLayout(PGconn *conn, const char *layout, const char *meta, const char *blob
 				printf("%-12s   (reference stopped after %d pages, %ld rows, at %.0f s)\n",
 					   layout, ref_pages, ref_rows, ref_ms / 1000.0);
 		}
-		for (int k = 0; k < 5; k++)
-			free(arrays[k]);
+		wd_call_free(&call);
 		wd_wave_free(&w);
 	}
 

@@ -118,39 +118,23 @@ ComparePage(PGconn *conn, const Layout *layout, const WdWave *w, int32_t scan_no
 		"SELECT * FROM xip83.envelope_wave_scan($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 	static const char *const ref_sql =
 		"SELECT * FROM wave_d14n_reference_page($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
-	char	   *arrays[5];
-	char		node[16],
-				seq[24],
-				limit[16];
-	const char *params[10];
+	WdCall		call;
 	PGresult   *got,
 			   *want;
 	bool		same;
 
-	wd_wave_params(w, arrays);
-	snprintf(node, sizeof(node), "%d", scan_node);
-	snprintf(seq, sizeof(seq), "%lld", (long long) scan_sequence);
-	snprintf(limit, sizeof(limit), "%d", row_limit);
-	for (int k = 0; k < 5; k++)
-		params[k] = arrays[k];
-	params[5] = node;
-	params[6] = seq;
-	params[7] = limit;
-	params[8] = layout->source;
-	params[9] = layout->blob;
-
-	got = tl_exec(conn, c_sql, 10, params);
-	want = tl_exec(conn, ref_sql, 10, params);
+	wd_call_init(&call, w, scan_node, scan_sequence, row_limit, layout->source, layout->blob);
+	got = tl_exec(conn, c_sql, call.nparams, call.params);
+	want = tl_exec(conn, ref_sql, call.nparams, call.params);
 	same = PQntuples(got) == PQntuples(want);
 	for (int r = 0; same && r < PQntuples(got); r++)
 		for (int c = 0; same && c < 5; c++)
 			same = strcmp(PQgetvalue(got, r, c), PQgetvalue(want, r, c)) == 0;
-	TL_CHECK(same, "%s on %s: %d rows, definition %d (%d entries, scan (%d,%s), limit %d)",
+	TL_CHECK(same, "%s on %s: %d rows, definition %d (%d entries, scan (%d,%lld), limit %d)",
 			 what, layout->name, PQntuples(got), PQntuples(want), w->nentries,
-			 scan_node, seq, row_limit);
+			 scan_node, (long long) scan_sequence, row_limit);
 	rows_compared += PQntuples(want);
-	for (int k = 0; k < 5; k++)
-		free(arrays[k]);
+	wd_call_free(&call);
 	PQclear(want);
 	return got;
 }
@@ -163,32 +147,20 @@ static void
 CompareStream(PGconn *conn, const Layout *layout, const WdWave *w, int32_t scan_node,
 			  int64_t scan_sequence)
 {
-	char	   *arrays[5];
-	char		node[16],
-				seq[24],
-				fetch[32];
-	const char *params[10];
+	WdCall		page,
+				stream;
+	char		fetch[32];
 	PGresult   *want;
 	int			row = 0;
 	bool		same = true;
 
-	wd_wave_params(w, arrays);
-	snprintf(node, sizeof(node), "%d", scan_node);
-	snprintf(seq, sizeof(seq), "%lld", (long long) scan_sequence);
-	for (int k = 0; k < 5; k++)
-		params[k] = arrays[k];
-	params[5] = node;
-	params[6] = seq;
-	params[7] = "1000000";
-	params[8] = layout->source;
-	params[9] = layout->blob;
+	wd_call_init(&page, w, scan_node, scan_sequence, 1000000, layout->source, layout->blob);
+	wd_call_init(&stream, w, scan_node, scan_sequence, 0, layout->source, layout->blob);
 	want = tl_exec(conn, "SELECT * FROM wave_d14n_reference_page($1, $2, $3, $4, $5, $6, $7,"
-				   " $8, $9, $10)", 10, params);
-	params[7] = layout->source;
-	params[8] = layout->blob;
+				   " $8, $9, $10)", page.nparams, page.params);
 	wd_exec_script(conn, "BEGIN");
 	PQclear(tl_exec(conn, "DECLARE w CURSOR FOR SELECT * FROM xip83.envelope_wave_stream("
-					"$1, $2, $3, $4, $5, $6, $7, $8, $9)", 9, params));
+					"$1, $2, $3, $4, $5, $6, $7, $8, $9)", stream.nparams, stream.params));
 	for (;;)
 	{
 		PGresult   *got;
@@ -213,8 +185,8 @@ CompareStream(PGconn *conn, const Layout *layout, const WdWave *w, int32_t scan_
 			 layout->name, row, PQntuples(want));
 	rows_compared += row;
 	PQclear(want);
-	for (int k = 0; k < 5; k++)
-		free(arrays[k]);
+	wd_call_free(&page);
+	wd_call_free(&stream);
 }
 
 /* A stream abandoned part way, and the plan that keeps it streaming. */

@@ -132,3 +132,39 @@ wd_wave_params(const WdWave *w, char *params[5])
 		params[k] = t[k].data;
 	}
 }
+
+void
+wd_call_init(WdCall *c, const WdWave *w, int32_t scan_node, int64_t scan_sequence,
+			 int limit, const char *source, const char *blob)
+{
+	int			n = 0;
+
+	wd_wave_params(w, c->arrays);
+	for (int k = 0; k < 5; k++)
+		c->params[n++] = c->arrays[k];
+	c->params[n++] = c->scan_node;
+	c->params[n++] = c->scan_sequence;
+	wd_call_set_scan(c, scan_node, scan_sequence);
+	if (limit > 0)
+	{
+		snprintf(c->limit, sizeof(c->limit), "%d", limit);
+		c->params[n++] = c->limit;
+	}
+	c->params[n++] = source;
+	c->params[n++] = blob;
+	c->nparams = n;
+}
+
+void
+wd_call_set_scan(WdCall *c, int32_t scan_node, int64_t scan_sequence)
+{
+	snprintf(c->scan_node, sizeof(c->scan_node), "%d", scan_node);
+	snprintf(c->scan_sequence, sizeof(c->scan_sequence), "%lld", (long long) scan_sequence);
+}
+
+void
+wd_call_free(WdCall *c)
+{
+	for (int k = 0; k < 5; k++)
+		free(c->arrays[k]);
+}

@@ -46,4 +46,25 @@ void		wd_wave_free(WdWave *w);
  */
 void		wd_wave_params(const WdWave *w, char *params[5]);
 
+/*
+ * The text parameters of a call over a wave: $1..$5 the wave's arrays, $6 and
+ * $7 the scan cursor, then the row limit (a page) unless limit <= 0 (a
+ * stream), then source and blob_source.
+ */
+typedef struct WdCall
+{
+	char	   *arrays[5];
+	char		scan_node[16];
+	char		scan_sequence[24];
+	char		limit[16];
+	const char *params[10];
+	int			nparams;
+} WdCall;
+
+void		wd_call_init(WdCall *c, const WdWave *w, int32_t scan_node, int64_t scan_sequence,
+						 int limit, const char *source, const char *blob);
+/* Moves the scan cursor of a call (the next keyset page). */
+void		wd_call_set_scan(WdCall *c, int32_t scan_node, int64_t scan_sequence);
+void		wd_call_free(WdCall *c);
+
 #endif							/* XIP83_WAVE_D14N_FIXTURE_H */
