@@ -44,6 +44,16 @@ SELECT originator_node_id, originator_sequence_id, topic
 SELECT originator_node_id, originator_sequence_id, topic
   FROM wave, xip83.envelope_wave_scan(topics, nodes, floors, ceiling_nodes, ceilings, 30, 900000, 4);
 
+-- The whole wave as a stream read through a cursor: the same rows, one FETCH at a time.
+BEGIN;
+DECLARE w CURSOR FOR
+SELECT s.originator_node_id, s.originator_sequence_id, s.topic
+  FROM wave, xip83.envelope_wave_stream(topics, nodes, floors, ceiling_nodes, ceilings, 0, 0) s;
+FETCH 5 FROM w;
+FETCH 5 FROM w;
+CLOSE w;
+COMMIT;
+
 -- The same wave on the partitioned meta/blob tables, and the definition.
 SELECT originator_node_id, originator_sequence_id, topic, originator_envelope
   FROM wave, xip83.envelope_wave_scan(topics, nodes, floors, ceiling_nodes, ceilings, 0, 0,
