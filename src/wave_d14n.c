@@ -1,5 +1,7 @@
 /*
- * wave_d14n.c: xip83.envelope_wave_scan, one page of a d14n wave.
+ * wave_d14n.c: a d14n wave: xip83.envelope_wave_scan returns one page of it,
+ * xip83.envelope_wave_rows all of it past the scan cursor, one row per call
+ * (envelope_wave_stream puts that in a target list, for cursors).
  *
  * A page is the envelopes after each (topic, originator) floor, up to the
  * originator's ceiling and past the scan cursor, in (originator, sequence)
@@ -17,6 +19,10 @@
  * the blob table (ceilings_d14n.c); a meta row without a blob row is left out,
  * as the join in the definition leaves it out, and the merge is run again past
  * it when the page still needs rows.
+ *
+ * Both read through one WaveRun, whose merge carries over from row to row (and
+ * from call to call for the stream, ended by an expression-context callback
+ * when the reader stops early).
  *
  * Memory: entries and streams follow the wave's size; each row's values live
  * in a context reset per row; merges and probes run in contexts of their own
