@@ -115,6 +115,7 @@ typedef struct OriginatorMerge
 	int		   *stream_entry;	/* per stream: its entry */
 	SourceLeaf **leaves;		/* meta leaves that may hold the originator */
 	int			nleaves;
+	bool		bands;			/* the leaves are disjoint ascending bands */
 } OriginatorMerge;
 
 /*
@@ -366,7 +367,7 @@ StartMerge(WaveRun *run)
 {
 	OriginatorMerge *om = &run->om;
 	int32		originator = om->entries[0].originator;
-	bool		bands = LeavesAreBands(om->leaves, om->nleaves);
+	bool		bands = om->bands;
 	MemoryContext old = MemoryContextSwitchTo(run->cxt);
 
 	run->goal = Max(run->remaining, 0);
@@ -440,9 +441,12 @@ StartNextOriginator(WaveRun *run)
 		for (int l = 0; l < run->meta->nleaves; l++)
 			if (SourceLeafMayHoldOriginator(&run->meta->leaves[l], originator))
 				om->leaves[om->nleaves++] = &run->meta->leaves[l];
+		om->bands = LeavesAreBands(om->leaves, om->nleaves);
 		om->entry_stream = palloc(sizeof(int) * om->nentries);
+		/* one stream per entry over bands, else one per (entry, leaf) */
 		om->stream_entry = palloc_extended(sizeof(int) * (Size) om->nentries *
-										   Max(om->nleaves, 1), MCXT_ALLOC_HUGE);
+										   (om->bands ? 1 : Max(om->nleaves, 1)),
+										   MCXT_ALLOC_HUGE);
 		MemoryContextSwitchTo(old);
 		if (om->nleaves == 0)
 			continue;

@@ -5,6 +5,7 @@
  *   - production's layout: meta and blob tables LIST-partitioned by originator
  *     and RANGE-banded by 1,000,000 sequence ids,
  *   - plain meta with the partitioned blob table;
+ *   - a table HASH-partitioned on the sequence, whose leaves are not bands;
  * with dead rows in the indexes and meta rows whose blob row is missing.
  * Random waves have repeated entries, originators without rows or without a
  * ceiling, floors above ceilings, scan cursors mid-originator and random page
@@ -35,6 +36,7 @@ static const Layout layouts[] = {
 	{"plain", "xip83.envelopes", NULL},
 	{"partitioned meta/blob", "prod.meta", "prod.blob"},
 	{"plain meta, partitioned blob", "xip83.envelopes", "prod.blob"},
+	{"hash-partitioned (no bands)", "hashed.envelopes", NULL},
 };
 
 #define NLAYOUTS (int) (sizeof(layouts) / sizeof(layouts[0]))
@@ -227,6 +229,7 @@ AddEnvelopes(PGconn *conn, int32_t originator, int n, int64_t stride)
 			 " + coalesce((SELECT max(originator_sequence_id) FROM xip83.envelopes"
 			 "             WHERE originator_node_id = %d), 0);"
 			 "INSERT INTO xip83.envelopes SELECT * FROM fresh;"
+			 "INSERT INTO hashed.envelopes SELECT * FROM fresh;"
 			 "SELECT wave_d14n_load_split('fresh', 'prod.meta', 'prod.blob');"
 			 "DROP TABLE fresh;",
 			 n, originator, NTOPICS, (long long) stride, originator);
@@ -377,15 +380,28 @@ main(void)
 	wd_load_reference(conn);
 	wd_exec_script(conn,
 				   "SELECT setseed(0.83);"
-					"SELECT wave_d14n_generate('xip83.envelopes', 4000, '{10,20,30,40}',"
-					"                          '{0.6,0.8,0.95}', 60, 64, 3000);"
-					"CREATE SCHEMA prod;"
-					"SELECT wave_d14n_production_layout('prod.meta', 'prod.blob');"
-					"SELECT wave_d14n_load_split('xip83.envelopes', 'prod.meta', 'prod.blob');"
-					/* dead index entries, and meta rows without their blob */
-					"DELETE FROM xip83.envelopes WHERE originator_sequence_id % 97 = 0;"
-					"DELETE FROM prod.meta WHERE originator_sequence_id % 97 = 0;"
-					"DELETE FROM prod.blob WHERE originator_sequence_id % 89 = 0;");
+				   "SELECT wave_d14n_generate('xip83.envelopes', 4000, '{10,20,30,40}',"
+				   "                          '{0.6,0.8,0.95}', 60, 64, 3000);"
+				   "CREATE SCHEMA prod;"
+				   "SELECT wave_d14n_production_layout('prod.meta', 'prod.blob');"
+				   "SELECT wave_d14n_load_split('xip83.envelopes', 'prod.meta', 'prod.blob');"
+				   "CREATE SCHEMA hashed;"
+				   "CREATE TABLE hashed.envelopes (LIKE xip83.envelopes INCLUDING DEFAULTS,"
+				   "  PRIMARY KEY (originator_node_id, originator_sequence_id))"
+				   "  PARTITION BY HASH (originator_sequence_id);"
+				   "CREATE INDEX ON hashed.envelopes (topic, originator_node_id, originator_sequence_id);"
+				   "CREATE TABLE hashed.envelopes_0 PARTITION OF hashed.envelopes"
+				   "  FOR VALUES WITH (MODULUS 3, REMAINDER 0);"
+				   "CREATE TABLE hashed.envelopes_1 PARTITION OF hashed.envelopes"
+				   "  FOR VALUES WITH (MODULUS 3, REMAINDER 1);"
+				   "CREATE TABLE hashed.envelopes_2 PARTITION OF hashed.envelopes"
+				   "  FOR VALUES WITH (MODULUS 3, REMAINDER 2);"
+				   "INSERT INTO hashed.envelopes SELECT * FROM xip83.envelopes;"
+				   /* dead index entries, and meta rows without their blob */
+				   "DELETE FROM xip83.envelopes WHERE originator_sequence_id % 97 = 0;"
+				   "DELETE FROM hashed.envelopes WHERE originator_sequence_id % 97 = 0;"
+				   "DELETE FROM prod.meta WHERE originator_sequence_id % 97 = 0;"
+				   "DELETE FROM prod.blob WHERE originator_sequence_id % 89 = 0;");
 	RefreshTops(conn);
 
 	for (int i = 0; i < NWAVES; i++)
@@ -417,6 +433,7 @@ main(void)
 	CompareCeilings(conn, "xip83.envelopes");
 	CompareCeilings(conn, "prod.meta");
 	CompareCeilings(conn, "prod.blob");
+	CompareCeilings(conn, "hashed.envelopes");
 	CheckErrors(conn);
 
 	printf("compared %ld rows\n", rows_compared);
