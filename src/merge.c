@@ -473,7 +473,7 @@ NextFromHeap(MergeScan *merge, MergeRow *row)
 		MergeStream *s = &merge->streams[sno];
 		MergeItem	item = s->items[s->next];
 		SourceLeaf *leaf = s->leaves[item.leaf];
-		LeafScan   *ls = GetLeafScan(merge, leaf);
+		LeafScan   *ls;
 		bool		call_again = false;
 		bool		all_dead = false;
 		bool		found;
@@ -481,6 +481,8 @@ NextFromHeap(MergeScan *merge, MergeRow *row)
 		if ((++loops % INTERRUPT_EVERY) == 0)
 			CHECK_FOR_INTERRUPTS();
 		AdvanceTop(merge, s);
+		/* after the refill: opening another leaf's scans may move leafscans */
+		ls = GetLeafScan(merge, leaf);
 		found = table_index_fetch_tuple(ls->fetch, &item.tid, merge->snapshot, ls->slot,
 										&call_again, &all_dead);
 		merge->stats.fetched++;

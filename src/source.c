@@ -34,6 +34,7 @@
 #include "utils/partcache.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "source.h"
 
@@ -152,15 +153,15 @@ IndexLeadsWith(Relation heap, Relation index, const char *const *columns, int n,
 	for (int i = 0; i < n; i++)
 	{
 		AttrNumber	attno = ColumnAttno(heap, columns[i]);
-		Oid			type;
-		Oid			opclass;
+		TypeCacheEntry *typentry;
 
 		if (attno == InvalidAttrNumber || form->indkey.values[i] != attno ||
 			(index->rd_indoption[i] & INDOPTION_DESC) != 0)
 			return false;
-		type = TupleDescAttr(RelationGetDescr(heap), attno - 1)->atttypid;
-		opclass = GetDefaultOpClass(type, BTREE_AM_OID);
-		if (!OidIsValid(opclass) || index->rd_opfamily[i] != get_opclass_family(opclass))
+		/* the default btree opfamily, cached (GetDefaultOpClass scans pg_opclass) */
+		typentry = lookup_type_cache(TupleDescAttr(RelationGetDescr(heap), attno - 1)->atttypid,
+									 TYPECACHE_BTREE_OPFAMILY);
+		if (!OidIsValid(typentry->btree_opf) || index->rd_opfamily[i] != typentry->btree_opf)
 			return false;
 	}
 	return true;
