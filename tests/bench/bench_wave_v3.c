@@ -613,6 +613,35 @@ Median(Method m, const Kind *k, const Wave *w, long long ceiling, int runs, Deli
 	return t[runs / 2];
 }
 
+/* A method measured in interleaved rounds, so a burst of outside load hits all alike. */
+typedef struct Contender
+{
+	Method		method;
+	int			depth;			/* FETCHes in flight when it reads a cursor */
+	double		median;
+	Delivery	d;
+} Contender;
+
+/* Runs every contender once per round, `rounds` rounds; keeps each one's median. */
+static void
+Interleave(Contender *c, int nc, const Kind *k, const Wave *w, long long ceiling, int rounds)
+{
+	double		t[8][16];
+
+	for (int r = 0; r < rounds; r++)
+		for (int i = 0; i < nc; i++)
+		{
+			fetch_depth = c[i].depth;
+			t[i][r] = RunOnce(c[i].method, k, w, ceiling, &c[i].d);
+		}
+	fetch_depth = 1;
+	for (int i = 0; i < nc; i++)
+	{
+		qsort(t[i], rounds, sizeof(double), CmpDouble);
+		c[i].median = t[i][rounds / 2];
+	}
+}
+
 /* Checks that two deliveries hold the same rows (count and id checksum). */
 static void
 Agree(const char *what, const Delivery *a, const Delivery *b)
@@ -689,18 +718,19 @@ WholeWave(const Kind *k, int n, int groups, long long ceiling, bool run_a)
 {
 	Wave		w = MakeWave(n, groups, 0);
 	Delivery	a = {0}, b, s, pg, fl, mem;
+	Contender	c[4] = {{.method = M_B_WAVE, .depth = 1}, {.method = M_STREAM, .depth = 1},
+	{.method = M_STREAM, .depth = PIPELINE_DEPTH}, {.method = M_FLOOR_WAVE, .depth = 1}};
 	double		ta = run_a ? RunOnce(M_A_WAVE, k, &w, ceiling, &a) : 0;
-	double		tb = Median(M_B_WAVE, k, &w, ceiling, 3, &b);
-	double		ts = Median(M_STREAM, k, &w, ceiling, 3, &s);
 	double		tp = n <= 1000 ? RunOnce(M_PAGES_WAVE, k, &w, ceiling, &pg) : 0;
-	double		ts4;
+	double		tb, ts, ts4, tf;
 	Delivery	s4;
 
-	fetch_depth = PIPELINE_DEPTH;
-	ts4 = Median(M_STREAM, k, &w, ceiling, 3, &s4);
-	fetch_depth = 1;
+	Interleave(c, 4, k, &w, ceiling, 5);
+	tb = c[0].median, b = c[0].d;
+	ts = c[1].median, s = c[1].d;
+	ts4 = c[2].median, s4 = c[2].d;
+	tf = c[3].median, fl = c[3].d;
 	Agree("whole wave pipelined stream vs stream", &s4, &s);
-	double		tf = Median(M_FLOOR_WAVE, k, &w, ceiling, 3, &fl);
 	long long	peak;
 
 	memset(&mem, 0, sizeof(mem));
@@ -811,17 +841,19 @@ Dense(const Kind *k, int groups, long long ceiling)
 {
 	Wave		w = MakeWave(groups, groups, 0);
 	Delivery	s, pk;
-	double		ts = Median(M_STREAM, k, &w, ceiling, 3, &s);
-	double		tk = Median(M_PK_RANGE, k, &w, ceiling, 3, &pk);
+	Contender	c[4] = {{.method = M_STREAM, .depth = 1}, {.method = M_PK_RANGE, .depth = 1},
+	{.method = M_STREAM, .depth = PIPELINE_DEPTH}, {.method = M_PK_RANGE, .depth = PIPELINE_DEPTH}};
+	double		ts, tk;
 	double		tp[11], tq[11];
 
 	double		ts4, tk4;
 	Delivery	s4, pk4;
 
-	fetch_depth = PIPELINE_DEPTH;
-	ts4 = Median(M_STREAM, k, &w, ceiling, 3, &s4);
-	tk4 = Median(M_PK_RANGE, k, &w, ceiling, 3, &pk4);
-	fetch_depth = 1;
+	Interleave(c, 4, k, &w, ceiling, 3);
+	ts = c[0].median, s = c[0].d;
+	tk = c[1].median, pk = c[1].d;
+	ts4 = c[2].median, s4 = c[2].d;
+	tk4 = c[3].median, pk4 = c[3].d;
 	Agree("dense stream vs pk", &s, &pk);
 	Agree("dense pipelined stream vs pk", &s4, &pk4);
 	/* stateless pages at spread cursors, each against the same keyset page */
