@@ -6,7 +6,8 @@
  *     read; items[next..nitems) are read but not yet produced, ascending;
  *   - a batch never ends inside a run of equal positions, so refilling from
  *     "position > floor" never skips an index entry;
- *   - a stream is in the binary heap exactly when it has an unproduced item;
+ *   - a stream is in the heap of heads exactly when it has an unproduced item,
+ *     and its head there is the position of items[next];
  *   - the dense walk only runs before the heap is primed; when it hands over
  *     at walk position W, every row at or below W has been decided, and each
  *     stream's floor is raised to W before its first refill.
@@ -23,7 +24,6 @@
 #include "access/skey.h"
 #include "access/stratnum.h"
 #include "access/tableam.h"
-#include "lib/binaryheap.h"
 #include "miscadmin.h"
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
@@ -39,6 +39,7 @@
 #define MIN_PROBE_ROWS		128
 #define FIRST_BATCH_MAX		32
 #define BATCH_MAX			256
+#define STREAM_BATCH_FIRST	64
 #define BATCH_GROWTH		4
 #define INTERRUPT_EVERY		256
 
@@ -66,6 +67,14 @@ typedef struct MergeStream
 	int			cap;
 	bool		drained;		/* the index holds nothing beyond items */
 } MergeStream;
+
+/* A stream's next item as the heap orders it; kept inline for cache locality. */
+typedef struct MergeHead
+{
+	int64		position;
+	int32		originator;
+	int32		stream;
+} MergeHead;
 
 /* What the merge keeps open per leaf, created on first use. */
 typedef struct LeafScan
@@ -99,7 +108,8 @@ struct MergeScan
 	int			cap;
 	int64		budget_items;	/* bound on buffered items over all streams */
 	int64		buffered_items;
-	binaryheap *heap;
+	MergeHead  *heads;			/* min-heap of the heads of unexhausted streams */
+	int			nheads;
 
 	LeafScan   *leafscans;		/* by SourceLeaf.leafno */
 	int			nleafscans;
@@ -311,11 +321,18 @@ NextBatchSize(MergeScan *merge, MergeStream *s)
 	int64		share = merge->budget_items / Max(merge->nstreams, 1);
 	int			want;
 
-	if (s->cap == 0)
+	if (s->cap == 0 && merge->row_goal > 0)
 	{
-		int64		goal = merge->row_goal > 0 ? merge->row_goal : FIRST_BATCH_MAX;
-
-		want = (int) Min(Max(2 * goal / Max(merge->nstreams, 1), 2), FIRST_BATCH_MAX);
+		/* a page: about twice a stream's share of it */
+		want = (int) Min(Max(2 * merge->row_goal / Max(merge->nstreams, 1), 2), FIRST_BATCH_MAX);
+	}
+	else if (s->cap == 0)
+	{
+		/*
+		 * A whole wave: a descent reads the rest of the stream's leaf page
+		 * anyway, so start with a batch that takes most of it.
+		 */
+		want = STREAM_BATCH_FIRST;
 	}
 	else
 		want = Min(s->cap * BATCH_GROWTH, BATCH_MAX);
@@ -398,32 +415,46 @@ Refill(MergeScan *merge, MergeStream *s)
 	return s->nitems;
 }
 
-/* Orders streams by their next item: (originator, position), smallest on top. */
-static int
-CompareStreamHeads(Datum a, Datum b, void *arg)
+/* Whether head a comes before head b: (originator, position) order. */
+static inline bool
+HeadBefore(const MergeHead *a, const MergeHead *b)
 {
-	MergeScan  *merge = (MergeScan *) arg;
-	MergeStream *sa = &merge->streams[DatumGetInt32(a)];
-	MergeStream *sb = &merge->streams[DatumGetInt32(b)];
-	int64		pa = sa->items[sa->next].position;
-	int64		pb = sb->items[sb->next].position;
+	if (a->originator != b->originator)
+		return a->originator < b->originator;
+	return a->position < b->position;
+}
 
-	/* binaryheap keeps its largest element first: invert */
-	if (sa->originator != sb->originator)
-		return sa->originator < sb->originator ? 1 : -1;
-	if (pa != pb)
-		return pa < pb ? 1 : -1;
-	return 0;
+/* Restores the heap property below slot i (the heap is a min-heap of heads). */
+static void
+SiftDown(MergeScan *merge, int i)
+{
+	MergeHead  *heads = merge->heads;
+	int			n = merge->nheads;
+	MergeHead	x = heads[i];
+
+	for (;;)
+	{
+		int			child = 2 * i + 1;
+
+		if (child >= n)
+			break;
+		if (child + 1 < n && HeadBefore(&heads[child + 1], &heads[child]))
+			child++;
+		if (!HeadBefore(&heads[child], &x))
+			break;
+		heads[i] = heads[child];
+		i = child;
+	}
+	heads[i] = x;
 }
 
 /* Reads every stream's first batch and builds the heap over their heads. */
 static void
 PrimeHeap(MergeScan *merge, int64 floor)
 {
-	MemoryContext old = MemoryContextSwitchTo(merge->cxt);
-
-	merge->heap = binaryheap_allocate(Max(merge->nstreams, 1), CompareStreamHeads, merge);
-	MemoryContextSwitchTo(old);
+	merge->heads = MemoryContextAllocHuge(merge->cxt,
+										  sizeof(MergeHead) * Max(merge->nstreams, 1));
+	merge->nheads = 0;
 	for (int i = 0; i < merge->nstreams; i++)
 	{
 		MergeStream *s = &merge->streams[i];
@@ -432,9 +463,16 @@ PrimeHeap(MergeScan *merge, int64 floor)
 			CHECK_FOR_INTERRUPTS();
 		s->floor = Max(s->floor, floor);
 		if (s->floor < s->ceiling && Refill(merge, s) > 0)
-			binaryheap_add_unordered(merge->heap, Int32GetDatum(i));
+		{
+			MergeHead  *h = &merge->heads[merge->nheads++];
+
+			h->position = s->items[0].position;
+			h->originator = s->originator;
+			h->stream = i;
+		}
 	}
-	binaryheap_build(merge->heap);
+	for (int i = merge->nheads / 2 - 1; i >= 0; i--)
+		SiftDown(merge, i);
 	merge->mode = MODE_HEAP;
 }
 
@@ -443,13 +481,12 @@ static void
 AdvanceTop(MergeScan *merge, MergeStream *s)
 {
 	s->next++;
-	if (s->next < s->nitems)
-		binaryheap_replace_first(merge->heap, binaryheap_first(merge->heap));
-	else if (!s->drained && Refill(merge, s) > 0)
-		binaryheap_replace_first(merge->heap, binaryheap_first(merge->heap));
+	if (s->next < s->nitems || (!s->drained && Refill(merge, s) > 0))
+		merge->heads[0].position = s->items[s->next].position;
 	else
 	{
-		(void) binaryheap_remove_first(merge->heap);
+		/* exhausted: the stream leaves the heap and gives back its batch */
+		merge->heads[0] = merge->heads[--merge->nheads];
 		if (s->items != NULL)
 		{
 			pfree(s->items);
@@ -459,6 +496,8 @@ AdvanceTop(MergeScan *merge, MergeStream *s)
 		}
 		s->nitems = s->next = 0;
 	}
+	if (merge->nheads > 0)
+		SiftDown(merge, 0);
 }
 
 /* The next visible row from the heap of stream heads, or false at the end. */
@@ -467,9 +506,9 @@ NextFromHeap(MergeScan *merge, MergeRow *row)
 {
 	int64		loops = 0;
 
-	while (!binaryheap_empty(merge->heap))
+	while (merge->nheads > 0)
 	{
-		int			sno = DatumGetInt32(binaryheap_first(merge->heap));
+		int			sno = merge->heads[0].stream;
 		MergeStream *s = &merge->streams[sno];
 		MergeItem	item = s->items[s->next];
 		SourceLeaf *leaf = s->leaves[item.leaf];

@@ -37,6 +37,7 @@
 #define PAGE		500
 #define B_BATCH		256
 #define B_LIMIT		64
+#define PIPELINE_DEPTH	4
 
 /* A message kind: its table, topic column, functions. */
 typedef struct Kind
@@ -76,6 +77,7 @@ typedef struct Delivery
 } Delivery;
 
 static PGconn *conn;
+static int	fetch_depth = 1;	/* FETCHes in flight when reading a cursor */
 
 /* Seconds on the monotonic clock. */
 static double
@@ -296,6 +298,59 @@ DrainCursor(Delivery *d, bool watch_memory)
 	return peak;
 }
 
+/*
+ * Reads a cursor to its end in FETCH 500 steps with `depth` FETCHes in flight
+ * (libpq pipeline mode): pages stay 500 rows and the client holds at most
+ * depth of them; only the waits for round trips overlap.
+ */
+static void
+DrainCursorPipelined(Delivery *d, int depth)
+{
+	int			inflight = 0;
+	bool		more = true;
+	PGresult   *res;
+
+	if (!PQenterPipelineMode(conn))
+		tl_fatal("pipeline mode: %s", PQerrorMessage(conn));
+	while (more || inflight > 0)
+	{
+		int			n;
+
+		for (; more && inflight < depth; inflight++)
+			if (!PQsendQueryParams(conn, "FETCH 500 FROM wave", 0, NULL, NULL, NULL, NULL, 0))
+				tl_fatal("send: %s", PQerrorMessage(conn));
+		if (PQsendFlushRequest(conn) != 1 || PQflush(conn) != 0)
+			tl_fatal("flush: %s", PQerrorMessage(conn));
+		res = PQgetResult(conn);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+			tl_fatal("FETCH: %s", PQerrorMessage(conn));
+		n = Consume(res, d);
+		while ((res = PQgetResult(conn)) != NULL)
+			PQclear(res);
+		inflight--;
+		if (n < PAGE)
+			more = false;
+	}
+	if (PQpipelineSync(conn) != 1)
+		tl_fatal("sync: %s", PQerrorMessage(conn));
+	res = PQgetResult(conn);
+	if (PQresultStatus(res) != PGRES_PIPELINE_SYNC)
+		tl_fatal("sync result: %s", PQresStatus(PQresultStatus(res)));
+	PQclear(res);
+	if (!PQexitPipelineMode(conn))
+		tl_fatal("exit pipeline mode: %s", PQerrorMessage(conn));
+}
+
+/* Reads the open cursor `wave` to its end, the way the run is configured. */
+static long long
+ReadCursor(Delivery *d, bool watch_memory)
+{
+	if (watch_memory || fetch_depth <= 1)
+		return DrainCursor(d, watch_memory);
+	DrainCursorPipelined(d, fetch_depth);
+	return 0;
+}
+
 /* --------------------------------------------------------------- methods */
 
 /* A: one merged keyset query per page from cursor; pages == 0 means to the end. */
@@ -355,7 +410,7 @@ MethodStream(const Kind *k, const Wave *w, long long ceiling, Delivery *d, bool 
 	snprintf(ceil_s, sizeof(ceil_s), "%lld", ceiling);
 	Exec("BEGIN");
 	PQclear(ExecWave(sql, w, 1, extra));
-	peak = DrainCursor(d, watch_memory);
+	peak = ReadCursor(d, watch_memory);
 	Exec("COMMIT");
 	return peak;
 }
@@ -450,7 +505,7 @@ MethodFloorWave(const Kind *k, const Wave *w, long long ceiling, Delivery *d)
 	Exec("SET LOCAL enable_seqscan = off");
 	Exec("SET LOCAL enable_bitmapscan = off");
 	PQclear(ExecWave(sql, w, 1, extra));
-	DrainCursor(d, false);
+	ReadCursor(d, false);
 	Exec("COMMIT");
 }
 
@@ -476,7 +531,7 @@ MethodPkRange(const Kind *k, long long ceiling, Delivery *d)
 			 " AND id <= %lld ORDER BY id", k->table, ceiling);
 	Exec("BEGIN");
 	Exec(sql);
-	DrainCursor(d, false);
+	ReadCursor(d, false);
 	Exec("COMMIT");
 }
 
@@ -558,6 +613,35 @@ Median(Method m, const Kind *k, const Wave *w, long long ceiling, int runs, Deli
 	return t[runs / 2];
 }
 
+/* A method measured in interleaved rounds, so a burst of outside load hits all alike. */
+typedef struct Contender
+{
+	Method		method;
+	int			depth;			/* FETCHes in flight when it reads a cursor */
+	double		median;
+	Delivery	d;
+} Contender;
+
+/* Runs every contender once per round, `rounds` rounds; keeps each one's median. */
+static void
+Interleave(Contender *c, int nc, const Kind *k, const Wave *w, long long ceiling, int rounds)
+{
+	double		t[8][16];
+
+	for (int r = 0; r < rounds; r++)
+		for (int i = 0; i < nc; i++)
+		{
+			fetch_depth = c[i].depth;
+			t[i][r] = RunOnce(c[i].method, k, w, ceiling, &c[i].d);
+		}
+	fetch_depth = 1;
+	for (int i = 0; i < nc; i++)
+	{
+		qsort(t[i], rounds, sizeof(double), CmpDouble);
+		c[i].median = t[i][rounds / 2];
+	}
+}
+
 /* Checks that two deliveries hold the same rows (count and id checksum). */
 static void
 Agree(const char *what, const Delivery *a, const Delivery *b)
@@ -634,11 +718,19 @@ WholeWave(const Kind *k, int n, int groups, long long ceiling, bool run_a)
 {
 	Wave		w = MakeWave(n, groups, 0);
 	Delivery	a = {0}, b, s, pg, fl, mem;
+	Contender	c[4] = {{.method = M_B_WAVE, .depth = 1}, {.method = M_STREAM, .depth = 1},
+	{.method = M_STREAM, .depth = PIPELINE_DEPTH}, {.method = M_FLOOR_WAVE, .depth = 1}};
 	double		ta = run_a ? RunOnce(M_A_WAVE, k, &w, ceiling, &a) : 0;
-	double		tb = Median(M_B_WAVE, k, &w, ceiling, 3, &b);
-	double		ts = Median(M_STREAM, k, &w, ceiling, 3, &s);
 	double		tp = n <= 1000 ? RunOnce(M_PAGES_WAVE, k, &w, ceiling, &pg) : 0;
-	double		tf = Median(M_FLOOR_WAVE, k, &w, ceiling, 3, &fl);
+	double		tb, ts, ts4, tf;
+	Delivery	s4;
+
+	Interleave(c, 4, k, &w, ceiling, 5);
+	tb = c[0].median, b = c[0].d;
+	ts = c[1].median, s = c[1].d;
+	ts4 = c[2].median, s4 = c[2].d;
+	tf = c[3].median, fl = c[3].d;
+	Agree("whole wave pipelined stream vs stream", &s4, &s);
 	long long	peak;
 
 	memset(&mem, 0, sizeof(mem));
@@ -661,6 +753,11 @@ WholeWave(const Kind *k, int n, int groups, long long ceiling, bool run_a)
 	if (n <= 1000)
 		printf("   stateless pages %8.1f ms (A/pages %5.1fx)", tp * 1e3, run_a ? ta / tp : 0);
 	printf("   peak backend memory %lld kB\n", peak / 1024);
+	printf("  %-7s               stream with %d FETCH 500 in flight %8.1f ms   B/stream %5.2fx",
+		   k->name, PIPELINE_DEPTH, ts4 * 1e3, tb / ts4);
+	if (run_a)
+		printf("   A/stream %6.1fx", ta / ts4);
+	printf("\n");
 	FreeWave(&w);
 }
 
@@ -744,11 +841,21 @@ Dense(const Kind *k, int groups, long long ceiling)
 {
 	Wave		w = MakeWave(groups, groups, 0);
 	Delivery	s, pk;
-	double		ts = Median(M_STREAM, k, &w, ceiling, 3, &s);
-	double		tk = Median(M_PK_RANGE, k, &w, ceiling, 3, &pk);
+	Contender	c[4] = {{.method = M_STREAM, .depth = 1}, {.method = M_PK_RANGE, .depth = 1},
+	{.method = M_STREAM, .depth = PIPELINE_DEPTH}, {.method = M_PK_RANGE, .depth = PIPELINE_DEPTH}};
+	double		ts, tk;
 	double		tp[11], tq[11];
 
+	double		ts4, tk4;
+	Delivery	s4, pk4;
+
+	Interleave(c, 4, k, &w, ceiling, 3);
+	ts = c[0].median, s = c[0].d;
+	tk = c[1].median, pk = c[1].d;
+	ts4 = c[2].median, s4 = c[2].d;
+	tk4 = c[3].median, pk4 = c[3].d;
 	Agree("dense stream vs pk", &s, &pk);
+	Agree("dense pipelined stream vs pk", &s4, &pk4);
 	/* stateless pages at spread cursors, each against the same keyset page */
 	for (int i = 0; i < 11; i++)
 	{
@@ -777,6 +884,8 @@ Dense(const Kind *k, int groups, long long ceiling)
 		   "   stream/pk %4.2fx   stateless page %6.2f ms vs pk page %5.2f ms (%4.1fx)\n",
 		   k->name, groups, s.rows, ts * 1e3, tk * 1e3, ts / tk, tp[5] * 1e3, tq[5] * 1e3,
 		   tp[5] / tq[5]);
+	printf("  %-7s               with %d FETCH 500 in flight: stream %8.1f ms  pk range %8.1f ms"
+		   "   stream/pk %4.2fx\n", k->name, PIPELINE_DEPTH, ts4 * 1e3, tk4 * 1e3, ts4 / tk4);
 	FreeWave(&w);
 }
 
