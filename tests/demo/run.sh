@@ -13,5 +13,7 @@ echo "== loading the sample"
 psql -f sample.sql
 echo "== what is stored"
 psql -f show.sql
+echo "== a d14n wave: ceilings, keyset pages, a stream"
+psql -f wave_d14n.sql
 echo "== the live feed: xip83-tail follows inserts, a late committer included"
 bash live.sh "$bindir"
