@@ -353,19 +353,32 @@ ReadCursor(Delivery *d, bool watch_memory)
 
 /* --------------------------------------------------------------- methods */
 
-/* A: one merged keyset query per page from cursor; pages == 0 means to the end. */
+/* A's query: the merged keyset page of SPEC.md section 3. */
 static void
-MethodA(const Kind *k, const Wave *w, long long ceiling, int pages, Delivery *d)
+KeysetSql(char *sql, size_t size, const Kind *k)
 {
-	char		sql[512];
-	char		cur[24], ceil_s[24];
-	const char *extra[2] = {cur, ceil_s};
-
-	snprintf(sql, sizeof(sql),
+	snprintf(sql, size,
 			 "SELECT m.* FROM unnest($1::bytea[], $2::bigint[]) AS w(topic, floor)"
 			 " JOIN %s m ON m.%s = w.topic AND m.id > w.floor"
 			 " WHERE m.id > $3::bigint AND m.id <= $4::bigint ORDER BY m.id LIMIT 500",
 			 k->table, k->topic_col);
+}
+
+/* Our stateless page. */
+static void
+PageSql(char *sql, size_t size, const Kind *k)
+{
+	snprintf(sql, size, "SELECT * FROM %s($1::bytea[], $2::bigint[], $3::bigint,"
+			 " $4::bigint, 500)", k->scan_fn);
+}
+
+/* Pages with a query taking ($1 topics, $2 floors, $3 cursor, $4 ceiling); pages == 0: to the end. */
+static void
+PageLoop(const char *sql, const Wave *w, long long ceiling, int pages, Delivery *d)
+{
+	char		cur[24], ceil_s[24];
+	const char *extra[2] = {cur, ceil_s};
+
 	snprintf(ceil_s, sizeof(ceil_s), "%lld", ceiling);
 	d->last_id = 0;
 	for (int p = 0; pages == 0 || p < pages; p++)
@@ -376,24 +389,24 @@ MethodA(const Kind *k, const Wave *w, long long ceiling, int pages, Delivery *d)
 	}
 }
 
+/* A: one merged keyset query per page. */
+static void
+MethodA(const Kind *k, const Wave *w, long long ceiling, int pages, Delivery *d)
+{
+	char		sql[512];
+
+	KeysetSql(sql, sizeof(sql), k);
+	PageLoop(sql, w, ceiling, pages, d);
+}
+
 /* Ours, stateless: one *_wave_scan call per page. */
 static void
 MethodPage(const Kind *k, const Wave *w, long long ceiling, int pages, Delivery *d)
 {
 	char		sql[256];
-	char		cur[24], ceil_s[24];
-	const char *extra[2] = {cur, ceil_s};
 
-	snprintf(sql, sizeof(sql), "SELECT * FROM %s($1::bytea[], $2::bigint[], $3::bigint,"
-			 " $4::bigint, 500)", k->scan_fn);
-	snprintf(ceil_s, sizeof(ceil_s), "%lld", ceiling);
-	d->last_id = 0;
-	for (int p = 0; pages == 0 || p < pages; p++)
-	{
-		snprintf(cur, sizeof(cur), "%lld", d->last_id);
-		if (Consume(ExecWave(sql, w, 2, extra), d) < PAGE)
-			break;
-	}
+	PageSql(sql, sizeof(sql), k);
+	PageLoop(sql, w, ceiling, pages, d);
 }
 
 /* Ours, streamed: *_wave_stream through a cursor, FETCH 500 to the end. */
@@ -686,8 +699,7 @@ FirstPage(const Kind *k, int n, int groups, long long ceiling)
 
 	/* the page's ids, for the floor */
 	snprintf(ceil_s, sizeof(ceil_s), "%lld", ceiling);
-	snprintf(sql, sizeof(sql), "SELECT id FROM %s($1::bytea[], $2::bigint[], $3::bigint,"
-			 " $4::bigint, 500)", k->scan_fn);
+	PageSql(sql, sizeof(sql), k);
 	res = ExecWave(sql, &w, 2, extra);
 	p += sprintf(ids + p, "{");
 	for (int r = 0; r < PQntuples(res); r++)
@@ -771,16 +783,11 @@ ServerTime(Method m, const Kind *k, const Wave *w, long long ceiling)
 	double		t[9];
 
 	snprintf(ceil_s, sizeof(ceil_s), "%lld", ceiling);
+	strcpy(sql, "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) ");
 	if (m == M_A_PAGE)
-		snprintf(sql, sizeof(sql),
-				 "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) SELECT m.* FROM unnest($1::bytea[],"
-				 " $2::bigint[]) AS w(topic, floor) JOIN %s m ON m.%s = w.topic AND m.id > w.floor"
-				 " WHERE m.id > $3::bigint AND m.id <= $4::bigint ORDER BY m.id LIMIT 500",
-				 k->table, k->topic_col);
+		KeysetSql(sql + strlen(sql), sizeof(sql) - strlen(sql), k);
 	else
-		snprintf(sql, sizeof(sql),
-				 "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) SELECT * FROM %s($1::bytea[],"
-				 " $2::bigint[], $3::bigint, $4::bigint, 500)", k->scan_fn);
+		PageSql(sql + strlen(sql), sizeof(sql) - strlen(sql), k);
 	for (int i = 0; i < 9; i++)
 	{
 		PGresult   *res = ExecWave(sql, w, 2, extra);
@@ -868,8 +875,7 @@ Dense(const Kind *k, int groups, long long ceiling)
 
 		snprintf(cur, sizeof(cur), "%lld", cursor);
 		snprintf(ceil_s, sizeof(ceil_s), "%lld", ceiling);
-		snprintf(sql, sizeof(sql), "SELECT * FROM %s($1::bytea[], $2::bigint[], $3::bigint,"
-				 " $4::bigint, 500)", k->scan_fn);
+		PageSql(sql, sizeof(sql), k);
 		t0 = Now();
 		Consume(ExecWave(sql, &w, 2, extra), &d1);
 		tp[i] = Now() - t0;
