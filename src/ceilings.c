@@ -1,9 +1,12 @@
 /*
  * ceilings.c: the highest id a v3 wave may pin as its ceiling.
  *
- * For now that is the highest id visible to the caller's snapshot, read by one
- * backward probe of each leaf's unique id index; the live-feed work replaces
- * it with a commit-order-safe horizon under the same SQL names.
+ * Over xip83's own tables that is the kind's horizon (horizon.h): every id at
+ * or below it is committed or will never exist, so a wave pinned there leaves
+ * no late committer for neither the wave nor the live lane. Over a node's own
+ * table there is no in-flight registry: the ceiling is the highest id visible
+ * to the caller's snapshot, read by one backward probe of each leaf's unique
+ * id index, and is only as safe as that table's commit order.
  *
  * Locking: AccessShareLock through source.c, released at transaction end.
  */
@@ -17,6 +20,7 @@
 #include "utils/snapmgr.h"
 
 #include "args.h"
+#include "horizon.h"
 #include "source.h"
 #include "wave_v3.h"
 
@@ -45,14 +49,23 @@ LeafMaxId(SourceLeaf *leaf, Snapshot snapshot)
 	return max;
 }
 
-/* The highest visible id of a v3 source (0 when empty). */
+/*
+ * The ceiling of a v3 source: the horizon for xip83's own table `own_table`,
+ * else its highest visible id (0 when empty).
+ */
 static int64
-SourceCeiling(FunctionCallInfo fcinfo, const SourceSpec *spec)
+SourceCeiling(FunctionCallInfo fcinfo, const SourceSpec *spec, const char *own_table,
+			  int64 (*horizon) (void))
 {
 	Source	   *source;
 	int64		ceiling = 0;
 
 	ArgRequire(fcinfo, 0, "source");
+	if (HorizonCoversTable(PG_GETARG_OID(0), own_table))
+	{
+		(void) SourceCheckReadable(PG_GETARG_OID(0), spec);
+		return horizon();
+	}
 	source = SourceOpen(PG_GETARG_OID(0), spec);
 	for (int i = 0; i < source->nleaves; i++)
 		if (source->leaves[i].walk_index == NULL)
@@ -72,12 +85,14 @@ SourceCeiling(FunctionCallInfo fcinfo, const SourceSpec *spec)
 Datum
 group_ceiling(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(SourceCeiling(fcinfo, &WaveV3GroupSource));
+	PG_RETURN_INT64(SourceCeiling(fcinfo, &WaveV3GroupSource, "group_messages",
+								 HorizonOfGroups));
 }
 
 /* xip83.welcome_ceiling: the highest welcome id a wave may pin. */
 Datum
 welcome_ceiling(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(SourceCeiling(fcinfo, &WaveV3WelcomeSource));
+	PG_RETURN_INT64(SourceCeiling(fcinfo, &WaveV3WelcomeSource, "welcome_messages",
+								 HorizonOfWelcomes));
 }

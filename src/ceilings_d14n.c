@@ -14,6 +14,10 @@
  * already answered is skipped, so production's banded layout costs one probe
  * per originator too.
  *
+ * Over xip83's own envelopes table the ceilings are the originators'
+ * horizons instead (horizon.h): every sequence at or below one is committed
+ * or will never exist, so a wave pinned there leaves no late committer behind.
+ *
  * Locking and visibility: relations come open and locked (AccessShareLock)
  * from source.c; every probe reads under the snapshot it is given, the
  * statement's active one.
@@ -33,6 +37,7 @@
 #include "utils/tuplestore.h"
 
 #include "args.h"
+#include "horizon.h"
 #include "wave_d14n.h"
 
 PG_FUNCTION_INFO_V1(originator_ceilings);
@@ -278,9 +283,9 @@ AllCeilings(KeyProbes *probes, int *n)
 	return found;
 }
 
-/* The requested originators, distinct and ascending, with their ceilings. */
+/* The requested originators, distinct and ascending; max_sequence left to fill. */
 static OriginatorCeiling *
-ListedCeilings(KeyProbes *probes, const ArgArray *nodes, int *n)
+DistinctOriginators(const ArgArray *nodes, int *n)
 {
 	OriginatorCeiling *result = palloc(sizeof(OriginatorCeiling) * Max(nodes->n, 1));
 	int			kept = 0;
@@ -289,21 +294,72 @@ ListedCeilings(KeyProbes *probes, const ArgArray *nodes, int *n)
 		result[i].originator = DatumGetInt32(nodes->values[i]);
 	qsort(result, nodes->n, sizeof(OriginatorCeiling), CompareOriginators);
 	for (int i = 0; i < nodes->n; i++)
-	{
-		if (kept > 0 && result[kept - 1].originator == result[i].originator)
-			continue;
-		result[kept].originator = result[i].originator;
-		result[kept].max_sequence = HighestSequenceOf(probes, result[i].originator);
-		kept++;
-	}
+		if (kept == 0 || result[kept - 1].originator != result[i].originator)
+			result[kept++].originator = result[i].originator;
 	*n = kept;
 	return result;
+}
+
+/* The requested originators with their highest stored sequences. */
+static OriginatorCeiling *
+ListedCeilings(KeyProbes *probes, const ArgArray *nodes, int *n)
+{
+	OriginatorCeiling *result = DistinctOriginators(nodes, n);
+
+	for (int i = 0; i < *n; i++)
+		result[i].max_sequence = HighestSequenceOf(probes, result[i].originator);
+	return result;
+}
+
+/* Every originator the registry knows, ascending, with its horizon. */
+static OriginatorCeiling *
+AllHorizons(int *n)
+{
+	HorizonSet	set;
+	OriginatorCeiling *result;
+
+	HorizonCollect(&set);
+	result = palloc(sizeof(OriginatorCeiling) * Max(set.n_originators, 1));
+	for (int i = 0; i < set.n_originators; i++)
+	{
+		result[i].originator = set.originator_node_ids[i];
+		result[i].max_sequence = set.originator_horizons[i];
+	}
+	*n = set.n_originators;
+	return result;
+}
+
+/* The requested originators with their horizons. */
+static OriginatorCeiling *
+ListedHorizons(const ArgArray *nodes, int *n)
+{
+	OriginatorCeiling *result = DistinctOriginators(nodes, n);
+
+	for (int i = 0; i < *n; i++)
+		result[i].max_sequence = HorizonOfOriginator(result[i].originator);
+	return result;
+}
+
+/* Puts the ceilings into the function's result set. */
+static void
+EmitCeilings(ReturnSetInfo *rsinfo, const OriginatorCeiling *ceilings, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+
+		values[0] = Int32GetDatum(ceilings[i].originator);
+		values[1] = Int64GetDatum(ceilings[i].max_sequence);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 }
 
 /*
  * originator_ceilings(node_ids int[] DEFAULT NULL, source regclass)
  * One row per originator (the listed ones, or every one present) with its
- * highest stored sequence, or 0 for a listed originator without rows.
+ * ceiling (horizon over xip83.envelopes, else highest stored sequence), or 0
+ * for a listed originator without rows.
  */
 Datum
 originator_ceilings(PG_FUNCTION_ARGS)
@@ -320,18 +376,17 @@ originator_ceilings(PG_FUNCTION_ARGS)
 	ArgRequire(fcinfo, 1, "source");
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (HorizonCoversTable(PG_GETARG_OID(1), "envelopes"))
+	{
+		(void) SourceCheckReadable(PG_GETARG_OID(1), &ceilings_spec);
+		ceilings = PG_ARGISNULL(0) ? AllHorizons(&n) : ListedHorizons(&nodes, &n);
+		EmitCeilings(rsinfo, ceilings, n);
+		return (Datum) 0;
+	}
 	source = SourceOpen(PG_GETARG_OID(1), &ceilings_spec);
 	probes = KeyProbesBegin(source, GetActiveSnapshot(), 1);
 	ceilings = PG_ARGISNULL(0) ? AllCeilings(probes, &n) : ListedCeilings(probes, &nodes, &n);
-	for (int i = 0; i < n; i++)
-	{
-		Datum		values[2];
-		bool		nulls[2] = {false, false};
-
-		values[0] = Int32GetDatum(ceilings[i].originator);
-		values[1] = Int64GetDatum(ceilings[i].max_sequence);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	EmitCeilings(rsinfo, ceilings, n);
 	KeyProbesEnd(probes);
 	SourceClose(source);
 	return (Datum) 0;

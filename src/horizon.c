@@ -73,6 +73,8 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "args.h"
@@ -86,6 +88,8 @@ PG_FUNCTION_INFO_V1(reset_positions);
 PG_FUNCTION_INFO_V1(group_horizon);
 PG_FUNCTION_INFO_V1(welcome_horizon);
 PG_FUNCTION_INFO_V1(envelope_horizons);
+
+static void ForgetReads(bool unregister);
 
 #define HORIZON_MAX_DATABASES 64
 #define LINE_GROUP		0
@@ -817,7 +821,12 @@ HorizonXactCallback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			ForgetReads(true);
+			break;
 		case XACT_EVENT_PRE_PREPARE:
+			ForgetReads(true);
 			if (AnyTouched || PendingReset[0] || PendingReset[1] || PendingReset[2])
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -833,6 +842,7 @@ HorizonXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
+			ForgetReads(false);
 			memset(PendingReset, 0, sizeof(PendingReset));
 			ClearSlot();
 			break;
@@ -882,6 +892,90 @@ HorizonInstallHooks(void)
 	RegisterXactCallback(HorizonXactCallback, NULL);
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = HorizonObjectAccess;
+}
+
+/* ------------------------------------------------------ read snapshots */
+
+/*
+ * The snapshot that was active when this backend last read a horizon, by
+ * content. Rows committed after that snapshot was taken but before the
+ * horizon was computed are at or below the horizon yet invisible to it.
+ */
+static struct
+{
+	bool		valid;
+	TransactionId xmin;
+	TransactionId xmax;
+	uint32		xcnt;
+	int32		subxcnt;
+	uint64		xip_hash;
+} ReadUnder;
+
+/* A digest of the transactions a snapshot sees as running. */
+static uint64
+XipHash(Snapshot s)
+{
+	uint64		h = 1469598103934665603ULL;
+
+	for (uint32 i = 0; i < s->xcnt; i++)
+		h = (h ^ s->xip[i]) * 1099511628211ULL;
+	return h;
+}
+
+/*
+ * A snapshot taken right after the last horizon read of this transaction: it
+ * sees every row at or below that horizon. Registered on the top transaction's
+ * resource owner; dropped before commit or prepare, released by abort.
+ */
+static Snapshot ReadAfter = NULL;
+
+/* Drops the read snapshots: at transaction end, or before a newer read. */
+static void
+ForgetReads(bool unregister)
+{
+	if (ReadAfter != NULL && unregister)
+		UnregisterSnapshotFromOwner(ReadAfter, TopTransactionResourceOwner);
+	ReadAfter = NULL;
+	ReadUnder.valid = false;
+}
+
+/* Remembers the active snapshot as the one a horizon is being read under. */
+static void
+NoteReadUnder(void)
+{
+	Snapshot	s;
+
+	ForgetReads(true);
+	if (!ActiveSnapshotSet())
+		return;
+	ReadUnder.valid = true;
+	s = GetActiveSnapshot();
+	ReadUnder.xmin = s->xmin;
+	ReadUnder.xmax = s->xmax;
+	ReadUnder.xcnt = s->xcnt;
+	ReadUnder.subxcnt = s->subxcnt;
+	ReadUnder.xip_hash = XipHash(s);
+}
+
+Snapshot
+HorizonReadSnapshot(void)
+{
+	Snapshot	active = GetActiveSnapshot();
+
+	/*
+	 * Equal content: the active snapshot may be the very one the last horizon
+	 * was read under, taken before that horizon was computed, so use the one
+	 * taken right after it. (If the active one is a later snapshot after all,
+	 * no transaction ended in between and both see the same rows.) A snapshot that differs
+	 * was taken after that read, the next statement's in READ COMMITTED, and
+	 * is kept, so a wave stays consistent with its statement.
+	 */
+	if (ReadUnder.valid && ReadAfter != NULL &&
+		active->xmin == ReadUnder.xmin && active->xmax == ReadUnder.xmax &&
+		active->xcnt == ReadUnder.xcnt && active->subxcnt == ReadUnder.subxcnt &&
+		XipHash(active) == ReadUnder.xip_hash)
+		return ReadAfter;
+	return active;
 }
 
 /* ---------------------------------------------------------------- readers */
@@ -939,7 +1033,10 @@ ReadLines(int nlines, uint64 *out)
 	HorizonDb  *db = Attach();
 
 	NotifierEnsureRunning();
+	NoteReadUnder();
 	ComputeLines(db, nlines, out);
+	if (ReadUnder.valid)
+		ReadAfter = RegisterSnapshotOnOwner(GetLatestSnapshot(), TopTransactionResourceOwner);
 	return db;
 }
 
@@ -982,6 +1079,14 @@ CompareNodes(const void *a, const void *b)
 	int32		y = ((const int32 *) b)[0];
 
 	return (x > y) - (x < y);
+}
+
+bool
+HorizonCoversTable(Oid relid, const char *table)
+{
+	Oid			nsp = get_namespace_oid("xip83", true);
+
+	return OidIsValid(nsp) && get_relname_relid(table, nsp) == relid;
 }
 
 void

@@ -29,6 +29,8 @@
 
 #include "postgres.h"
 
+#include "utils/snapshot.h"
+
 /* Originators one database can track; a LiveNotice of this many fits NOTIFY. */
 #define HORIZON_MAX_ORIGINATORS 64
 
@@ -54,6 +56,23 @@ extern int64 HorizonOfWelcomes(void);
 extern int64 HorizonOfOriginator(int32 originator_node_id);
 /* All horizons of the current database at once. */
 extern void HorizonCollect(HorizonSet *out);
+/*
+ * The snapshot to read rows up to a horizon, or up to a wave ceiling pinned
+ * from one. Every row at or below a horizon committed before the horizon was
+ * computed, so a snapshot taken after that sees it; one taken before may not
+ * (a ceiling read in the same statement as the scan, or earlier in a
+ * REPEATABLE READ transaction). So: the active snapshot, unless it is the
+ * one this backend last read a horizon under, then a new one. Register it to
+ * keep it. Needs no preloading.
+ */
+extern Snapshot HorizonReadSnapshot(void);
+
+/*
+ * Whether relid is the xip83 table of that name ("group_messages",
+ * "welcome_messages", "envelopes"): the only tables horizons cover. A wave's
+ * ceiling over any other source is that table's highest visible position.
+ */
+extern bool HorizonCoversTable(Oid relid, const char *table);
 
 /* Shared memory and hooks, from _PG_init while preloading. */
 extern Size HorizonShmemSize(void);

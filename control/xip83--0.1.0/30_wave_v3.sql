@@ -67,10 +67,11 @@ LANGUAGE sql STABLE ROWS 100000 AS $$
                                                         source) AS r) AS w
 $$;
 
--- The highest id a wave may pin as its ceiling (for now the highest committed
--- id; the live feed makes it commit-order safe under the same name).
+-- The highest id a wave may pin as its ceiling: over xip83's own tables the
+-- kind's horizon (commit-order safe, needs the library preloaded), over a
+-- node's own table its highest visible id. Volatile: the horizon moves.
 CREATE FUNCTION xip83.group_ceiling(source regclass DEFAULT 'xip83.group_messages')
-RETURNS bigint AS 'MODULE_PATHNAME', 'group_ceiling' LANGUAGE C STABLE;
+RETURNS bigint AS 'MODULE_PATHNAME', 'group_ceiling' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 CREATE FUNCTION xip83.welcome_ceiling(source regclass DEFAULT 'xip83.welcome_messages')
-RETURNS bigint AS 'MODULE_PATHNAME', 'welcome_ceiling' LANGUAGE C STABLE;
+RETURNS bigint AS 'MODULE_PATHNAME', 'welcome_ceiling' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
