@@ -114,7 +114,7 @@ LiveFetchBegin(LiveFetch *f, FunctionCallInfo fcinfo, const char *table,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("relation \"xip83.%s\" has no primary key", table)));
 	f->index = index_open(pk, AccessShareLock);
-	f->snapshot = RegisterSnapshot(GetLatestSnapshot());
+	f->snapshot = RegisterSnapshot(HorizonReadSnapshot());
 	f->slot = table_slot_create(f->heap, NULL);
 	f->n_out = n_columns;
 	for (int i = 0; i < n_columns; i++)

@@ -28,8 +28,9 @@
  * in a context reset per row; merges and probes run in contexts of their own
  * and are ended on every normal path (on ERROR the resource owner and the
  * memory context tree release them). Locking: AccessShareLock on every
- * relation read, through source.c, held to transaction end. All reads use the
- * statement's active snapshot.
+ * relation read, through source.c, held to transaction end. All reads use one
+ * snapshot taken when the wave starts, after its arguments (the ceilings
+ * among them) were evaluated: HorizonReadSnapshot, see horizon.h.
  */
 #include "postgres.h"
 
@@ -44,6 +45,7 @@
 #include "utils/tuplestore.h"
 
 #include "args.h"
+#include "horizon.h"
 #include "merge.h"
 #include "source.h"
 #include "wave_d14n.h"
@@ -535,7 +537,7 @@ WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg)
 	run->remaining = limit;
 	run->entries = BuildEntries(&topics, &nodes, &floors, &run->nentries);
 	run->ceilings = BuildCeilings(&ceiling_nodes, &ceiling_values, &run->nceilings);
-	run->snapshot = RegisterSnapshot(GetActiveSnapshot());
+	run->snapshot = RegisterSnapshot(HorizonReadSnapshot());
 	run->meta = SourceOpen(PG_GETARG_OID(source_arg),
 						   PG_ARGISNULL(source_arg + 1) ? &meta_spec : &meta_only_spec);
 	if (!PG_ARGISNULL(source_arg + 1))

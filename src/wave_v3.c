@@ -13,6 +13,11 @@
  * never read, so a caught-up wave touches no index. The merge engine does the
  * reading; this file only turns arguments into streams and rows into tuples.
  *
+ * Visibility: a wave reads with one snapshot taken after its arguments (the
+ * ceiling among them) were evaluated, HorizonReadSnapshot (horizon.h), so a
+ * ceiling pinned from the horizon in the same statement, or inside a
+ * REPEATABLE READ transaction, still finds every row at or below it.
+ *
  * Resources: a page opens, scans and closes within one call. A stream keeps
  * its source, merge and a registered snapshot across calls and releases them
  * when the rows run out or when its expression context shuts down (cursor
@@ -29,6 +34,7 @@
 #include "utils/snapmgr.h"
 
 #include "args.h"
+#include "horizon.h"
 #include "merge.h"
 #include "source.h"
 #include "wave_v3.h"
@@ -307,7 +313,9 @@ WaveScanPage(FunctionCallInfo fcinfo, const SourceSpec *spec)
 
 	Assert(spec->ncolumns <= lengthof(values));
 	InitMaterializedSRF(fcinfo, 0);
-	wave = WaveOpen(fcinfo, spec, 5, limit, GetActiveSnapshot());
+	wave = WaveOpen(fcinfo, spec, 5, limit,
+					RegisterSnapshotOnOwner(HorizonReadSnapshot(), CurrentResourceOwner));
+	wave->owner = CurrentResourceOwner;
 	while (WaveNext(wave, values, nulls))
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	WaveClose(wave);
@@ -347,7 +355,7 @@ WaveRows(FunctionCallInfo fcinfo, const SourceSpec *spec)
 			elog(ERROR, "return type must be a row type");
 		funcctx->tuple_desc = BlessTupleDesc(tupdesc);
 		/* the rows come over many calls: keep the snapshot they are read with */
-		snapshot = RegisterSnapshotOnOwner(GetActiveSnapshot(), CurrentResourceOwner);
+		snapshot = RegisterSnapshotOnOwner(HorizonReadSnapshot(), CurrentResourceOwner);
 		wave = WaveOpen(fcinfo, spec, 4, 0, snapshot);
 		wave->owner = CurrentResourceOwner;
 		funcctx->user_fctx = wave;
