@@ -8,6 +8,7 @@
 #include "utils/lsyscache.h"
 
 #include "args.h"
+#include "xip83.h"
 
 /* Fails with 22004 when argument argno is NULL. */
 void
@@ -80,4 +81,21 @@ ArgRequireNonEmptyTopics(const ArgArray *topics)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"%s\" must not contain empty topics", topics->name),
 					 errdetail("Element %d is empty.", i + 1)));
+}
+
+/* Reads a page size: 1 .. xip83.max_page_limit, else 22023. */
+int32
+ArgGetPageLimit(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	int32		limit;
+
+	ArgRequire(fcinfo, argno, name);
+	limit = PG_GETARG_INT32(argno);
+	if (limit < 1 || limit > xip83_max_page_limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be between 1 and %d", name, xip83_max_page_limit),
+				 errdetail("It is %d.", limit),
+				 errhint("Raise xip83.max_page_limit for larger pages.")));
+	return limit;
 }

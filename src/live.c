@@ -60,22 +60,6 @@ typedef struct LiveFetch
 	int			limit;
 } LiveFetch;
 
-/* Reads row_limit and checks it against xip83.max_page_limit. */
-static int
-GetRowLimit(FunctionCallInfo fcinfo, int argno)
-{
-	int32		limit;
-
-	ArgRequire(fcinfo, argno, "row_limit");
-	limit = PG_GETARG_INT32(argno);
-	if (limit < 1 || limit > xip83_max_page_limit)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("row_limit must be between 1 and %d", xip83_max_page_limit),
-				 errhint("Raise xip83.max_page_limit to fetch larger pages.")));
-	return limit;
-}
-
 /*
  * Opens an xip83 table and its primary key after the privilege and RLS
  * checks, takes the snapshot (after the caller read the horizon), and sets
@@ -207,7 +191,7 @@ LiveFetchMessages(FunctionCallInfo fcinfo, const char *table, const char *const 
 
 	ArgRequire(fcinfo, 0, "after_id");
 	after = PG_GETARG_INT64(0);
-	limit = GetRowLimit(fcinfo, 1);
+	limit = ArgGetPageLimit(fcinfo, 1, "row_limit");
 	horizon = welcome ? HorizonOfWelcomes() : HorizonOfGroups();
 	LiveFetchBegin(&f, fcinfo, table, columns, n_columns, limit);
 	LiveFetchRange(&f, false, 0, 1, after, horizon);
@@ -278,7 +262,7 @@ live_envelopes(PG_FUNCTION_ARGS)
 	LiveFetch	f;
 
 	ArgRequireSameLength(&nodes, &afters);
-	limit = GetRowLimit(fcinfo, 2);
+	limit = ArgGetPageLimit(fcinfo, 2, "row_limit");
 	cursors = palloc(sizeof(OriginatorCursor) * (nodes.n + 1));
 	horizons = palloc(sizeof(int64) * (nodes.n + 1));
 	for (int i = 0; i < nodes.n; i++)

@@ -594,14 +594,7 @@ envelope_wave_scan(PG_FUNCTION_ARGS)
 	Datum		values[5];
 	bool		nulls[5];
 
-	ArgRequire(fcinfo, 7, "row_limit");
-	row_limit = PG_GETARG_INT32(7);
-	if (row_limit < 1 || row_limit > xip83_max_page_limit)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"row_limit\" must be between 1 and %d", xip83_max_page_limit),
-				 errdetail("It is %d.", row_limit),
-				 errhint("Raise xip83.max_page_limit for larger pages.")));
+	row_limit = ArgGetPageLimit(fcinfo, 7, "row_limit");
 
 	InitMaterializedSRF(fcinfo, 0);
 	run = WaveRunBegin(fcinfo, row_limit, 8);

@@ -284,29 +284,12 @@ WaveClose(Wave *wave)
 	wave->owner = NULL;
 }
 
-/* Reads and checks page_limit: 1 .. xip83.max_page_limit. */
-static int32
-PageLimit(FunctionCallInfo fcinfo, int argno)
-{
-	int32		limit;
-
-	ArgRequire(fcinfo, argno, "page_limit");
-	limit = PG_GETARG_INT32(argno);
-	if (limit < 1 || limit > xip83_max_page_limit)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("page_limit must be between 1 and %d", xip83_max_page_limit),
-				 errdetail("page_limit is %d.", limit),
-				 errhint("Raise xip83.max_page_limit for larger pages.")));
-	return limit;
-}
-
 /* One stateless page of a wave into the caller's tuplestore. */
 static Datum
 WaveScanPage(FunctionCallInfo fcinfo, const SourceSpec *spec)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int32		limit = PageLimit(fcinfo, 4);
+	int32		limit = ArgGetPageLimit(fcinfo, 4, "page_limit");
 	Datum		values[8];
 	bool		nulls[8];
 	Wave	   *wave;
