@@ -28,17 +28,16 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/rls.h"
 #include "utils/snapmgr.h"
 
 #include "args.h"
 #include "horizon.h"
+#include "source.h"
 #include "xip83.h"
 
 PG_FUNCTION_INFO_V1(live_group_messages);
@@ -71,21 +70,13 @@ LiveFetchBegin(LiveFetch *f, FunctionCallInfo fcinfo, const char *table,
 {
 	Oid			nsp = get_namespace_oid("xip83", false);
 	Oid			relid = get_relname_relid(table, nsp);
-	AclResult	acl;
 	Oid			pk;
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation \"xip83.%s\" does not exist", table)));
-	acl = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
-	if (acl != ACLCHECK_OK)
-		aclcheck_error(acl, OBJECT_TABLE, table);
-	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("live fetch does not apply row-level security of \"xip83.%s\"", table),
-				 errhint("Disable row-level security on the table, or fetch as a role that bypasses it.")));
+	SourceRequireReadable(relid, psprintf("xip83.%s", table));
 
 	f->heap = table_open(relid, AccessShareLock);
 #if PG_VERSION_NUM >= 170000

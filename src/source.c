@@ -78,14 +78,14 @@ ColumnList(const char *const *columns, int n)
 }
 
 /* Refuses callers that SQL would refuse: no SELECT, or row-level security on. */
-static void
-CheckReadable(Oid relid, const char *relname)
+void
+SourceRequireReadable(Oid relid, const char *relname)
 {
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for table %s", relname),
-				 errdetail("Scanning a source reads it as SELECT would.")));
+				 errdetail("Reading it directly through its indexes checks what SELECT would.")));
 	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -359,7 +359,7 @@ SourceCheckReadable(Oid relid, const SourceSpec *spec)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid),
 				 errdetail("Argument \"%s\" names no relation.", spec->argname)));
-	CheckReadable(relid, name);
+	SourceRequireReadable(relid, name);
 	return name;
 }
 

@@ -8,7 +8,9 @@
  * leaf a valid, non-partial, ascending btree index whose leading columns are
  * the spec's key columns (55000, with the CREATE INDEX to run as the hint).
  *
- * SourceCheckReadable makes only the first two checks: a scan that finds it
+ * SourceRequireReadable makes the first two checks alone, for any relation
+ * (the live fetch reads xip83's tables through it); SourceCheckReadable
+ * also resolves the source argument. A scan that finds it
  * has nothing to read (every floor at or above the ceiling) still refuses a
  * caller SQL would refuse, but opens nothing.
  *
@@ -78,6 +80,7 @@ typedef struct Source
 	SourceLeaf *leaves;
 } Source;
 
+extern void SourceRequireReadable(Oid relid, const char *relname);
 extern char *SourceCheckReadable(Oid relid, const SourceSpec *spec);
 extern Source *SourceOpen(Oid relid, const SourceSpec *spec);
 extern void SourceClose(Source *source);
