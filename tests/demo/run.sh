@@ -13,6 +13,8 @@ echo "== loading the sample"
 psql -f sample.sql
 echo "== what is stored"
 psql -f show.sql
+echo "== a v3 wave: ceiling, keyset pages, a stream"
+psql -f wave_v3.sql
 echo "== a d14n wave: ceilings, keyset pages, a stream"
 psql -f wave_d14n.sql
 echo "== the live feed: xip83-tail follows inserts, a late committer included"
