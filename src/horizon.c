@@ -1035,7 +1035,8 @@ ReadLines(int nlines, uint64 *out)
 	NotifierEnsureRunning();
 	NoteReadUnder();
 	ComputeLines(db, nlines, out);
-	if (ReadUnder.valid)
+	/* a parallel query's leader may not take new snapshots: it keeps its own */
+	if (ReadUnder.valid && !IsInParallelMode())
 		ReadAfter = RegisterSnapshotOnOwner(GetLatestSnapshot(), TopTransactionResourceOwner);
 	return db;
 }
