@@ -27,6 +27,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "partitioning/partbounds.h"
 #include "partitioning/partdesc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -190,47 +191,22 @@ FindIndex(Relation heap, const char *const *columns, int n, bool unique)
 	return found;
 }
 
-/* The bound a partition declares for itself, from pg_class.relpartbound. */
-static PartitionBoundSpec *
-PartitionBound(Oid relid)
-{
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	PartitionBoundSpec *bound = NULL;
-	Datum		datum;
-	bool		isnull;
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	datum = SysCacheGetAttr(RELOID, tuple, Anum_pg_class_relpartbound, &isnull);
-	if (!isnull)
-		bound = castNode(PartitionBoundSpec, stringToNode(TextDatumGetCString(datum)));
-	ReleaseSysCache(tuple);
-	return bound;
-}
-
-/* An int8 RANGE bound datum, or the open end when it is MINVALUE/MAXVALUE. */
-static int64
-RangeBoundValue(List *datums, int64 open_end)
-{
-	PartitionRangeDatum *prd = linitial_node(PartitionRangeDatum, datums);
-
-	if (prd->kind != PARTITION_RANGE_DATUM_VALUE)
-		return open_end;
-	return DatumGetInt64(castNode(Const, prd->value)->constvalue);
-}
-
-/* Narrows a child's bounds by what its own partition bound says. */
+/*
+ * Narrows partition `part` of `desc`'s bounds by what its own partition bound
+ * says, read from the bounds the relcache keeps parsed for the parent.
+ * RANGE: indexes[j] names the partition whose upper bound is datums[j]; its
+ * lower bound is datums[j - 1] (indexes[0] is always the gap below).
+ * LIST: indexes[j] names the partition that accepts datums[j].
+ */
 static LeafBounds
-ChildBounds(Relation parent, Oid child, const SourceSpec *spec, LeafBounds bounds)
+ChildBounds(Relation parent, PartitionDesc desc, int part, const SourceSpec *spec,
+			LeafBounds bounds)
 {
 	PartitionKey key = RelationGetPartitionKey(parent);
-	PartitionBoundSpec *bound;
+	PartitionBoundInfo info = desc->boundinfo;
 	AttrNumber	keyattno;
 
-	if (key->partnatts != 1)
-		return bounds;
-	bound = PartitionBound(child);
-	if (bound == NULL || bound->is_default)
+	if (key->partnatts != 1 || info == NULL || part == info->default_index)
 		return bounds;
 	keyattno = key->partattrs[0];
 
@@ -238,26 +214,28 @@ ChildBounds(Relation parent, Oid child, const SourceSpec *spec, LeafBounds bound
 		keyattno == ColumnAttno(parent, spec->position_column) &&
 		key->parttypid[0] == INT8OID)
 	{
-		bounds.position_lo = Max(bounds.position_lo,
-								 RangeBoundValue(bound->lowerdatums, PG_INT64_MIN));
-		bounds.position_hi = Min(bounds.position_hi,
-								 RangeBoundValue(bound->upperdatums, PG_INT64_MAX));
+		for (int j = 1; j < info->ndatums; j++)
+		{
+			if (info->indexes[j] != part)
+				continue;
+			if (info->kind[j - 1][0] == PARTITION_RANGE_DATUM_VALUE)
+				bounds.position_lo = Max(bounds.position_lo,
+										 DatumGetInt64(info->datums[j - 1][0]));
+			if (info->kind[j][0] == PARTITION_RANGE_DATUM_VALUE)
+				bounds.position_hi = Min(bounds.position_hi,
+										 DatumGetInt64(info->datums[j][0]));
+			break;
+		}
 	}
 	else if (key->strategy == PARTITION_STRATEGY_LIST && spec->originator_column != NULL &&
 			 keyattno == ColumnAttno(parent, spec->originator_column) &&
 			 key->parttypid[0] == INT4OID && bounds.noriginators < 0)
 	{
-		ListCell   *lc;
-
-		bounds.originators = palloc(sizeof(int32) * list_length(bound->listdatums));
+		bounds.originators = palloc(sizeof(int32) * Max(info->ndatums, 1));
 		bounds.noriginators = 0;
-		foreach(lc, bound->listdatums)
-		{
-			Const	   *c = lfirst_node(Const, lc);
-
-			if (!c->constisnull)
-				bounds.originators[bounds.noriginators++] = DatumGetInt32(c->constvalue);
-		}
+		for (int j = 0; j < info->ndatums; j++)
+			if (info->indexes[j] == part)
+				bounds.originators[bounds.noriginators++] = DatumGetInt32(info->datums[j][0]);
 	}
 	return bounds;
 }
@@ -336,7 +314,7 @@ AddLeaves(Source *source, LeafList *list, Relation root, Relation rel, LeafBound
 			Relation	child = table_open(desc->oids[i], AccessShareLock);
 
 			AddLeaves(source, list, root, child,
-					  ChildBounds(rel, desc->oids[i], source->spec, bounds));
+					  ChildBounds(rel, desc, i, source->spec, bounds));
 		}
 		/* the parent itself holds no rows: only its leaves are scanned */
 		if (rel != root)
