@@ -4,12 +4,16 @@
 -- for envelopes) returns the stored row with inserted = false instead of failing.
 -- One output row per input element, in input order.
 
--- Checks one column array of a batch: present, one-dimensional, `expected`
--- elements long, and NULL-free unless the column is nullable.
+-- Checks one column array of a batch: present (an optional one may be NULL,
+-- meaning every element takes the column default), one-dimensional,
+-- `expected` elements long, and NULL-free unless the column is nullable.
 CREATE FUNCTION xip83.check_batch_array(arr anyarray, arg_name text, expected int,
-                                        nulls_allowed boolean)
+                                        nulls_allowed boolean, optional boolean DEFAULT false)
 RETURNS void LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 BEGIN
+    IF arr IS NULL AND optional THEN
+        RETURN;
+    END IF;
     IF arr IS NULL THEN
         RAISE EXCEPTION 'argument "%" must not be null', arg_name
             USING ERRCODE = 'null_value_not_allowed';
@@ -56,6 +60,15 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
       FROM unnest(keys) WITH ORDINALITY AS k(key, ord)
 $$;
 
+-- The stored hash of each message of a batch, in input order: sha256 of
+-- topic || data, as the node servers compute it.
+CREATE FUNCTION xip83.batch_hashes(topics bytea[], datas bytea[])
+RETURNS bytea[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT ARRAY(SELECT sha256(u.t || u.d)
+                   FROM unnest(topics, datas) WITH ORDINALITY AS u(t, d, ord)
+                  ORDER BY u.ord)
+$$;
+
 CREATE FUNCTION xip83.insert_group_messages(
     group_ids     bytea[],
     datas         bytea[],
@@ -74,17 +87,12 @@ DECLARE
 BEGIN
     PERFORM xip83.check_batch_array(group_ids, 'group_ids', n, false);
     PERFORM xip83.check_batch_array(datas, 'datas', n, false);
-    PERFORM xip83.check_batch_array(coalesce(is_commits, array_fill(false, ARRAY[n])),
-                                    'is_commits', n, false);
-    PERFORM xip83.check_batch_array(coalesce(sender_hmacs, array_fill(NULL::bytea, ARRAY[n])),
-                                    'sender_hmacs', n, true);
-    PERFORM xip83.check_batch_array(coalesce(should_pushes, array_fill(NULL::boolean, ARRAY[n])),
-                                    'should_pushes', n, true);
+    PERFORM xip83.check_batch_array(is_commits, 'is_commits', n, false, optional => true);
+    PERFORM xip83.check_batch_array(sender_hmacs, 'sender_hmacs', n, true, optional => true);
+    PERFORM xip83.check_batch_array(should_pushes, 'should_pushes', n, true, optional => true);
     PERFORM xip83.check_batch_topics(group_ids, 'group_ids');
 
-    hashes := ARRAY(SELECT sha256(u.g || u.d)
-                      FROM unnest(group_ids, datas) WITH ORDINALITY AS u(g, d, ord)
-                     ORDER BY u.ord);
+    hashes := xip83.batch_hashes(group_ids, datas);
     -- Insert the first occurrence of every new hash, ids in input order.
     WITH ins AS (
         INSERT INTO xip83.group_messages AS m
@@ -130,19 +138,13 @@ DECLARE
 BEGIN
     PERFORM xip83.check_batch_array(installation_keys, 'installation_keys', n, false);
     PERFORM xip83.check_batch_array(datas, 'datas', n, false);
-    PERFORM xip83.check_batch_array(coalesce(hpke_public_keys, array_fill(NULL::bytea, ARRAY[n])),
-                                    'hpke_public_keys', n, true);
-    PERFORM xip83.check_batch_array(coalesce(wrapper_algorithms, array_fill(0::smallint, ARRAY[n])),
-                                    'wrapper_algorithms', n, false);
-    PERFORM xip83.check_batch_array(coalesce(welcome_metadatas, array_fill(NULL::bytea, ARRAY[n])),
-                                    'welcome_metadatas', n, true);
-    PERFORM xip83.check_batch_array(coalesce(message_types, array_fill(0::smallint, ARRAY[n])),
-                                    'message_types', n, false);
+    PERFORM xip83.check_batch_array(hpke_public_keys, 'hpke_public_keys', n, true, optional => true);
+    PERFORM xip83.check_batch_array(wrapper_algorithms, 'wrapper_algorithms', n, false, optional => true);
+    PERFORM xip83.check_batch_array(welcome_metadatas, 'welcome_metadatas', n, true, optional => true);
+    PERFORM xip83.check_batch_array(message_types, 'message_types', n, false, optional => true);
     PERFORM xip83.check_batch_topics(installation_keys, 'installation_keys');
 
-    hashes := ARRAY(SELECT sha256(u.k || u.d)
-                      FROM unnest(installation_keys, datas) WITH ORDINALITY AS u(k, d, ord)
-                     ORDER BY u.ord);
+    hashes := xip83.batch_hashes(installation_keys, datas);
     WITH ins AS (
         INSERT INTO xip83.welcome_messages AS m
                (installation_key, data, hpke_public_key, installation_key_data_hash,
@@ -191,10 +193,8 @@ BEGIN
     PERFORM xip83.check_batch_array(originator_sequence_ids, 'originator_sequence_ids', n, false);
     PERFORM xip83.check_batch_array(topics, 'topics', n, false);
     PERFORM xip83.check_batch_array(originator_envelopes, 'originator_envelopes', n, false);
-    PERFORM xip83.check_batch_array(coalesce(expiries, array_fill(NULL::bigint, ARRAY[n])),
-                                    'expiries', n, true);
-    PERFORM xip83.check_batch_array(coalesce(payer_ids, array_fill(NULL::int, ARRAY[n])),
-                                    'payer_ids', n, true);
+    PERFORM xip83.check_batch_array(expiries, 'expiries', n, true, optional => true);
+    PERFORM xip83.check_batch_array(payer_ids, 'payer_ids', n, true, optional => true);
     PERFORM xip83.check_batch_topics(topics, 'topics');
     IF EXISTS (SELECT FROM unnest(originator_sequence_ids) s WHERE s <= 0) THEN
         RAISE EXCEPTION 'originator sequence ids must be positive'
