@@ -1,7 +1,8 @@
 /*
  * registry_file.c: the registry across a clean restart.
  *
- * At a clean shutdown the postmaster writes every database entry's published
+ * At a clean shutdown (pg_control says the shutdown checkpoint was written;
+ * an immediate stop is a crash to the next start) the postmaster writes every database entry's published
  * horizons, originator lines and late ring to pg_xip83.registry in the data
  * directory (written to a temporary file, fsynced, renamed). At the next start
  * the file is read back into shared memory and removed at once, so a crash
@@ -18,6 +19,8 @@
 
 #include <unistd.h>
 
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
@@ -67,7 +70,14 @@ RegistrySave(int code, Datum arg)
 	uint32		header[2] = {REGISTRY_MAGIC, 0};
 	bool		ok;
 
+	ControlFileData *control;
+	bool		crc_ok;
+
 	if (code != 0 || Reg == NULL)
+		return;
+	/* only after a clean shutdown: an immediate one is a crash to the next start */
+	control = get_controlfile(DataDir, &crc_ok);
+	if (!crc_ok || control->state != DB_SHUTDOWNED)
 		return;
 	f = AllocateFile(REGISTRY_FILE_TMP, PG_BINARY_W);
 	if (f == NULL)
