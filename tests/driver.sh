@@ -30,6 +30,8 @@ need_pkgs() {
 	[ -f /usr/include/postgresql/libpq-fe.h ] || missing+=(libpq-dev)
 	[ -f /usr/include/protobuf-c/protobuf-c.h ] || missing+=(libprotobuf-c-dev)
 	command -v protoc-c >/dev/null || missing+=(protobuf-c-compiler)
+	# protoc --decode checks our frames independently (tests/libpq/t_frames.c)
+	command -v protoc >/dev/null || missing+=(protobuf-compiler)
 	command -v pkg-config >/dev/null || missing+=(pkg-config)
 	command -v make >/dev/null || missing+=(make)
 	command -v gcc >/dev/null || missing+=(gcc)
