@@ -243,90 +243,83 @@ v3_reference(bool welcome, const char *topics, const char *floors, const char *c
 	return tl_exec(conn, sql, 4, params);
 }
 
+/* The fields both welcome arms carry, as one view. */
+typedef struct WelcomeView
+{
+	uint64_t	id;
+	uint64_t	created_ns;
+	const ProtobufCBinaryData *installation_key;
+	const ProtobufCBinaryData *data;	/* V1 data, or the pointer */
+	const ProtobufCBinaryData *hpke_public_key;
+	int			wrapper_algorithm;
+	const ProtobufCBinaryData *welcome_metadata;	/* V1 only */
+} WelcomeView;
+
+/* Compares one reference bytea column with a decoded field. */
+static void
+check_bytes(PGresult *ref, int r, int col, const ProtobufCBinaryData *field, const char *what,
+			uint64_t id)
+{
+	size_t		len;
+	unsigned char *b = tl_bytea(ref, r, col, &len);
+
+	TL_CHECK(bytes_eq(field, b, len), "%s of %" PRIu64, what, id);
+	PQfreemem(b);
+}
+
 /* Compares one decoded group message with reference row r. */
 static void
 check_group(const Xmtp__Mls__Api__V1__GroupMessage *m, PGresult *ref, int r)
 {
-	size_t		len;
-	unsigned char *b;
-	const Xmtp__Mls__Api__V1__GroupMessage__V1 *v;
+	const Xmtp__Mls__Api__V1__GroupMessage__V1 *v = m->v1;
+	uint64_t	id = (uint64_t) tl_int(ref, r, 0);
 
 	TL_CHECK(m->version_case == XMTP__MLS__API__V1__GROUP_MESSAGE__VERSION_V1, "group arm");
 	if (m->version_case != XMTP__MLS__API__V1__GROUP_MESSAGE__VERSION_V1)
 		return;
-	v = m->v1;
-	TL_CHECK(v->id == (uint64_t) tl_int(ref, r, 0), "id %" PRIu64 " vs %s", v->id, PQgetvalue(ref, r, 0));
+	TL_CHECK(v->id == id, "id %" PRIu64 " vs %" PRIu64, v->id, id);
 	TL_CHECK(v->created_ns == strtoull(PQgetvalue(ref, r, 1), NULL, 10),
 			 "created_ns %" PRIu64 " vs %s", v->created_ns, PQgetvalue(ref, r, 1));
-	b = tl_bytea(ref, r, 2, &len);
-	TL_CHECK(bytes_eq(&v->group_id, b, len), "group_id of %" PRIu64, v->id);
-	PQfreemem(b);
-	b = tl_bytea(ref, r, 3, &len);
-	TL_CHECK(bytes_eq(&v->data, b, len), "data of %" PRIu64, v->id);
-	PQfreemem(b);
-	TL_CHECK(v->is_commit == tl_bool(ref, r, 4), "is_commit of %" PRIu64, v->id);
-	b = tl_bytea(ref, r, 5, &len);
-	TL_CHECK(bytes_eq(&v->sender_hmac, b, len), "sender_hmac of %" PRIu64, v->id);
-	PQfreemem(b);
-	TL_CHECK(v->should_push == tl_bool(ref, r, 6), "should_push of %" PRIu64, v->id);
+	check_bytes(ref, r, 2, &v->group_id, "group_id", id);
+	check_bytes(ref, r, 3, &v->data, "data", id);
+	TL_CHECK(v->is_commit == tl_bool(ref, r, 4), "is_commit of %" PRIu64, id);
+	check_bytes(ref, r, 5, &v->sender_hmac, "sender_hmac", id);
+	TL_CHECK(v->should_push == tl_bool(ref, r, 6), "should_push of %" PRIu64, id);
 }
 
 /* Compares one decoded welcome with reference row r: arm, mapping, NULLs. */
 static void
 check_welcome(const Xmtp__Mls__Api__V1__WelcomeMessage *m, PGresult *ref, int r)
 {
-	size_t		len;
-	unsigned char *b;
+	static const ProtobufCBinaryData none = {0, NULL};
 	int			type = (int) tl_int(ref, r, 9);
 	uint64_t	id = (uint64_t) tl_int(ref, r, 0);
-	uint64_t	ns = strtoull(PQgetvalue(ref, r, 1), NULL, 10);
+	WelcomeView v;
 
-	if (type == 0)
-	{
-		const Xmtp__Mls__Api__V1__WelcomeMessage__V1 *v = m->v1;
-
-		TL_CHECK(m->version_case == XMTP__MLS__API__V1__WELCOME_MESSAGE__VERSION_V1,
-				 "welcome %" PRIu64 " in the V1 arm", id);
-		if (m->version_case != XMTP__MLS__API__V1__WELCOME_MESSAGE__VERSION_V1)
-			return;
-		TL_CHECK(v->id == id && v->created_ns == ns, "welcome id/created_ns %" PRIu64, id);
-		b = tl_bytea(ref, r, 2, &len);
-		TL_CHECK(bytes_eq(&v->installation_key, b, len), "installation_key of %" PRIu64, id);
-		PQfreemem(b);
-		b = tl_bytea(ref, r, 3, &len);
-		TL_CHECK(bytes_eq(&v->data, b, len), "data of %" PRIu64, id);
-		PQfreemem(b);
-		b = tl_bytea(ref, r, 5, &len);
-		TL_CHECK(bytes_eq(&v->hpke_public_key, b, len), "hpke of %" PRIu64, id);
-		PQfreemem(b);
-		TL_CHECK((int) v->wrapper_algorithm == (int) tl_int(ref, r, 6),
-				 "wrapper_algorithm of %" PRIu64 ": %d vs %s", id, (int) v->wrapper_algorithm,
-				 PQgetvalue(ref, r, 6));
-		b = tl_bytea(ref, r, 8, &len);
-		TL_CHECK(bytes_eq(&v->welcome_metadata, b, len), "metadata of %" PRIu64, id);
-		PQfreemem(b);
-	}
+	if (m->version_case == XMTP__MLS__API__V1__WELCOME_MESSAGE__VERSION_V1)
+		v = (WelcomeView) {m->v1->id, m->v1->created_ns, &m->v1->installation_key, &m->v1->data,
+			&m->v1->hpke_public_key, (int) m->v1->wrapper_algorithm, &m->v1->welcome_metadata};
+	else if (m->version_case == XMTP__MLS__API__V1__WELCOME_MESSAGE__VERSION_WELCOME_POINTER)
+		v = (WelcomeView) {m->welcome_pointer->id, m->welcome_pointer->created_ns,
+			&m->welcome_pointer->installation_key, &m->welcome_pointer->welcome_pointer,
+			&m->welcome_pointer->hpke_public_key, (int) m->welcome_pointer->wrapper_algorithm, &none};
 	else
 	{
-		const Xmtp__Mls__Api__V1__WelcomeMessage__WelcomePointer *p = m->welcome_pointer;
-
-		TL_CHECK(m->version_case == XMTP__MLS__API__V1__WELCOME_MESSAGE__VERSION_WELCOME_POINTER,
-				 "welcome %" PRIu64 " in the pointer arm", id);
-		if (m->version_case != XMTP__MLS__API__V1__WELCOME_MESSAGE__VERSION_WELCOME_POINTER)
-			return;
-		TL_CHECK(p->id == id && p->created_ns == ns, "pointer id/created_ns %" PRIu64, id);
-		b = tl_bytea(ref, r, 2, &len);
-		TL_CHECK(bytes_eq(&p->installation_key, b, len), "installation_key of %" PRIu64, id);
-		PQfreemem(b);
-		b = tl_bytea(ref, r, 3, &len);
-		TL_CHECK(bytes_eq(&p->welcome_pointer, b, len), "welcome_pointer of %" PRIu64, id);
-		PQfreemem(b);
-		b = tl_bytea(ref, r, 5, &len);
-		TL_CHECK(bytes_eq(&p->hpke_public_key, b, len), "hpke of %" PRIu64, id);
-		PQfreemem(b);
-		TL_CHECK((int) p->wrapper_algorithm == (int) tl_int(ref, r, 6),
-				 "pointer wrapper_algorithm of %" PRIu64, id);
+		TL_CHECK(false, "welcome %" PRIu64 " has no arm", id);
+		return;
 	}
+	TL_CHECK((int) m->version_case == (type == 0 ? XMTP__MLS__API__V1__WELCOME_MESSAGE__VERSION_V1
+									   : XMTP__MLS__API__V1__WELCOME_MESSAGE__VERSION_WELCOME_POINTER),
+			 "welcome %" PRIu64 " of message_type %d in arm %d", id, type, (int) m->version_case);
+	TL_CHECK(v.id == id, "welcome id %" PRIu64 " vs %" PRIu64, v.id, id);
+	TL_CHECK(v.created_ns == strtoull(PQgetvalue(ref, r, 1), NULL, 10), "created_ns of %" PRIu64, id);
+	check_bytes(ref, r, 2, v.installation_key, "installation_key", id);
+	check_bytes(ref, r, 3, v.data, type == 0 ? "data" : "welcome_pointer", id);
+	check_bytes(ref, r, 5, v.hpke_public_key, "hpke_public_key", id);
+	TL_CHECK(v.wrapper_algorithm == (int) tl_int(ref, r, 6), "wrapper_algorithm of %" PRIu64 ": %d vs %s",
+			 id, v.wrapper_algorithm, PQgetvalue(ref, r, 6));
+	if (type == 0)
+		check_bytes(ref, r, 8, v.welcome_metadata, "welcome_metadata", id);
 }
 
 /*
