@@ -3,11 +3,8 @@
  * a SubscribeRequest or SubscribeResponse as jsonb, and the target topic of a
  * stored d14n envelope.
  *
- * JSON form: one object per message, keyed by the .proto field names; only
- * fields present on the wire (proto3: non-default values, the set arm of a
- * oneof, non-empty repeated fields); bytes as lowercase hex strings, 64-bit
- * integers as JSON numbers, enums by name (the number when unknown), a map as
- * an array of {"key", "value"} objects. Unknown fields are left out.
+ * The JSON form and the envelope walk are in frames_json.c, plain C shared
+ * with the fuzzing harness (tests/fuzz).
  *
  * Decoding runs in a memory context of its own with a palloc allocator, which
  * is deleted on every path, so malformed bytes leak nothing; they are reported
@@ -15,16 +12,14 @@
  */
 #include "postgres.h"
 
-#include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 
 #include "args.h"
 #include "frames.h"
+#include "frames_json.h"
 #include "pbmem.h"
-#include "xip83/d14n_envelopes.pb-c.h"
 #include "xip83/d14n_message_api.pb-c.h"
 #include "xip83/mls_api.pb-c.h"
 
@@ -32,182 +27,11 @@ PG_FUNCTION_INFO_V1(decode_subscribe_request);
 PG_FUNCTION_INFO_V1(decode_subscribe_response);
 PG_FUNCTION_INFO_V1(envelope_target_topic);
 
-static void JsonMessage(StringInfo out, const ProtobufCMessage *msg, int depth);
-
-/* Size of one element of a repeated field of this type. */
-static size_t
-ElementSize(ProtobufCType type)
-{
-	switch (type)
-	{
-		case PROTOBUF_C_TYPE_INT32:
-		case PROTOBUF_C_TYPE_SINT32:
-		case PROTOBUF_C_TYPE_SFIXED32:
-		case PROTOBUF_C_TYPE_UINT32:
-		case PROTOBUF_C_TYPE_FIXED32:
-		case PROTOBUF_C_TYPE_ENUM:
-			return 4;
-		case PROTOBUF_C_TYPE_FLOAT:
-			return sizeof(float);
-		case PROTOBUF_C_TYPE_BOOL:
-			return sizeof(protobuf_c_boolean);
-		case PROTOBUF_C_TYPE_BYTES:
-			return sizeof(ProtobufCBinaryData);
-		case PROTOBUF_C_TYPE_STRING:
-		case PROTOBUF_C_TYPE_MESSAGE:
-			return sizeof(void *);
-		default:
-			return 8;
-	}
-}
-
-/* Whether a singular proto3 value is its type's default (not on the wire). */
-static bool
-IsDefault(const ProtobufCFieldDescriptor *f, const void *p)
-{
-	switch (f->type)
-	{
-		case PROTOBUF_C_TYPE_BYTES:
-			return ((const ProtobufCBinaryData *) p)->len == 0;
-		case PROTOBUF_C_TYPE_STRING:
-			return *(char *const *) p == NULL || **(char *const *) p == '\0';
-		case PROTOBUF_C_TYPE_MESSAGE:
-			return *(void *const *) p == NULL;
-		default:
-			{
-				static const char zero[8];
-
-				return memcmp(p, zero, ElementSize(f->type)) == 0;
-			}
-	}
-}
-
-/* Appends one value of field f, stored at p. */
+/* The JSON sink writing into a StringInfo. */
 static void
-JsonValue(StringInfo out, const ProtobufCFieldDescriptor *f, const void *p, int depth)
+AppendToStringInfo(void *arg, const char *text, size_t len)
 {
-	switch (f->type)
-	{
-		case PROTOBUF_C_TYPE_INT32:
-		case PROTOBUF_C_TYPE_SINT32:
-		case PROTOBUF_C_TYPE_SFIXED32:
-			appendStringInfo(out, "%d", *(const int32 *) p);
-			break;
-		case PROTOBUF_C_TYPE_UINT32:
-		case PROTOBUF_C_TYPE_FIXED32:
-			appendStringInfo(out, "%u", *(const uint32 *) p);
-			break;
-		case PROTOBUF_C_TYPE_INT64:
-		case PROTOBUF_C_TYPE_SINT64:
-		case PROTOBUF_C_TYPE_SFIXED64:
-			appendStringInfo(out, INT64_FORMAT, *(const int64 *) p);
-			break;
-		case PROTOBUF_C_TYPE_UINT64:
-		case PROTOBUF_C_TYPE_FIXED64:
-			appendStringInfo(out, UINT64_FORMAT, *(const uint64 *) p);
-			break;
-		case PROTOBUF_C_TYPE_BOOL:
-			appendStringInfoString(out, *(const protobuf_c_boolean *) p ? "true" : "false");
-			break;
-		case PROTOBUF_C_TYPE_FLOAT:
-			appendStringInfo(out, "%.9g", *(const float *) p);
-			break;
-		case PROTOBUF_C_TYPE_DOUBLE:
-			appendStringInfo(out, "%.17g", *(const double *) p);
-			break;
-		case PROTOBUF_C_TYPE_ENUM:
-			{
-				int			v = *(const int *) p;
-				const ProtobufCEnumValue *ev =
-					protobuf_c_enum_descriptor_get_value(f->descriptor, v);
-
-				if (ev != NULL)
-					escape_json(out, ev->name);
-				else
-					appendStringInfo(out, "%d", v);
-				break;
-			}
-		case PROTOBUF_C_TYPE_STRING:
-			escape_json(out, *(char *const *) p ? *(char *const *) p : "");
-			break;
-		case PROTOBUF_C_TYPE_BYTES:
-			{
-				const ProtobufCBinaryData *b = p;
-				static const char hex[] = "0123456789abcdef";
-
-				appendStringInfoChar(out, '"');
-				for (size_t i = 0; i < b->len; i++)
-				{
-					appendStringInfoChar(out, hex[b->data[i] >> 4]);
-					appendStringInfoChar(out, hex[b->data[i] & 15]);
-				}
-				appendStringInfoChar(out, '"');
-				break;
-			}
-		case PROTOBUF_C_TYPE_MESSAGE:
-			JsonMessage(out, *(const ProtobufCMessage *const *) p, depth + 1);
-			break;
-	}
-}
-
-/* Appends a message as a JSON object of its fields present on the wire. */
-static void
-JsonMessage(StringInfo out, const ProtobufCMessage *msg, int depth)
-{
-	const ProtobufCMessageDescriptor *d = msg->descriptor;
-	bool		first = true;
-
-	check_stack_depth();
-	appendStringInfoChar(out, '{');
-	for (unsigned i = 0; i < d->n_fields; i++)
-	{
-		const ProtobufCFieldDescriptor *f = &d->fields[i];
-		const char *base = (const char *) msg;
-		const void *p = base + f->offset;
-
-		if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
-		{
-			if (*(const uint32 *) (base + f->quantifier_offset) != f->id)
-				continue;
-		}
-		else if (f->label == PROTOBUF_C_LABEL_REPEATED)
-		{
-			if (*(const size_t *) (base + f->quantifier_offset) == 0)
-				continue;
-		}
-		else if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset != 0 &&
-				 f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_STRING)
-		{
-			if (!*(const protobuf_c_boolean *) (base + f->quantifier_offset))
-				continue;
-		}
-		else if (IsDefault(f, p))
-			continue;
-
-		if (!first)
-			appendStringInfoString(out, ", ");
-		first = false;
-		escape_json(out, f->name);
-		appendStringInfoString(out, ": ");
-		if (f->label == PROTOBUF_C_LABEL_REPEATED)
-		{
-			size_t		n = *(const size_t *) (base + f->quantifier_offset);
-			const char *arr = *(const char *const *) p;
-			size_t		size = ElementSize(f->type);
-
-			appendStringInfoChar(out, '[');
-			for (size_t k = 0; k < n; k++)
-			{
-				if (k > 0)
-					appendStringInfoString(out, ", ");
-				JsonValue(out, f, arr + k * size, depth);
-			}
-			appendStringInfoChar(out, ']');
-		}
-		else
-			JsonValue(out, f, p, depth);
-	}
-	appendStringInfoChar(out, '}');
+	appendBinaryStringInfo((StringInfo) arg, text, (int) len);
 }
 
 /*
@@ -240,6 +64,7 @@ DecodeToJsonb(FunctionCallInfo fcinfo, bool response)
 	MemoryContext old;
 	ProtobufCMessage *msg;
 	StringInfoData json;
+	PbJsonSink	sink;
 	Datum		result;
 
 	ArgRequire(fcinfo, 0, "frame");
@@ -256,7 +81,9 @@ DecodeToJsonb(FunctionCallInfo fcinfo, bool response)
 	old = MemoryContextSwitchTo(cxt);
 	msg = Unpack(desc, (const uint8_t *) VARDATA_ANY(frame), VARSIZE_ANY_EXHDR(frame), "frame");
 	initStringInfo(&json);
-	JsonMessage(&json, msg, 0);
+	sink.append = AppendToStringInfo;
+	sink.arg = &json;
+	PbMessageToJson(msg, &sink);
 	MemoryContextSwitchTo(old);
 	result = DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data));
 	MemoryContextDelete(cxt);
@@ -288,38 +115,28 @@ envelope_target_topic(PG_FUNCTION_ARGS)
 	bytea	   *raw;
 	MemoryContext cxt;
 	MemoryContext old;
-	Xmtp__Xmtpv4__Envelopes__OriginatorEnvelope *oe;
-	Xmtp__Xmtpv4__Envelopes__UnsignedOriginatorEnvelope *uoe;
-	Xmtp__Xmtpv4__Envelopes__PayerEnvelope *pe;
-	Xmtp__Xmtpv4__Envelopes__ClientEnvelope *ce;
+	ProtobufCBinaryData found = {0, NULL};
+	const char *failed;
 	bytea	   *topic;
 
 	ArgRequire(fcinfo, 0, "originator_envelope");
 	raw = PG_GETARG_BYTEA_PP(0);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "xip83 decode", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(cxt);
-	oe = (void *) Unpack(&xmtp__xmtpv4__envelopes__originator_envelope__descriptor,
-						 (const uint8_t *) VARDATA_ANY(raw), VARSIZE_ANY_EXHDR(raw),
-						 "originator_envelope");
-	uoe = (void *) Unpack(&xmtp__xmtpv4__envelopes__unsigned_originator_envelope__descriptor,
-						  oe->unsigned_originator_envelope.data,
-						  oe->unsigned_originator_envelope.len,
-						  "unsigned_originator_envelope");
-	pe = (void *) Unpack(&xmtp__xmtpv4__envelopes__payer_envelope__descriptor,
-						 uoe->payer_envelope_bytes.data, uoe->payer_envelope_bytes.len,
-						 "payer_envelope_bytes");
-	ce = (void *) Unpack(&xmtp__xmtpv4__envelopes__client_envelope__descriptor,
-						 pe->unsigned_client_envelope.data, pe->unsigned_client_envelope.len,
-						 "unsigned_client_envelope");
-	if (ce->aad == NULL)
+	failed = PbEnvelopeTargetTopic((const uint8_t *) VARDATA_ANY(raw), VARSIZE_ANY_EXHDR(raw),
+								   PbAllocator(), &found);
+	MemoryContextSwitchTo(old);
+	if (failed != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("originator_envelope has no target topic"),
-				 errdetail("Its ClientEnvelope carries no AuthenticatedData (field aad).")));
-	MemoryContextSwitchTo(old);
-	topic = palloc(VARHDRSZ + ce->aad->target_topic.len);
-	SET_VARSIZE(topic, VARHDRSZ + ce->aad->target_topic.len);
-	memcpy(VARDATA(topic), ce->aad->target_topic.data, ce->aad->target_topic.len);
+				 errmsg("originator_envelope has no readable target topic"),
+				 strcmp(failed, "AuthenticatedData") == 0
+				 ? errdetail("Its ClientEnvelope carries no AuthenticatedData (field aad).")
+				 : errdetail("Its nested %s message does not parse.", failed)));
+	topic = palloc(VARHDRSZ + found.len);
+	SET_VARSIZE(topic, VARHDRSZ + found.len);
+	if (found.len > 0)
+		memcpy(VARDATA(topic), found.data, found.len);
 	MemoryContextDelete(cxt);
 	PG_RETURN_BYTEA_P(topic);
 }

@@ -32,6 +32,8 @@ need_pkgs() {
 	command -v protoc-c >/dev/null || missing+=(protobuf-c-compiler)
 	# protoc --decode checks our frames independently (tests/libpq/t_frames.c)
 	command -v protoc >/dev/null || missing+=(protobuf-compiler)
+	# the libFuzzer harness over the decoders (tests/fuzz, t_frames_fuzz)
+	command -v clang >/dev/null || missing+=(clang)
 	command -v pkg-config >/dev/null || missing+=(pkg-config)
 	command -v make >/dev/null || missing+=(make)
 	command -v gcc >/dev/null || missing+=(gcc)
