@@ -652,17 +652,8 @@ WaveFramesRows(FunctionCallInfo fcinfo, FrameKind kind)
 	{
 		int			first = kind == FRAME_ENVELOPE ? 7 : 4;
 		MemoryContext old;
-		TupleDesc	desc;
 
-		if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("set-valued function called in context that cannot accept a set")));
-		funcctx = SRF_FIRSTCALL_INIT();
-		old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
-		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "return type must be a row type");
-		funcctx->tuple_desc = BlessTupleDesc(desc);
+		funcctx = WaveRowsFirstCall(fcinfo, &old);
 		stream = palloc0(sizeof(FrameStream));
 		stream->framer = FramerBegin(kind, FrameArgMutateId(fcinfo, first, true),
 									 FrameArgMaxBytes(fcinfo, first + 1));

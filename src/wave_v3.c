@@ -325,6 +325,31 @@ WaveShutdown(Datum arg)
 	WaveClose((Wave *) DatumGetPointer(arg));
 }
 
+/*
+ * The first call of a value-per-call function returning rows of a wave (or
+ * frames of one): checks the caller takes a set, sets up the call context and
+ * its row type, and switches to multi_call_memory_ctx (*old: the context to
+ * switch back to).
+ */
+FuncCallContext *
+WaveRowsFirstCall(FunctionCallInfo fcinfo, MemoryContext *old)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	FuncCallContext *funcctx;
+	TupleDesc	tupdesc;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	funcctx = SRF_FIRSTCALL_INIT();
+	*old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	funcctx->tuple_desc = BlessTupleDesc(tupdesc);
+	return funcctx;
+}
+
 /* The rows of a wave one per call, for a cursor (value-per-call SRF). */
 static Datum
 WaveRows(FunctionCallInfo fcinfo, const SourceSpec *spec)
@@ -338,17 +363,8 @@ WaveRows(FunctionCallInfo fcinfo, const SourceSpec *spec)
 	if (SRF_IS_FIRSTCALL())
 	{
 		MemoryContext old;
-		TupleDesc	tupdesc;
 
-		if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("set-valued function called in context that cannot accept a set")));
-		funcctx = SRF_FIRSTCALL_INIT();
-		old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
-		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "return type must be a row type");
-		funcctx->tuple_desc = BlessTupleDesc(tupdesc);
+		funcctx = WaveRowsFirstCall(fcinfo, &old);
 		/* the rows come over many calls: the wave keeps its snapshot registered */
 		wave = WaveOpen(fcinfo, spec, 4, 0);
 		funcctx->user_fctx = wave;

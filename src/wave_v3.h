@@ -7,6 +7,7 @@
 #define XIP83_WAVE_V3_H
 
 #include "fmgr.h"
+#include "funcapi.h"
 
 #include "source.h"
 
@@ -31,5 +32,6 @@ extern Wave *WaveOpen(FunctionCallInfo fcinfo, const SourceSpec *spec, int sourc
 					  int64 row_goal);
 extern bool WaveNext(Wave *wave, Datum *values, bool *nulls);
 extern void WaveClose(Wave *wave);
+extern FuncCallContext *WaveRowsFirstCall(FunctionCallInfo fcinfo, MemoryContext *old);
 
 #endif							/* XIP83_WAVE_V3_H */

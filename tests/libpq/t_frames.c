@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "testlib.h"
+#include "wave_d14n_fixture.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -941,13 +942,7 @@ main(void)
 {
 	conn = tl_connect();
 	PQclear(tl_exec(conn, "SET client_min_messages = error", 0, NULL));
-	{
-		PGresult   *res = PQexec(conn, setup_sql);	/* several statements */
-
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-			tl_fatal("setup: %s", PQerrorMessage(conn));
-		PQclear(res);
-	}
+	wd_exec_script(conn, setup_sql);
 	load_envelopes();
 	v3_waves(false);
 	v3_waves(true);

@@ -9,6 +9,7 @@
  * XIP83_FUZZ_SECONDS sets the time (default 20).
  */
 #include "testlib.h"
+#include "wave_d14n_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,10 +86,7 @@ main(void)
 
 	if (stat(HARNESS, &st) != 0)
 		tl_fatal("%s is missing: build it with clang (make)", HARNESS);
-	res = PQexec(conn, setup_sql);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		tl_fatal("setup: %s", PQerrorMessage(conn));
-	PQclear(res);
+	wd_exec_script(conn, setup_sql);
 	if (mkdtemp(dir) == NULL)
 		tl_fatal("mkdtemp");
 
