@@ -116,6 +116,13 @@ SELECT xip83.decode_subscribe_request(
     '\x0a190a170a130a02000a120d0a0508071080010a04080910012003'::bytea, 'd14n');
 SELECT xip83.decode_subscribe_request('\x0a0412020805'::bytea, 'd14n');
 
+-- Malformed bytes say what is wrong and where.
+SELECT xip83.decode_subscribe_response('\x0a05120308b0', 'v3');
+SELECT xip83.decode_subscribe_response('\x0a0412020805', 'd14n');  -- well formed: a Started
+SELECT xip83.decode_subscribe_request('\x0a03120100', 'd14n');
+SELECT xip83.decode_subscribe_request('\x0000', 'v3');
+SELECT xip83.envelope_target_topic('\x0a020a00');
+
 -- Errors: every one with its SQLSTATE.
 \set VERBOSITY sqlstate
 SELECT xip83.decode_subscribe_response('\x0aff', 'v3');

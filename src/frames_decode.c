@@ -42,14 +42,21 @@ static ProtobufCMessage *
 Unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
 	   const char *what)
 {
-	ProtobufCMessage *msg = protobuf_c_message_unpack(desc, PbAllocator(), len, data);
+	char		why[256];
+	ProtobufCMessage *msg = NULL;
 
+	if (PbCheckWire(desc, data, len, why, sizeof(why)) == NULL)
+		msg = protobuf_c_message_unpack(desc, PbAllocator(), len, data);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("%s is not a valid %s message", what, desc->name),
+				 errdetail("In the %zu bytes, %s.", len, why)));
 	if (msg == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("%s is not a valid %s message", what, desc->name),
-				 errdetail("The %zu bytes end inside a field, use a wire type %s does not allow, "
-						   "or hold a malformed nested message.", len, desc->name)));
+				 errdetail("protobuf-c refused the %zu bytes.", len)));
 	return msg;
 }
 

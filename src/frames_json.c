@@ -10,6 +10,8 @@
 #include "frames_json.h"
 #include "xip83/d14n_envelopes.pb-c.h"
 
+#define Min_(a, b) ((a) < (b) ? (a) : (b))
+
 static void JsonMessage(PbJsonSink *sink, const ProtobufCMessage *msg);
 
 static void
@@ -214,6 +216,164 @@ JsonMessage(PbJsonSink *sink, const ProtobufCMessage *msg)
 			JsonValue(sink, f, p);
 	}
 	Put(sink, "}");
+}
+
+/* Reads a varint at *pos (at most 10 bytes); 0 when truncated or too long. */
+static int
+ReadVarint(const uint8_t *data, size_t len, size_t *pos, uint64_t *value)
+{
+	uint64_t	v = 0;
+
+	for (int i = 0; i < 10 && *pos < len; i++)
+	{
+		uint8_t		b = data[(*pos)++];
+
+		v |= (uint64_t) (b & 0x7f) << (7 * i);
+		if ((b & 0x80) == 0)
+		{
+			*value = v;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The wire type a field of this type takes (unpacked). */
+static int
+WireTypeOf(ProtobufCType type)
+{
+	switch (type)
+	{
+		case PROTOBUF_C_TYPE_FIXED64:
+		case PROTOBUF_C_TYPE_SFIXED64:
+		case PROTOBUF_C_TYPE_DOUBLE:
+			return 1;
+		case PROTOBUF_C_TYPE_FIXED32:
+		case PROTOBUF_C_TYPE_SFIXED32:
+		case PROTOBUF_C_TYPE_FLOAT:
+			return 5;
+		case PROTOBUF_C_TYPE_STRING:
+		case PROTOBUF_C_TYPE_BYTES:
+		case PROTOBUF_C_TYPE_MESSAGE:
+			return 2;
+		default:
+			return 0;
+	}
+}
+
+/* Checks one message's bytes, offsets reported from `base` into the whole. */
+static const char *
+CheckWire(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+		  size_t base, int depth, char *why, size_t whylen)
+{
+	size_t		pos = 0;
+
+	if (depth > 32)
+	{
+		snprintf(why, whylen, "messages nest deeper than 32 levels at byte %zu", base);
+		return why;
+	}
+	while (pos < len)
+	{
+		size_t		start = pos,
+					lenpos;
+		uint64_t	tag,
+					number,
+					n;
+		int			wire;
+		const ProtobufCFieldDescriptor *f;
+
+		if (!ReadVarint(data, len, &pos, &tag) || pos - start > 5)
+		{
+			snprintf(why, whylen, "%s: the field tag at byte %zu is truncated or too long",
+					 desc->name, base + start);
+			return why;
+		}
+		number = tag >> 3;
+		wire = (int) (tag & 7);
+		if (number == 0 || number > 536870911)
+		{
+			snprintf(why, whylen, "%s: field number %" PRIu64 " at byte %zu is not a valid field number",
+					 desc->name, number, base + start);
+			return why;
+		}
+		f = protobuf_c_message_descriptor_get_field(desc, (unsigned) number);
+		if (f != NULL && wire != WireTypeOf(f->type) &&
+			!(wire == 2 && f->label == PROTOBUF_C_LABEL_REPEATED && WireTypeOf(f->type) != 2))
+		{
+			snprintf(why, whylen, "%s: field %s (%" PRIu64 ") at byte %zu has wire type %d, not %d",
+					 desc->name, f->name, number, base + start, wire, WireTypeOf(f->type));
+			return why;
+		}
+		switch (wire)
+		{
+			case 0:
+				if (!ReadVarint(data, len, &pos, &n))
+				{
+					snprintf(why, whylen, "%s: the varint of field %" PRIu64 " at byte %zu is truncated or longer than 10 bytes",
+							 desc->name, number, base + start);
+					return why;
+				}
+				break;
+			case 1:
+			case 5:
+				if (len - pos < (wire == 1 ? 8u : 4u))
+				{
+					snprintf(why, whylen, "%s: field %" PRIu64 " at byte %zu needs %d bytes, %zu are left",
+							 desc->name, number, base + start, wire == 1 ? 8 : 4, len - pos);
+					return why;
+				}
+				pos += wire == 1 ? 8 : 4;
+				break;
+			case 2:
+				lenpos = pos;
+				if (!ReadVarint(data, len, &pos, &n) || pos - lenpos > 5 || n > len - pos ||
+					n > 2147483647)
+				{
+					snprintf(why, whylen, "%s: the length of field %" PRIu64 " at byte %zu is malformed or runs past the end (%zu bytes left)",
+							 desc->name, number, base + start, len - Min_(pos, len));
+					return why;
+				}
+				if (f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+					CheckWire(f->descriptor, data + pos, (size_t) n, base + pos, depth + 1, why, whylen))
+					return why;
+				if (f != NULL && WireTypeOf(f->type) != 2)
+				{
+					/* a packed repeated scalar: a run of its unpacked values */
+					size_t		p = pos,
+								end = pos + (size_t) n;
+
+					while (p < end)
+					{
+						uint64_t	ignored;
+
+						if (WireTypeOf(f->type) == 0 ? !ReadVarint(data, end, &p, &ignored)
+							: (end - p < (WireTypeOf(f->type) == 1 ? 8u : 4u)))
+						{
+							snprintf(why, whylen, "%s: packed field %s at byte %zu ends inside a value",
+									 desc->name, f->name, base + start);
+							return why;
+						}
+						if (WireTypeOf(f->type) != 0)
+							p += WireTypeOf(f->type) == 1 ? 8 : 4;
+					}
+				}
+				pos += (size_t) n;
+				break;
+			default:
+				snprintf(why, whylen, "%s: field %" PRIu64 " at byte %zu has wire type %d, which proto3 does not use",
+						 desc->name, number, base + start, wire);
+				return why;
+		}
+	}
+	return NULL;
+}
+
+const char *
+PbCheckWire(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+			char *why, size_t whylen)
+{
+	return CheckWire(desc, data, len, 0, 0, why, whylen);
 }
 
 /* Writes msg as JSON to sink. Our messages do not nest recursively. */

@@ -25,6 +25,17 @@ typedef struct PbJsonSink
 
 extern void PbMessageToJson(const ProtobufCMessage *msg, PbJsonSink *sink);
 
+/*
+ * Checks bytes against the wire format of desc, nested messages included:
+ * NULL when they are well formed, else a sentence saying what is wrong and
+ * where (in why, of whylen bytes). Stricter than protobuf-c: it also refuses
+ * field number 0 (kept by protobuf-c as an unknown field), a known field in
+ * another wire type than its own (protobuf-c reads a bool from any) and a
+ * length prefix over 5 bytes.
+ */
+extern const char *PbCheckWire(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
+							   size_t len, char *why, size_t whylen);
+
 /* Why no target topic was found: the layer that failed, or NULL on success. */
 extern const char *PbEnvelopeTargetTopic(const uint8_t *data, size_t len,
 										 ProtobufCAllocator *allocator,

@@ -4,6 +4,7 @@
  * and our JSON writer, and the envelope's target-topic walk (frames_json.c).
  *
  * Input: the first byte picks the decoder (mod 5), the rest is the message.
+ * Bytes the wire check (PbCheckWire) passes must decode.
  * Built with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer
  * (no recovery): any crash, leak or undefined behaviour stops the run. A
  * message that decodes must also survive a round trip: without the unknown
@@ -110,6 +111,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	msg = protobuf_c_message_unpack(descs[which], NULL, size, data);
+	{
+		char		why[256];
+
+		/* bytes the wire check passes, protobuf-c must read */
+		if (PbCheckWire(descs[which], data, size, why, sizeof(why)) == NULL && msg == NULL)
+			abort();
+	}
 	if (msg != NULL)
 	{
 		Text		first = ToJson(msg);
