@@ -258,4 +258,4 @@ ROLLBACK;
 -- The live lane (frames tagged 0 from the live fetch) is checked in
 -- tests/libpq/t_frames.c: it writes to xip83's own tables, which the other
 -- regression tests count on.
-SELECT count(*) FROM xip83.live_envelope_frames('{}', '{}', 10);
+SELECT count(*) FROM xip83.live_envelope_frames('{}', '{}', 10, 0);

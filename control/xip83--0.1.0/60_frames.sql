@@ -186,27 +186,33 @@ RETURNS void AS 'MODULE_PATHNAME', 'wave_close' LANGUAGE C VOLATILE PARALLEL UNS
 COMMENT ON FUNCTION xip83.wave_close(int) IS
 'Closes an open wave handle and releases its scans, locks and snapshot (the end of the transaction does it too). No privileges beyond having opened it in this transaction.';
 
--- The live lane as frames (mutate_id 0): the rows of the live fetch functions.
-CREATE FUNCTION xip83.live_group_frames(after_id bigint, row_limit int,
+-- The live lane as frames (mutate_id 0): the rows of the live fetch
+-- functions, in their order (late rows first). With each frame, what the
+-- consumer advances by: last_id, the highest id in the frame (d14n: per
+-- originator in the frame, the highest sequence id), and the late cursor to
+-- pass next.
+CREATE FUNCTION xip83.live_group_frames(after_id bigint, row_limit int, late_after bigint,
                                         max_frame_bytes int DEFAULT 2097152)
-RETURNS TABLE (frame bytea, messages int, last_id bigint)
-AS 'MODULE_PATHNAME', 'live_group_frames' LANGUAGE C VOLATILE PARALLEL RESTRICTED ROWS 1;
-COMMENT ON FUNCTION xip83.live_group_frames(bigint, int, int) IS
-'The rows of live_group_messages(after_id, row_limit) as frames tagged mutate_id 0. Privileges and snapshot as live_group_messages (horizon first, then a new snapshot).';
+RETURNS TABLE (frame bytea, messages int, last_id bigint, late_cursor bigint)
+AS 'MODULE_PATHNAME', 'live_group_frames' LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION xip83.live_group_frames(bigint, int, bigint, int) IS
+'The rows of live_group_messages(after_id, row_limit, late_after) as frames tagged mutate_id 0, with the highest id and the late cursor of each. Privileges and snapshot as live_group_messages (horizon first, then a new snapshot).';
 
-CREATE FUNCTION xip83.live_welcome_frames(after_id bigint, row_limit int,
+CREATE FUNCTION xip83.live_welcome_frames(after_id bigint, row_limit int, late_after bigint,
                                           max_frame_bytes int DEFAULT 2097152)
-RETURNS TABLE (frame bytea, messages int, last_id bigint)
-AS 'MODULE_PATHNAME', 'live_welcome_frames' LANGUAGE C VOLATILE PARALLEL RESTRICTED ROWS 1;
-COMMENT ON FUNCTION xip83.live_welcome_frames(bigint, int, int) IS
-'The rows of live_welcome_messages(after_id, row_limit) as frames tagged mutate_id 0. Privileges and snapshot as live_welcome_messages.';
+RETURNS TABLE (frame bytea, messages int, last_id bigint, late_cursor bigint)
+AS 'MODULE_PATHNAME', 'live_welcome_frames' LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION xip83.live_welcome_frames(bigint, int, bigint, int) IS
+'The rows of live_welcome_messages(after_id, row_limit, late_after) as frames tagged mutate_id 0, with the highest id and the late cursor of each. Privileges and snapshot as live_welcome_messages.';
 
 CREATE FUNCTION xip83.live_envelope_frames(node_ids int[], after_sequence_ids bigint[],
-                                           row_limit int, max_frame_bytes int DEFAULT 2097152)
-RETURNS TABLE (frame bytea, messages int, last_node_id int, last_sequence_id bigint)
-AS 'MODULE_PATHNAME', 'live_envelope_frames' LANGUAGE C VOLATILE PARALLEL RESTRICTED ROWS 1;
-COMMENT ON FUNCTION xip83.live_envelope_frames(int[], bigint[], int, int) IS
-'The rows of live_envelopes(node_ids, after_sequence_ids, row_limit) as Envelopes frames tagged mutate_id 0. Privileges and snapshot as live_envelopes.';
+                                           row_limit int, late_after bigint,
+                                           max_frame_bytes int DEFAULT 2097152)
+RETURNS TABLE (frame bytea, messages int, originator_node_ids int[], sequence_ids bigint[],
+               late_cursor bigint)
+AS 'MODULE_PATHNAME', 'live_envelope_frames' LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION xip83.live_envelope_frames(int[], bigint[], int, bigint, int) IS
+'The rows of live_envelopes(node_ids, after_sequence_ids, row_limit, late_after) as Envelopes frames tagged mutate_id 0, with each frame''s originators, their highest sequence ids in it, and the late cursor. Privileges and snapshot as live_envelopes.';
 
 -- Control frames. v3 and d14n define these messages with the same numbers
 -- and types, so both bindings get the same bytes.

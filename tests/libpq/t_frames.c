@@ -897,6 +897,85 @@ fuzz_decoders(void)
 
 /* ----------------------------------------------------------------- live */
 
+/*
+ * Live envelope frames: the stored envelopes of live_envelopes in its order,
+ * tagged 0, with each frame's originators and highest sequence ids.
+ */
+static void
+live_envelope_frames(void)
+{
+	PGresult   *ref;
+	PGresult   *res;
+	int			next = 0;
+
+	PQclear(tl_exec(conn,
+					"SELECT count(*) FROM xip83.insert_envelopes("
+					"  ARRAY(SELECT m.originator_node_id FROM meta m JOIN blob USING (originator_node_id, originator_sequence_id) ORDER BY 1, m.originator_sequence_id), "
+					"  ARRAY(SELECT m.originator_sequence_id FROM meta m JOIN blob USING (originator_node_id, originator_sequence_id) ORDER BY m.originator_node_id, 1), "
+					"  ARRAY(SELECT m.topic FROM meta m JOIN blob USING (originator_node_id, originator_sequence_id) ORDER BY m.originator_node_id, m.originator_sequence_id), "
+					"  ARRAY(SELECT b.originator_envelope FROM meta m JOIN blob b USING (originator_node_id, originator_sequence_id) ORDER BY m.originator_node_id, m.originator_sequence_id))",
+					0, NULL));
+	ref = tl_exec(conn,
+				  "SELECT originator_node_id, originator_sequence_id, originator_envelope, late_cursor "
+				  "FROM xip83.live_envelopes('{1,2,3,4,5}', '{0,0,0,0,0}', 1000, 0)", 0, NULL);
+	res = tl_exec(conn,
+				  "SELECT frame, messages, originator_node_ids, sequence_ids, late_cursor, "
+				  "  array_length(originator_node_ids, 1) "
+				  "FROM xip83.live_envelope_frames('{1,2,3,4,5}', '{0,0,0,0,0}', 1000, 0, 4000)", 0, NULL);
+	TL_CHECK(PQntuples(res) > 1 && PQntuples(ref) > 100, "live envelope frames: %d for %d rows",
+			 PQntuples(res), PQntuples(ref));
+	for (int f = 0; f < PQntuples(res); f++)
+	{
+		size_t		len;
+		unsigned char *frame = tl_bytea(res, f, 0, &len);
+		Xmtp__Xmtpv4__MessageApi__SubscribeResponse *resp =
+			xmtp__xmtpv4__message_api__subscribe_response__unpack(NULL, len, frame);
+		char		nodes[256] = "{",
+					seqs[512] = "{";
+		int			last_node = -1;
+
+		TL_CHECK(resp != NULL && resp->v1 != NULL && resp->v1->response_case ==
+				 XMTP__XMTPV4__MESSAGE_API__SUBSCRIBE_RESPONSE__V1__RESPONSE_ENVELOPES &&
+				 resp->v1->envelopes->mutate_id == 0, "live envelope frame %d decodes, tagged 0", f);
+		if (resp == NULL || resp->v1 == NULL || resp->v1->response_case !=
+			XMTP__XMTPV4__MESSAGE_API__SUBSCRIBE_RESPONSE__V1__RESPONSE_ENVELOPES)
+			break;
+		for (size_t i = 0; i < resp->v1->envelopes->n_envelopes && next < PQntuples(ref); i++, next++)
+		{
+			size_t		slen;
+			unsigned char *stored = tl_bytea(ref, next, 2, &slen);
+
+			TL_CHECK(memmem(frame, len, stored, slen) != NULL, "live envelope %d embedded", next);
+			PQfreemem(stored);
+			/* rows come by originator: the last of each run is its highest here */
+			if (i + 1 == resp->v1->envelopes->n_envelopes || next + 1 >= PQntuples(ref) ||
+				tl_int(ref, next + 1, 0) != tl_int(ref, next, 0))
+			{
+				if ((int) tl_int(ref, next, 0) != last_node)
+				{
+					snprintf(nodes + strlen(nodes), sizeof(nodes) - strlen(nodes), "%s%s",
+							 nodes[1] ? "," : "", PQgetvalue(ref, next, 0));
+					snprintf(seqs + strlen(seqs), sizeof(seqs) - strlen(seqs), "%s%s",
+							 seqs[1] ? "," : "", PQgetvalue(ref, next, 1));
+				}
+				last_node = (int) tl_int(ref, next, 0);
+			}
+		}
+		strcat(nodes, "}");
+		strcat(seqs, "}");
+		TL_CHECK(strcmp(PQgetvalue(res, f, 2), nodes) == 0 && strcmp(PQgetvalue(res, f, 3), seqs) == 0,
+				 "frame %d advances %s %s, expected %s %s", f, PQgetvalue(res, f, 2),
+				 PQgetvalue(res, f, 3), nodes, seqs);
+		TL_CHECK(strcmp(PQgetvalue(res, f, 4), PQgetvalue(ref, next - 1, 3)) == 0,
+				 "live envelope frame's late cursor");
+		xmtp__xmtpv4__message_api__subscribe_response__free_unpacked(resp, NULL);
+		PQfreemem(frame);
+	}
+	TL_CHECK(next == PQntuples(ref), "live envelopes delivered %d of %d", next, PQntuples(ref));
+	PQclear(res);
+	PQclear(ref);
+}
+
 /* Live frames: the live fetch's rows, tagged 0, for all three kinds. */
 static void
 live_frames(void)
@@ -922,14 +1001,15 @@ live_frames(void)
 
 		snprintf(sql, sizeof(sql),
 				 "SELECT l.id, (extract(epoch FROM l.created_at) * 1000000000)::numeric(30,0), %s "
-				 "FROM xip83.live_%s_messages(0, 1000) l ORDER BY l.id",
+				 "FROM xip83.live_%s_messages(0, 1000, 0) l",	/* in fetch order */
 				 welcome ? "installation_key, data, hpke_public_key IS NULL, coalesce(hpke_public_key, '\\x'), "
 				 "coalesce(wrapper_algorithm + 1, 0), welcome_metadata IS NULL, "
-				 "coalesce(welcome_metadata, '\\x'), message_type"
+				 "coalesce(welcome_metadata, '\\x'), message_type, late_cursor"
 				 : "group_id, data, coalesce(is_commit, false), coalesce(sender_hmac, '\\x'), "
-				 "coalesce(should_push, false)", welcome ? "welcome" : "group");
+				 "coalesce(should_push, false), late_cursor", welcome ? "welcome" : "group");
 		ref = tl_exec(conn, sql, 0, NULL);
-		snprintf(sql, sizeof(sql), "SELECT frame, messages, last_id FROM xip83.live_%s_frames(0, 1000, 900)",
+		snprintf(sql, sizeof(sql),
+				 "SELECT frame, messages, last_id, late_cursor FROM xip83.live_%s_frames(0, 1000, 0, 900)",
 				 welcome ? "welcome" : "group");
 		res = tl_exec(conn, sql, 0, NULL);
 		TL_CHECK(PQntuples(res) > 1, "live %s frames: %d", welcome ? "welcome" : "group", PQntuples(res));
@@ -941,6 +1021,8 @@ live_frames(void)
 			/* mutate_id 0: the live lane */
 			check_v3_frame(welcome, frame, len, (int) tl_int(res, f, 1), tl_int(res, f, 2), 0, 900,
 						   ref, &next);
+			TL_CHECK(next > 0 && strcmp(PQgetvalue(res, f, 3), PQgetvalue(ref, next - 1, welcome ? 10 : 7)) == 0,
+					 "live frame's late cursor %s", PQgetvalue(res, f, 3));
 			PQfreemem(frame);
 		}
 		TL_CHECK(next == PQntuples(ref) && next > 0, "live %s: %d of %d", welcome ? "welcome" : "group",
@@ -948,6 +1030,7 @@ live_frames(void)
 		PQclear(res);
 		PQclear(ref);
 	}
+	live_envelope_frames();
 }
 
 int
