@@ -132,7 +132,7 @@ LiveFetchRange(LiveFetch *f, bool with_originator, int32 originator, int keycol,
 	ScanKeyInit(&keys[nkeys++], keycol, BTLessEqualStrategyNumber, F_INT8LE,
 				Int64GetDatum(upper));
 
-	scan = index_beginscan(f->heap, f->index, f->snapshot, nkeys, 0);
+	scan = xip83_index_beginscan(f->heap, f->index, f->snapshot, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	while (f->rows < f->limit && index_getnext_slot(scan, ForwardScanDirection, f->slot))
 	{

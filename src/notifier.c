@@ -172,7 +172,7 @@ NotifierEnsureRunning(void)
 	TimestampTz now;
 	bool		start = false;
 
-	if (Shared == NULL || IsBackgroundWorker)
+	if (Shared == NULL || AmBackgroundWorkerProcess())
 		return;
 	e = MyEntry();
 	if (e == NULL || ((volatile NotifierDb *) e)->pid != 0)

@@ -7,6 +7,8 @@
 
 #include "postgres.h"
 
+#include "compat.h"
+
 /* GUCs (src/xip83.c) */
 extern int	xip83_max_page_limit;
 extern int	xip83_notify_interval_ms;

@@ -1,0 +1,28 @@
+/*
+ * compat.h: the few server APIs that differ between the supported PostgreSQL
+ * major versions (15 and 18 are built and tested; 16 and 17 only through the
+ * same guards). Each guard names the version that changed the API.
+ *
+ * Macros only: each expands at its use site, whose file includes the server
+ * header that declares the real function.
+ */
+#ifndef XIP83_COMPAT_H
+#define XIP83_COMPAT_H
+
+#include "postgres.h"
+
+/* 18: index_beginscan takes an IndexScanInstrumentation pointer (may be NULL). */
+#if PG_VERSION_NUM >= 180000
+#define xip83_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys))
+#else
+#define xip83_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
+#endif
+
+/* 17: IsBackgroundWorker gave way to AmBackgroundWorkerProcess() (miscadmin.h). */
+#if PG_VERSION_NUM < 170000
+#define AmBackgroundWorkerProcess() (IsBackgroundWorker)
+#endif
+
+#endif							/* XIP83_COMPAT_H */
