@@ -2,8 +2,17 @@
 #
 #   make                 extension library, xip83-tail and test programs
 #   make install         into the PostgreSQL found by pg_config
+#   make installcheck    regression, isolation and TAP tests (PGXS) against the
+#                        installed extension and the server at PGHOST/PGPORT,
+#                        which must preload xip83 (tests/xip83.conf)
+#   make tempcheck       the same, regression and isolation in a temporary
+#                        instance (pg_regress --temp-instance), as a non-root user
+#   make installcheck-libpq  the libpq programs tests/libpq/t_*.c against PGHOST
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
+#
+# Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
+# specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c.
 
 EXTVERSION   = 0.1.0
 PG_CONFIG   ?= pg_config
@@ -29,7 +38,20 @@ PG_CPPFLAGS  = -I$(BUILD)/proto -Isrc $(PROTOBUF_CFLAGS)
 PG_CFLAGS    = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK   = $(PROTOBUF_LIBS)
 
-EXTRA_CLEAN  = $(BUILD)
+# ---------------------------------------------------------------- tests
+REGRESS      = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+ISOLATION    = $(patsubst specs/%.spec,%,$(sort $(wildcard specs/*.spec)))
+TAP_TESTS    = 1
+# Every suite needs xip83 preloaded (the horizon registry and the notifier live
+# in shared memory): --temp-config applies it to temporary instances, and
+# --load-extension creates the extension in each test database. No
+# NO_INSTALLCHECK: the suites change nothing outside their own databases, so
+# they may run against any server that preloads xip83.
+REGRESS_OPTS   = --temp-config=$(srcdir)/tests/xip83.conf --load-extension=xip83
+ISOLATION_OPTS = --temp-config=$(srcdir)/tests/xip83.conf --load-extension=xip83
+
+EXTRA_CLEAN  = $(BUILD) results output_iso tmp_check tmp_check_iso tmp_instance \
+               regression.diffs regression.out
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -89,7 +111,26 @@ $(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(wildcard tests/
 
 install: install-tools
 install-tools: $(TOOLS)
+	$(if $(TOOLS),$(MKDIR_P) '$(DESTDIR)$(bindir)')
 	$(if $(TOOLS),$(INSTALL_PROGRAM) $(TOOLS) '$(DESTDIR)$(bindir)/')
+
+# PGXS's installcheck runs the three kinds in one recipe and stops at the first
+# that fails; these run one kind each (tests/driver.sh runs all three).
+installcheck-regress:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+installcheck-isolation:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+installcheck-tap:
+	$(prove_installcheck)
+
+# PGXS offers no `make check` for an extension: this is its equivalent, after
+# `make install`, as a user that may run the server (not root).
+tempcheck:
+	$(MAKE) installcheck EXTRA_REGRESS_OPTS='--temp-instance=$(CURDIR)/tmp_instance $(EXTRA_REGRESS_OPTS)'
+
+# One program, one test: each gets a fresh database with the extension.
+installcheck-libpq: $(LIBPQ_TESTS)
+	PATH="$(bindir):$$PATH" bash tests/libpq/run.sh $(LIBPQ_TESTS)
 
 test:
 	bash tests/driver.sh check
@@ -97,4 +138,5 @@ test:
 demo:
 	bash tests/driver.sh demo
 
-.PHONY: test demo install-tools
+.PHONY: test demo install-tools installcheck-regress installcheck-isolation installcheck-tap \
+        tempcheck installcheck-libpq
