@@ -2,7 +2,7 @@
 -- table and on production's partitioned meta/blob layout; bad input, layout
 -- errors, privileges and row-level security.
 \set ECHO none
-\i tests/wave_d14n_reference.sql
+\ir ../tests/wave_d14n_reference.sql
 \set ECHO all
 
 -- Three originators; topics '\x00' || int4; originator 30 has its sequences
