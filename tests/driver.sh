@@ -5,6 +5,9 @@
 #   bash tests/driver.sh demo     build, make install, throwaway cluster, the main job
 #   bash tests/driver.sh bench [NAME [ARGS]]  build, temp-install, throwaway cluster, tests/bench
 #   bash tests/driver.sh shell    a throwaway cluster left running for hand work
+#   bash tests/driver.sh package  build the .deb (debian/, pg_buildext), install it,
+#                                 CREATE EXTENSION and the pg_regress and isolation
+#                                 suites on a fresh cluster of Debian's server, remove it
 #
 # The server is the one PG_CONFIG names (default: Debian's PostgreSQL
 # $PG_MAJOR, 15 unless set, installed when missing). The tests themselves are
@@ -284,6 +287,54 @@ case "$mode" in
 		fresh_db xip83_demo
 		PGDATABASE=xip83_demo bash tests/demo/run.sh "$BINDIR"
 		;;
+	package)
+		[ "$(id -u)" = 0 ] || die "package: needs root (apt-get, dpkg -i)"
+		debian_pg || die "package: needs Debian's PostgreSQL (PG_CONFIG under /usr/lib/postgresql)"
+		pkgs=()
+		command -v dpkg-buildpackage >/dev/null || pkgs+=(dpkg-dev)
+		command -v dh >/dev/null || pkgs+=(debhelper)
+		[ -f /usr/share/perl5/Debian/Debhelper/Sequence/pgxs.pm ] || pkgs+=(postgresql-server-dev-all)
+		if [ ${#pkgs[@]} -gt 0 ]; then
+			log "installing: ${pkgs[*]}"
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${pkgs[@]}" \
+				>/dev/null || die "apt-get install ${pkgs[*]} failed"
+		fi
+		# A copy of the checkout: the .deb lands beside the source tree.
+		pkgdir=$RUN/pkg
+		rm -rf "$pkgdir" && mkdir -p "$pkgdir/xip83"
+		tar -C "$top" --exclude=./.git --exclude=./build --exclude='*.o' --exclude='*.so' \
+			--exclude='*.bc' --exclude=./results --exclude=./output_iso --exclude=./tmp_check \
+			-cf - . | tar -C "$pkgdir/xip83" -xf -
+		log "dpkg-buildpackage -us -uc -b (log: $pkgdir/build.log)"
+		if (cd "$pkgdir/xip83" && dpkg-buildpackage -us -uc -b) >"$pkgdir/build.log" 2>&1; then
+			PASSED=$((PASSED + 1)); echo "test dpkg-buildpackage ... ok"
+		else
+			tail -n 60 "$pkgdir/build.log"
+			echo "test dpkg-buildpackage ... FAILED"
+			echo "package: 0 passed, 1 failed"
+			exit 1
+		fi
+		deb=$(ls "$pkgdir"/postgresql-"$PG_MAJOR"-xip83_*.deb)
+		dpkg -i "$deb" >"$pkgdir/install.log" 2>&1 || { cat "$pkgdir/install.log"; die "dpkg -i $deb failed"; }
+		trap 'cluster_stop; dpkg -r postgresql-'"$PG_MAJOR"'-xip83 >/dev/null 2>&1' EXIT
+		log "installed $(basename "$deb"): $(dpkg -S "$PG_PKGLIBDIR/xip83.so")"
+		BINDIR=$PG_BINDIR
+		cluster_init
+		cluster_start
+		if fresh_db xip83_pkg && [ "$("$BINDIR/psql" -X -At -d xip83_pkg -c \
+			"SELECT extversion FROM pg_extension WHERE extname = 'xip83'")" = 0.1.0 ]; then
+			PASSED=$((PASSED + 1)); echo "test create_extension ... ok"
+		else
+			FAILED=$((FAILED + 1)); FAILED_NAMES+=(create_extension); echo "test create_extension ... FAILED"
+		fi
+		run_target as_server installcheck-regress
+		run_target as_server installcheck-isolation
+		cluster_stop
+		for n in "${FAILED_NAMES[@]}"; do echo "failed: $n"; done
+		echo "package: $PASSED passed, $FAILED failed"
+		[ "$FAILED" = 0 ]
+		exit $?
+		;;
 	shell)
 		build
 		temp_install
@@ -295,6 +346,6 @@ case "$mode" in
 		trap - EXIT
 		;;
 	*)
-		die "usage: tests/driver.sh check|demo|bench|shell"
+		die "usage: tests/driver.sh check|demo|bench|shell|package"
 		;;
 esac
