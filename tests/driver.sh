@@ -285,7 +285,13 @@ case "$mode" in
 		cluster_init
 		cluster_start
 		fresh_db xip83_demo
-		PGDATABASE=xip83_demo bash tests/demo/run.sh "$BINDIR"
+		# the demo is one end-to-end check: it passes when every step did
+		if PGDATABASE=xip83_demo bash tests/demo/run.sh "$BINDIR"; then
+			echo "demo: 1 passed, 0 failed"
+		else
+			echo "demo: 0 passed, 1 failed"
+			exit 1
+		fi
 		;;
 	package)
 		[ "$(id -u)" = 0 ] || die "package: needs root (apt-get, dpkg -i)"
@@ -296,6 +302,7 @@ case "$mode" in
 		[ -f /usr/share/perl5/Debian/Debhelper/Sequence/pgxs.pm ] || pkgs+=(postgresql-server-dev-all)
 		if [ ${#pkgs[@]} -gt 0 ]; then
 			log "installing: ${pkgs[*]}"
+			apt-get update -q >/dev/null || die "apt-get update failed"
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${pkgs[@]}" \
 				>/dev/null || die "apt-get install ${pkgs[*]} failed"
 		fi
