@@ -14,17 +14,25 @@ set -euo pipefail
 
 PREFIX=${XIP83_PG18_PREFIX:-/var/cache/xip83/pg18}
 WORK=${XIP83_PG18_WORK:-/var/cache/xip83/pg18-src}
-PKG=postgresql-18
+PKG=${XIP83_PG18_PACKAGE:-postgresql-18}	# another name only to test the failure path
 
 log() { printf '== pg18: %s\n' "$*" >&2; }
 die() { printf 'pg18: %s\n' "$*" >&2; exit 2; }
 
-if [ -x "$PREFIX/bin/pg_config" ] && [ -x "$PREFIX/bin/postgres" ] \
-	&& [ -f "$PREFIX/.xip83-complete" ]; then
+built() { [ -x "$PREFIX/bin/pg_config" ] && [ -x "$PREFIX/bin/postgres" ] && [ -f "$PREFIX/.xip83-complete" ]; }
+if built; then
 	echo "$PREFIX/bin/pg_config"
 	exit 0
 fi
 [ "$(id -u)" = 0 ] || die "PostgreSQL 18 is not built in $PREFIX and building it needs root (apt-get)"
+# One build at a time on a machine: checkouts side by side share the cache.
+mkdir -p "$(dirname "$PREFIX")" "$(dirname "$WORK")"
+exec 9>"$PREFIX.lock"
+flock 9
+if built; then
+	echo "$PREFIX/bin/pg_config"
+	exit 0
+fi
 
 export DEBIAN_FRONTEND=noninteractive
 log "installing build dependencies (bookworm)"
