@@ -68,6 +68,15 @@ include $(PGXS)
 # this size and never leaves a stale object after a struct changes.
 $(OBJS): $(PROTO_H) $(call srcfiles,src/*.h)
 
+# Objects built against one PostgreSQL major version are never linked into
+# another's: when PG_CONFIG names another major than the last build's, the
+# module's objects go before anything is made. (A stamp file as a prerequisite
+# would not do: PGXS declares every target .SECONDARY.)
+PG_STAMP     = $(BUILD)/built-for-pg
+ifneq ($(shell cat '$(PG_STAMP)' 2>/dev/null),$(MAJORVERSION))
+$(shell rm -f $(OBJS) $(OBJS:.o=.bc) $(shlib); mkdir -p $(BUILD); echo '$(MAJORVERSION)' >'$(PG_STAMP)')
+endif
+
 # PGXS's compile rule makes no directories, and a VPATH build starts without
 # src/ (a rule for it would not run: VPATH finds the source tree's src/).
 ifdef VPATH

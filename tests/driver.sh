@@ -101,11 +101,6 @@ fi
 # ------------------------------------------------------------------ build
 build() {
 	log "building against $PG_CONFIG"
-	# objects of another server's build must not be linked into this one
-	if [ "$(cat build/.pg_config 2>/dev/null)" != "$PG_CONFIG" ]; then
-		make -s PG_CONFIG="$PG_CONFIG" clean >/dev/null 2>&1
-		mkdir -p build && echo "$PG_CONFIG" >build/.pg_config
-	fi
 	make -s -j2 PG_CONFIG="$PG_CONFIG" all >"$RUN/build.log" 2>&1 \
 		|| { cat "$RUN/build.log"; die "build failed"; }
 }
