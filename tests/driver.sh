@@ -79,7 +79,6 @@ export PG_CONFIG
 PG_BINDIR=$($PG_CONFIG --bindir)
 PG_SHAREDIR=$($PG_CONFIG --sharedir)
 PG_PKGLIBDIR=$($PG_CONFIG --pkglibdir)
-PGXS_DIR=$(dirname "$($PG_CONFIG --pgxs)")/../..
 export PATH="$PG_BINDIR:$PATH"
 # Runtime state lives outside the checkout, so the server user can reach it
 # whatever the checkout's permissions; one directory per checkout and major.
