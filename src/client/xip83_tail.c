@@ -54,9 +54,10 @@ PrintRow(void *arg, const Xip83FeedRow *row)
 	for (size_t i = 0; i < row->topic_len; i++)
 		printf("%02x", row->topic[i]);
 	if (row->kind == XIP83_FEED_ENVELOPE)
-		printf(" %d:%lld %zu\n", row->originator_node_id, (long long) row->position, row->data_len);
+		printf(" %d:%lld %zu%s\n", row->originator_node_id, (long long) row->position, row->data_len,
+			   row->late ? " late" : "");
 	else
-		printf(" %lld %zu\n", (long long) row->position, row->data_len);
+		printf(" %lld %zu%s\n", (long long) row->position, row->data_len, row->late ? " late" : "");
 	out->printed++;
 }
 
