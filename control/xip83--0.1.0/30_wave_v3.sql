@@ -45,7 +45,10 @@ AS 'MODULE_PATHNAME', 'welcome_wave_rows' LANGUAGE C STABLE ROWS 100000;
 -- row; this SQL function is inlined by the planner, which puts the C function
 -- in a target list where it runs one row per call, so memory stays bounded
 -- and each FETCH costs only the rows it returns. Keep it STABLE and not
--- STRICT: either would stop the inlining.
+-- STRICT: either would stop the inlining. So would a SET clause: the body is
+-- parsed under the caller's search_path, so it names every function by schema
+-- and uses no operator. Inlined, it runs the C function as the caller, which
+-- is why *_wave_rows stay executable by PUBLIC (they check what the scans do).
 CREATE FUNCTION xip83.group_wave_stream(
     topics bytea[], floors bigint[], scan_cursor bigint, ceiling bigint,
     source regclass DEFAULT 'xip83.group_messages')

@@ -49,7 +49,10 @@ AS 'MODULE_PATHNAME', 'envelope_wave_rows' LANGUAGE C STABLE ROWS 100000;
 -- row; this SQL function is inlined by the planner, which puts the C function
 -- in a target list where it runs one row per call, so memory stays bounded and
 -- each FETCH costs only the rows it returns. Keep it STABLE and not STRICT:
--- either change would stop the inlining.
+-- either change would stop the inlining, and so would a SET clause: the body
+-- names every function by schema and uses no operator, since it is parsed
+-- under the caller's search_path. envelope_wave_rows stays executable by
+-- PUBLIC because the inlined stream runs it as the caller.
 CREATE FUNCTION xip83.envelope_wave_stream(
     cursor_topics        bytea[],
     cursor_node_ids      int[],
