@@ -80,6 +80,29 @@ SET search_path = pg_catalog, pg_temp AS $$
                   ORDER BY u.ord)
 $$;
 
+-- The stored hash is sha256(topic || data), as the v3 node computes it, so two
+-- different messages can share it: (topic 0a0b, data 0102) and (topic 0a0b01,
+-- data 02). Node compatibility keeps the hash; instead a batch element whose
+-- hash matches a stored message with another topic or data is refused here
+-- (23505), never returned as if it were a repeat. Called at most once, for the
+-- first such element: it only raises.
+CREATE FUNCTION xip83.batch_hash_collision(arg_name text, ord bigint, topic bytea, data bytea,
+                                           stored_id bigint, stored_topic bytea,
+                                           stored_data bytea)
+RETURNS void LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RAISE EXCEPTION 'message hash collision: element % of "%" differs from the stored message with its hash',
+                    ord, arg_name
+        USING ERRCODE = 'unique_violation',
+              DETAIL = pg_catalog.format(
+                  'Element %s (topic %s, %s data bytes) and stored message %s (topic %s, %s data bytes) have the same sha256(topic || data).',
+                  ord, pg_catalog.encode(topic, 'hex'), pg_catalog.octet_length(data),
+                  stored_id, pg_catalog.encode(stored_topic, 'hex'),
+                  pg_catalog.octet_length(stored_data)),
+              HINT = 'The hash of the concatenation cannot tell where the topic ends; store one of them with another data.';
+END $$;
+
 CREATE FUNCTION xip83.insert_group_messages(
     group_ids     bytea[],
     datas         bytea[],
@@ -122,7 +145,14 @@ BEGIN
     SELECT pg_catalog.array_agg(ins.id) INTO fresh FROM ins;
 
     -- A new statement takes a new snapshot: a duplicate a concurrent writer
-    -- committed while we waited on its hash is visible here.
+    -- committed while we waited on its hash is visible here. A stored message
+    -- with an element's hash but not its topic and data is a collision.
+    PERFORM xip83.batch_hash_collision('group_ids', b.ord, b.g, b.d, m.id, m.group_id, m.data)
+       FROM ROWS FROM (pg_catalog.unnest(group_ids), pg_catalog.unnest(datas))
+                WITH ORDINALITY AS b(g, d, ord)
+       JOIN xip83.group_messages m ON m.group_id_data_hash = hashes[b.ord]
+      WHERE m.group_id <> b.g OR m.data <> b.d
+      LIMIT 1;
 
     RETURN QUERY
     SELECT m.id, m.created_at, m.group_id, m.data, m.group_id_data_hash, m.is_commit,
@@ -178,6 +208,14 @@ BEGIN
         RETURNING m.id
     )
     SELECT pg_catalog.array_agg(ins.id) INTO fresh FROM ins;
+
+    PERFORM xip83.batch_hash_collision('installation_keys', b.ord, b.k, b.d, m.id,
+                                       m.installation_key, m.data)
+       FROM ROWS FROM (pg_catalog.unnest(installation_keys), pg_catalog.unnest(datas))
+                WITH ORDINALITY AS b(k, d, ord)
+       JOIN xip83.welcome_messages m ON m.installation_key_data_hash = hashes[b.ord]
+      WHERE m.installation_key <> b.k OR m.data <> b.d
+      LIMIT 1;
 
     RETURN QUERY
     SELECT m.id, m.created_at, m.installation_key, m.data, m.hpke_public_key,
