@@ -8,6 +8,7 @@
 -- calls by schema: a function or operator another role created in a schema on
 -- the caller's search_path never runs in its place. They run as the caller
 -- (nothing is SECURITY DEFINER): writing needs INSERT and SELECT on the table.
+-- The helpers are internal: not executable by PUBLIC (see the REVOKEs below).
 
 -- Checks one column array of a batch: present (an optional one may be NULL,
 -- meaning every element takes the column default), one-dimensional,
@@ -296,3 +297,30 @@ BEGIN
      ORDER BY f.ord;
 END $$;
 
+-- The helpers are internal: only the batch functions call them. Those run as
+-- their caller, so a role that writes through them needs EXECUTE on these too
+-- (README, "Privileges"); PUBLIC has none.
+REVOKE EXECUTE ON FUNCTION
+    xip83.check_batch_array(anyarray, text, int, boolean, boolean),
+    xip83.check_batch_topics(bytea[], text),
+    xip83.batch_first_occurrences(bytea[]),
+    xip83.batch_hashes(bytea[], bytea[]),
+    xip83.batch_hash_collision(text, bigint, bytea, bytea, bigint, bytea, bytea)
+FROM PUBLIC;
+
+COMMENT ON FUNCTION xip83.check_batch_array(anyarray, text, int, boolean, boolean) IS
+'Internal to the batch inserts. Returns nothing; raises 22004 (NULL argument or element) or 22023 (not one-dimensional, wrong length). Reads no table. Not executable by PUBLIC.';
+COMMENT ON FUNCTION xip83.check_batch_topics(bytea[], text) IS
+'Internal to the batch inserts. Returns nothing; raises 22023 on an empty topic. Reads no table. Not executable by PUBLIC.';
+COMMENT ON FUNCTION xip83.batch_first_occurrences(bytea[]) IS
+'Internal to the batch inserts. One row per key in input order: its ordinal, the key, and whether it is the first occurrence of that key. Reads no table. Not executable by PUBLIC.';
+COMMENT ON FUNCTION xip83.batch_hashes(bytea[], bytea[]) IS
+'Internal to the batch inserts. sha256(topic || data) of each element in input order, the stored message hash as node servers compute it. Reads no table. Not executable by PUBLIC.';
+COMMENT ON FUNCTION xip83.batch_hash_collision(text, bigint, bytea, bytea, bigint, bytea, bytea) IS
+'Internal to the batch inserts. Always raises 23505: a batch element has the hash of a stored message with another topic or data. Not executable by PUBLIC.';
+COMMENT ON FUNCTION xip83.insert_group_messages(bytea[], bytea[], boolean[], bytea[], boolean[]) IS
+'Batch insert of group messages, all or nothing. One row per element in input order: the stored row and whether this call inserted it (a repeat of a stored message returns it with inserted = false). Raises 22004/22023 on bad arrays, 23505 when an element''s hash matches a different stored message. The repeat check reads with a snapshot taken after the insert, so rows a concurrent writer committed meanwhile are seen. Runs as the caller: needs INSERT and SELECT on xip83.group_messages and EXECUTE on the batch helpers.';
+COMMENT ON FUNCTION xip83.insert_welcome_messages(bytea[], bytea[], bytea[], smallint[], bytea[], smallint[]) IS
+'Batch insert of welcome messages, all or nothing. One row per element in input order: the stored row and whether this call inserted it. Raises 22004/22023 on bad arrays, 23505 when an element''s hash matches a different stored message. The repeat check reads with a snapshot taken after the insert. Runs as the caller: needs INSERT and SELECT on xip83.welcome_messages and EXECUTE on the batch helpers.';
+COMMENT ON FUNCTION xip83.insert_envelopes(int[], bigint[], bytea[], bytea[], bigint[], int[]) IS
+'Batch insert of d14n envelopes, all or nothing. One row per element in input order: the stored envelope of its (originator, sequence) and whether this call inserted it; a repeat returns the stored envelope unchanged, for the caller to compare. Raises 22004/22023 on bad arrays or a sequence id below 1. The repeat check reads with a snapshot taken after the insert. Runs as the caller: needs INSERT and SELECT on xip83.envelopes and EXECUTE on the batch helpers.';
