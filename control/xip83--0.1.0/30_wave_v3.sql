@@ -74,10 +74,10 @@ $$;
 -- kind's horizon (commit-order safe, needs the library preloaded), over a
 -- node's own table its highest visible id. Volatile: the horizon moves.
 CREATE FUNCTION xip83.group_ceiling(source regclass DEFAULT 'xip83.group_messages')
-RETURNS bigint AS 'MODULE_PATHNAME', 'group_ceiling' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+RETURNS bigint AS 'MODULE_PATHNAME', 'group_ceiling' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION xip83.welcome_ceiling(source regclass DEFAULT 'xip83.welcome_messages')
-RETURNS bigint AS 'MODULE_PATHNAME', 'welcome_ceiling' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+RETURNS bigint AS 'MODULE_PATHNAME', 'welcome_ceiling' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION xip83.group_wave_scan(bytea[], bigint[], bigint, bigint, int, regclass) IS
 'One page of a group-message wave: rows of source with group_id = topics[i] and id > floors[i] for some i, id > scan_cursor, id <= ceiling, ascending id, at most page_limit rows. Snapshot: the statement''s, or one taken right after the horizon this session last read under it (README, "What every scan and fetch checks"). Executable by PUBLIC; the caller needs USAGE on the source''s schema and SELECT on it (42501), and row-level security is refused.';
