@@ -4,10 +4,10 @@
  * Invariants: the privilege and row-level-security checks are made on the
  * relation the caller named, exactly where SQL would make them (a query on a
  * partitioned table checks the parent, never its partitions), USAGE on its
- * schema included, since a relation given by OID is never looked up by name. Every leaf that
- * SourceOpen returns has passed the column and index checks; a Source is never
- * half built (any failure raises an ERROR and the resource owner releases what
- * was opened).
+ * schema included, since a relation given by OID is never looked up by name.
+ * Every leaf that SourceOpen returns has passed the column and index checks; a
+ * Source is never half built (any failure raises an ERROR and the resource
+ * owner releases what was opened).
  *
  * Locking: AccessShareLock on the named relation, its partitions and their
  * indexes, taken in parent-to-leaf order as the executor does and kept until

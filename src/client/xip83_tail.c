@@ -158,9 +158,7 @@ ParseKinds(const char *s)
 		else if (strcmp(t, "envelope") == 0)
 			kinds |= XIP83_FEED_ENVELOPE;
 		else
-		{
 			BadOption("--kinds", t, "group, welcome or envelope");
-		}
 	}
 	free(copy);
 	return kinds;
