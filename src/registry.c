@@ -134,6 +134,7 @@ RegistryShmemInit(void)
 		for (int i = 0; i < SLOT_PINS; i++)
 			pg_atomic_init_u64(&Reg->slots[s].low[i], LOW_NONE);
 	}
+	RegistryRestore();
 }
 
 void
@@ -202,6 +203,7 @@ ResetDbLocked(RegistryDb *db, Oid dboid)
 {
 	db->dboid = dboid;
 	db->ready = false;
+	db->restored = false;
 	/*
 	 * Late sequence numbers start at the clock in microseconds, so they keep
 	 * ascending across restarts (late writes are far rarer than one a
@@ -292,8 +294,18 @@ RegistryFindOriginator(RegistryDb *db, int32 node)
 	return -1;
 }
 
+/* Raises a line's high to at least x. */
+static void
+RaiseHigh(PositionLine *line, uint64 x)
+{
+	uint64		cur = pg_atomic_read_u64(&line->high);
+
+	while (cur < x && !pg_atomic_compare_exchange_u64(&line->high, &cur, x))
+		;
+}
+
 /*
- * Adds an originator's line with the given high, reusing a line that never
+ * Adds an originator's line with the given high (or raises an existing one), reusing a line that never
  * committed anything and that no pin holds; lock held exclusive. Returns -1
  * when every line is taken (the caller reports it after releasing the lock).
  */
@@ -304,7 +316,10 @@ AddOriginatorLocked(RegistryDb *db, int32 node, uint64 high)
 	int			l = RegistryFindOriginator(db, node);
 
 	if (l >= 0)
+	{
+		RaiseHigh(&db->lines[l], high);
 		return l;
+	}
 	if (n < (uint32) Reg->n_lines)
 	{
 		db->lines[n].node = node;
@@ -568,8 +583,9 @@ LoadDb(RegistryDb *db)
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 	if (!db->ready && db->dboid == MyDatabaseId)
 	{
-		pg_atomic_write_u64(&db->lines[LINE_GROUP].high, (uint64) group_high);
-		pg_atomic_write_u64(&db->lines[LINE_WELCOME].high, (uint64) welcome_high);
+		/* a line restored from a clean shutdown keeps what it had published */
+		RaiseHigh(&db->lines[LINE_GROUP], (uint64) group_high);
+		RaiseHigh(&db->lines[LINE_WELCOME], (uint64) welcome_high);
 		db->ready = true;
 	}
 	LWLockRelease(Reg->lock);

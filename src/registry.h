@@ -83,6 +83,7 @@ typedef struct RegistryDb
 {
 	Oid			dboid;			/* InvalidOid: free (changes under lock) */
 	bool		ready;			/* loaded from the tables (under lock) */
+	bool		restored;		/* read back from the file of a clean shutdown */
 	pg_atomic_uint32 n_lines;	/* lines in use: 2 + originators */
 	pg_atomic_uint64 commit_lsn;	/* end of the newest commit that raised a high */
 	pg_atomic_uint64 late_writes;	/* late writes committed since start */
@@ -128,6 +129,9 @@ extern RegistryWakeFn registry_wake;
 extern Size RegistryShmemSize(void);
 extern void RegistryShmemRequest(void);
 extern void RegistryShmemInit(void);
+
+/* Reads back what a clean shutdown saved (registry_file.c); postmaster only. */
+extern void RegistryRestore(void);
 
 extern void RegistryRequirePreload(void);
 /* The current database's entry, loaded, and this backend's slot; refuses during recovery. */
