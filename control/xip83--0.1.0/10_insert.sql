@@ -149,9 +149,10 @@ BEGIN
     -- committed while we waited on its hash is visible here. A stored message
     -- with an element's hash but not its topic and data is a collision.
     PERFORM xip83.batch_hash_collision('group_ids', b.ord, b.g, b.d, m.id, m.group_id, m.data)
-       FROM ROWS FROM (pg_catalog.unnest(group_ids), pg_catalog.unnest(datas))
-                WITH ORDINALITY AS b(g, d, ord)
-       JOIN xip83.group_messages m ON m.group_id_data_hash = hashes[b.ord]
+       FROM ROWS FROM (pg_catalog.unnest(group_ids), pg_catalog.unnest(datas),
+                       pg_catalog.unnest(hashes))
+                WITH ORDINALITY AS b(g, d, h, ord)
+       JOIN xip83.group_messages m ON m.group_id_data_hash = b.h
       WHERE m.group_id <> b.g OR m.data <> b.d
       LIMIT 1;
 
@@ -212,9 +213,10 @@ BEGIN
 
     PERFORM xip83.batch_hash_collision('installation_keys', b.ord, b.k, b.d, m.id,
                                        m.installation_key, m.data)
-       FROM ROWS FROM (pg_catalog.unnest(installation_keys), pg_catalog.unnest(datas))
-                WITH ORDINALITY AS b(k, d, ord)
-       JOIN xip83.welcome_messages m ON m.installation_key_data_hash = hashes[b.ord]
+       FROM ROWS FROM (pg_catalog.unnest(installation_keys), pg_catalog.unnest(datas),
+                       pg_catalog.unnest(hashes))
+                WITH ORDINALITY AS b(k, d, h, ord)
+       JOIN xip83.welcome_messages m ON m.installation_key_data_hash = b.h
       WHERE m.installation_key <> b.k OR m.data <> b.d
       LIMIT 1;
 
