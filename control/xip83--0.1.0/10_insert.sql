@@ -1,8 +1,9 @@
 -- Batch inserts. Each takes one array per column, checks every array before
 -- writing anything, assigns ids in input order, and is idempotent: an element
--- whose message is already stored (same hash, or same originator and sequence
--- for envelopes) returns the stored row with inserted = false instead of failing.
--- One output row per input element, in input order.
+-- whose message is already stored (same topic and data, or same originator and
+-- sequence for envelopes) returns the stored row with inserted = false instead
+-- of failing; a different message with a stored message's hash is refused
+-- (see batch_hash_collision). One output row per input element, in input order.
 --
 -- Every function here pins search_path to pg_catalog, pg_temp and names what it
 -- calls by schema: a function or operator another role created in a schema on
