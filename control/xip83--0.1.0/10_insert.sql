@@ -86,12 +86,12 @@ $$;
 -- different messages can share it: (topic 0a0b, data 0102) and (topic 0a0b01,
 -- data 02). Node compatibility keeps the hash; instead a batch element whose
 -- hash matches a stored message with another topic or data is refused here
--- (23505), never returned as if it were a repeat. Called at most once, for the
--- first such element: it only raises.
+-- (23505), never returned as if it were a repeat. The batch functions call it
+-- only for such an element; it never returns (boolean, to sit in a WHERE).
 CREATE FUNCTION xip83.batch_hash_collision(arg_name text, ord bigint, topic bytea, data bytea,
                                            stored_id bigint, stored_topic bytea,
                                            stored_data bytea)
-RETURNS void LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+RETURNS boolean LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     RAISE EXCEPTION 'message hash collision: element % of "%" differs from the stored message with its hash',
@@ -149,20 +149,17 @@ BEGIN
     -- A new statement takes a new snapshot: a duplicate a concurrent writer
     -- committed while we waited on its hash is visible here. A stored message
     -- with an element's hash but not its topic and data is a collision.
-    PERFORM xip83.batch_hash_collision('group_ids', b.ord, b.g, b.d, m.id, m.group_id, m.data)
-       FROM ROWS FROM (pg_catalog.unnest(group_ids), pg_catalog.unnest(datas),
-                       pg_catalog.unnest(hashes))
-                WITH ORDINALITY AS b(g, d, h, ord)
-       JOIN xip83.group_messages m ON m.group_id_data_hash = b.h
-      WHERE m.group_id <> b.g OR m.data <> b.d
-      LIMIT 1;
-
     RETURN QUERY
     SELECT m.id, m.created_at, m.group_id, m.data, m.group_id_data_hash, m.is_commit,
            m.sender_hmac, m.should_push, (fr.id IS NOT NULL AND f.first)
       FROM xip83.batch_first_occurrences(hashes) f
+      JOIN ROWS FROM (pg_catalog.unnest(group_ids), pg_catalog.unnest(datas))
+           WITH ORDINALITY AS b(g, d, ord) ON b.ord = f.ord
       JOIN xip83.group_messages m ON m.group_id_data_hash = f.key
       LEFT JOIN pg_catalog.unnest(fresh) AS fr(id) ON fr.id = m.id
+     WHERE CASE WHEN m.group_id = b.g AND m.data = b.d THEN true
+                ELSE xip83.batch_hash_collision('group_ids', b.ord, b.g, b.d,
+                                                m.id, m.group_id, m.data) END
      ORDER BY f.ord;
 END $$;
 
@@ -212,22 +209,18 @@ BEGIN
     )
     SELECT pg_catalog.array_agg(ins.id) INTO fresh FROM ins;
 
-    PERFORM xip83.batch_hash_collision('installation_keys', b.ord, b.k, b.d, m.id,
-                                       m.installation_key, m.data)
-       FROM ROWS FROM (pg_catalog.unnest(installation_keys), pg_catalog.unnest(datas),
-                       pg_catalog.unnest(hashes))
-                WITH ORDINALITY AS b(k, d, h, ord)
-       JOIN xip83.welcome_messages m ON m.installation_key_data_hash = b.h
-      WHERE m.installation_key <> b.k OR m.data <> b.d
-      LIMIT 1;
-
     RETURN QUERY
     SELECT m.id, m.created_at, m.installation_key, m.data, m.hpke_public_key,
            m.installation_key_data_hash, m.wrapper_algorithm, m.welcome_metadata,
            m.message_type, (fr.id IS NOT NULL AND f.first)
       FROM xip83.batch_first_occurrences(hashes) f
+      JOIN ROWS FROM (pg_catalog.unnest(installation_keys), pg_catalog.unnest(datas))
+           WITH ORDINALITY AS b(k, d, ord) ON b.ord = f.ord
       JOIN xip83.welcome_messages m ON m.installation_key_data_hash = f.key
       LEFT JOIN pg_catalog.unnest(fresh) AS fr(id) ON fr.id = m.id
+     WHERE CASE WHEN m.installation_key = b.k AND m.data = b.d THEN true
+                ELSE xip83.batch_hash_collision('installation_keys', b.ord, b.k, b.d,
+                                                m.id, m.installation_key, m.data) END
      ORDER BY f.ord;
 END $$;
 
@@ -320,7 +313,7 @@ COMMENT ON FUNCTION xip83.batch_first_occurrences(bytea[]) IS
 COMMENT ON FUNCTION xip83.batch_hashes(bytea[], bytea[]) IS
 'Internal to the batch inserts. sha256(topic || data) of each element in input order, the stored message hash as node servers compute it. Reads no table. Not executable by PUBLIC.';
 COMMENT ON FUNCTION xip83.batch_hash_collision(text, bigint, bytea, bytea, bigint, bytea, bytea) IS
-'Internal to the batch inserts. Always raises 23505: a batch element has the hash of a stored message with another topic or data. Not executable by PUBLIC.';
+'Internal to the batch inserts. Never returns: raises 23505, a batch element has the hash of a stored message with another topic or data. Not executable by PUBLIC.';
 COMMENT ON FUNCTION xip83.insert_group_messages(bytea[], bytea[], boolean[], bytea[], boolean[]) IS
 'Batch insert of group messages, all or nothing. One row per element in input order: the stored row and whether this call inserted it (a repeat of a stored message returns it with inserted = false). Raises 22004/22023 on bad arrays, 23505 when an element''s hash matches a different stored message. Snapshot: the returned rows and the collision check are read by a statement after the insert, so under READ COMMITTED they see what a concurrent writer committed meanwhile; under REPEATABLE READ and SERIALIZABLE they read the transaction snapshot. Runs as the caller: needs INSERT and SELECT on xip83.group_messages and EXECUTE on the batch helpers.';
 COMMENT ON FUNCTION xip83.insert_welcome_messages(bytea[], bytea[], bytea[], smallint[], bytea[], smallint[]) IS
