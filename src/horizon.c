@@ -333,32 +333,48 @@ HorizonCollect(HorizonSet *out)
 	out->late_writes = pg_atomic_read_u64(&db->late_writes);
 }
 
+static int
+CompareLateSeq(const void *a, const void *b)
+{
+	uint64		x = ((const LateEntry *) a)->seq;
+	uint64		y = ((const LateEntry *) b)->seq;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Sequence numbers are consecutive within a server's life and jump ahead at a
+ * start, so the entries after a recent cursor are read off their slots by
+ * number, and after an old one by a scan of the whole ring.
+ */
 void
 HorizonLateSince(PositionKind kind, uint64 after, LateBatch *out)
 {
 	RegistryDb *db = RegistryAttach();
-	uint64		oldest;
 
 	out->n = 0;
 	out->entries = NULL;
 	LWLockAcquire(Reg->lock, LW_SHARED);
 	out->head = db->late_next - 1;
-	oldest = Max(db->late_first, db->late_next - Min(db->late_next, (uint64) Reg->ring_size));
-	out->lost = after + 1 < oldest;
+	out->lost = after < db->late_evicted || after + 1 < db->late_first;
 	if (out->head > after)
 	{
-		uint64		from = Max(after + 1, oldest);
+		uint64		span = out->head - after;
 
-		out->entries = palloc(sizeof(LateEntry) * (out->head - from + 1));
-		for (uint64 s = from; s <= out->head; s++)
+		out->entries = palloc(sizeof(LateEntry) * Min(span, (uint64) Reg->ring_size));
+		for (uint64 i = 0; i < (uint64) Reg->ring_size && i < span; i++)
 		{
+			uint64		s = span <= (uint64) Reg->ring_size ? after + 1 + i : i;
 			LateEntry  *e = &db->ring[s % Reg->ring_size];
 
-			if (e->seq == s && e->kind == (int32) kind)
+			if (e->seq > after && e->kind == (int32) kind &&
+				(span > (uint64) Reg->ring_size || e->seq == s))
 				out->entries[out->n++] = *e;
 		}
 	}
 	LWLockRelease(Reg->lock);
+	if (out->n > 1)
+		qsort(out->entries, out->n, sizeof(LateEntry), CompareLateSeq);
 }
 
 /* ------------------------------------------------------------ SQL */

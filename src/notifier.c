@@ -44,6 +44,7 @@
 #include <signal.h>
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "catalog/objectaccess.h"
@@ -447,6 +448,23 @@ HeartbeatWait(TimestampTz last_sent)
 	return Max(ms, 1);
 }
 
+/*
+ * After every checkpoint, the newest late sequence number goes to WAL, so
+ * that crash recovery can vouch for the late ring (registry_wal.c).
+ */
+static void
+LogLateHeadAfterCheckpoint(void)
+{
+	static XLogRecPtr logged_after = InvalidXLogRecPtr;
+	XLogRecPtr	redo = GetRedoRecPtr();
+	RegistryDb *db;
+
+	if (redo == logged_after || (db = RegistryLookupMine()) == NULL)
+		return;
+	RegistryLogHead(db);
+	logged_after = redo;
+}
+
 /* Whether nothing but this worker used the registry of its database for a while. */
 static bool
 NotifierIdle(void)
@@ -497,6 +515,7 @@ xip83_notifier_main(Datum main_arg)
 			proc_exit(0);
 		}
 		sent = NotifierTickSafely(tick_cxt, XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE);
+		LogLateHeadAfterCheckpoint();
 		if (sent && xip83_notify_interval_ms > 0)
 			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 xip83_notify_interval_ms, PG_WAIT_EXTENSION);

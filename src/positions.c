@@ -46,12 +46,25 @@ PG_FUNCTION_INFO_V1(next_welcome_id);
 PG_FUNCTION_INFO_V1(register_position);
 PG_FUNCTION_INFO_V1(reset_positions);
 
-/* A line this transaction wrote, and the highest position it wrote there. */
+/*
+ * A line this transaction wrote, at one subtransaction level, and the
+ * highest position written there; line TOUCH_LATE counts late writes.
+ */
 typedef struct TouchedLine
 {
 	int			line;
+	int			level;			/* GetCurrentTransactionNestLevel() of the write */
 	uint64		max;
 } TouchedLine;
+
+#define TOUCH_LATE (-1)
+
+/* An originator line this transaction counted itself a writer of. */
+typedef struct CountedLine
+{
+	int32		node;
+	int			line;
+} CountedLine;
 
 static RegistryDb *XactDb = NULL;	/* entry the open transaction wrote in */
 static int	PinOf[SLOT_PINS];	/* line held by each pin of our slot, -1 none */
@@ -59,7 +72,9 @@ static bool Frozen = false;		/* our slot's freeze is set */
 static TouchedLine *Touched = NULL;
 static int	NTouched = 0;
 static int	TouchedCap = 0;
-static uint64 LateThisXact = 0;
+static CountedLine *Counted = NULL;
+static int	NCounted = 0;
+static int	CountedCap = 0;
 static bool PendingReset[3];	/* per PositionKind: TRUNCATEd or dropped here */
 static bool LocalInit = false;
 static int64 LastDrawn[2];		/* the id each default drew last: already registered */
@@ -87,26 +102,60 @@ OwnRelation(const char *name)
 	return OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
 }
 
-/* Records that this transaction wrote position x on a line. */
+/* Room for one more element of a backend-lifetime array. */
+static void *
+Grow(void *array, int n, int *cap, Size elem)
+{
+	if (n < *cap)
+		return array;
+	*cap = *cap == 0 ? 16 : *cap * 2;
+	return array == NULL ? MemoryContextAlloc(TopMemoryContext, elem * *cap)
+		: repalloc(array, elem * *cap);
+}
+
+/*
+ * Records that this (sub)transaction wrote position x on a line (or, with
+ * TOUCH_LATE, one more late write). A subtransaction's records go to its
+ * parent when it commits and are dropped when it aborts, so only what the
+ * top transaction commits raises a line.
+ */
 static void
 Touch(int line, uint64 x)
 {
+	int			level = GetCurrentTransactionNestLevel();
+
 	for (int i = 0; i < NTouched; i++)
-		if (Touched[i].line == line)
+		if (Touched[i].line == line && Touched[i].level == level)
 		{
-			Touched[i].max = Max(Touched[i].max, x);
+			Touched[i].max = line == TOUCH_LATE ? Touched[i].max + 1 : Max(Touched[i].max, x);
 			return;
 		}
-	if (NTouched == TouchedCap)
-	{
-		TouchedCap = TouchedCap == 0 ? 16 : TouchedCap * 2;
-		Touched = Touched == NULL
-			? MemoryContextAlloc(TopMemoryContext, sizeof(TouchedLine) * TouchedCap)
-			: repalloc(Touched, sizeof(TouchedLine) * TouchedCap);
-	}
+	Touched = Grow(Touched, NTouched, &TouchedCap, sizeof(TouchedLine));
 	Touched[NTouched].line = line;
-	Touched[NTouched].max = x;
+	Touched[NTouched].level = level;
+	Touched[NTouched].max = line == TOUCH_LATE ? 1 : x;
 	NTouched++;
+}
+
+/*
+ * The line of an originator for this transaction: counted as written by it
+ * on first use, so that it is never reused for another originator meanwhile.
+ */
+static int
+OriginatorLine(RegistryDb *db, int32 node)
+{
+	int			line;
+
+	for (int i = 0; i < NCounted; i++)
+		if (Counted[i].node == node)
+			return Counted[i].line;
+	line = RegistryOriginatorLine(db, node);
+	XactDb = db;
+	Counted = Grow(Counted, NCounted, &CountedCap, sizeof(CountedLine));
+	Counted[NCounted].node = node;
+	Counted[NCounted].line = line;
+	NCounted++;
+	return line;
 }
 
 /*
@@ -205,7 +254,7 @@ RegisterPosition(RegistryDb *db, int line, PositionKind kind, int32 node, uint64
 	else if (!AtOrBelowPublished(db, line, x))
 		return;
 	(void) RegistryAddLate(db, kind, node, (int64) x, GetCurrentTransactionId());
-	LateThisXact++;
+	Touch(TOUCH_LATE, 0);
 }
 
 /* Moves a kind's sequence up to an explicit id above it, as the writer. */
@@ -375,7 +424,7 @@ register_position(PG_FUNCTION_ARGS)
 		if (seq <= 0)
 			return PointerGetDatum(tuple);
 		db = RegistryAttach();
-		RegisterPosition(db, RegistryOriginatorLine(db, node), kind, node, (uint64) seq);
+		RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) seq);
 	}
 	else
 	{
@@ -452,6 +501,8 @@ RaiseHighs(void)
 	uint64		lsn = (uint64) XactLastCommitEnd;
 	uint64		cur;
 
+	uint64		late = 0;
+
 	if (db == NULL || NTouched == 0 || db->dboid != MyDatabaseId)
 		return;
 	/* the commit's WAL end first: a reader that sees a raised high flushes up to it */
@@ -461,15 +512,21 @@ RaiseHighs(void)
 	pg_write_barrier();
 	for (int i = 0; i < NTouched; i++)
 	{
-		PositionLine *line = &db->lines[Touched[i].line];
+		PositionLine *line;
 
+		if (Touched[i].line == TOUCH_LATE)
+		{
+			late += Touched[i].max;
+			continue;
+		}
+		line = &db->lines[Touched[i].line];
 		cur = pg_atomic_read_u64(&line->high);
 		while (cur < Touched[i].max &&
 			   !pg_atomic_compare_exchange_u64(&line->high, &cur, Touched[i].max))
 			;
 	}
-	if (LateThisXact > 0)
-		pg_atomic_fetch_add_u64(&db->late_writes, LateThisXact);
+	if (late > 0)
+		pg_atomic_fetch_add_u64(&db->late_writes, late);
 }
 
 /* Clears every pin of this backend's slot and wakes the notifier if any was set. */
@@ -477,7 +534,7 @@ static void
 ClearPins(void)
 {
 	RegistrySlot *slot = RegistryMySlot();
-	bool		any = Frozen || NTouched > 0;
+	bool		any = Frozen || NTouched > 0 || NCounted > 0;
 
 	if (slot != NULL)
 	{
@@ -491,9 +548,12 @@ ClearPins(void)
 		if (Frozen)
 			pg_atomic_write_u32(&slot->freeze, 0);
 	}
+	/* the lines' highs are raised (or the writes gone): they may be reused */
+	for (int i = 0; i < NCounted && XactDb != NULL; i++)
+		RegistryLineDone(XactDb, Counted[i].line);
 	Frozen = false;
 	NTouched = 0;
-	LateThisXact = 0;
+	NCounted = 0;
 	XactDb = NULL;
 	if (any && registry_wake != NULL)
 		registry_wake();
@@ -508,7 +568,7 @@ PositionsXactCallback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (NTouched > 0 || Frozen || AnyPendingReset())
+			if (NTouched > 0 || NCounted > 0 || Frozen || AnyPendingReset())
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that wrote xip83 messages"),
@@ -529,6 +589,31 @@ PositionsXactCallback(XactEvent event, void *arg)
 			break;
 		default:
 			break;
+	}
+}
+
+/* A subtransaction's writes go to its parent on commit, away on abort. */
+static void
+PositionsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	int			kept = 0;
+
+	if (NTouched == 0)
+		return;
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (int i = 0; i < NTouched; i++)
+			if (Touched[i].level >= level)
+				Touched[i].level = level - 1;
+	}
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		for (int i = 0; i < NTouched; i++)
+			if (Touched[i].level < level)
+				Touched[kept++] = Touched[i];
+		NTouched = kept;
 	}
 }
 
@@ -564,6 +649,7 @@ void
 PositionsInstallHooks(void)
 {
 	RegisterXactCallback(PositionsXactCallback, NULL);
+	RegisterSubXactCallback(PositionsSubXactCallback, NULL);
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = PositionsObjectAccess;
 }

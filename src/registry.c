@@ -125,6 +125,7 @@ RegistryShmemInit(void)
 		{
 			pg_atomic_init_u64(&db->lines[l].high, 0);
 			pg_atomic_init_u64(&db->lines[l].published, 0);
+			pg_atomic_init_u32(&db->lines[l].writers, 0);
 		}
 	}
 	Reg->slots = (RegistrySlot *) p;
@@ -204,12 +205,15 @@ ResetDbLocked(RegistryDb *db, Oid dboid)
 	db->dboid = dboid;
 	db->ready = false;
 	db->restored = false;
+	db->replayed = false;
+	db->head_logged = false;
 	/*
 	 * Late sequence numbers start at the clock in microseconds, so they keep
 	 * ascending across restarts (late writes are far rarer than one a
 	 * microsecond) and a consumer's late cursor from before is recognised.
 	 */
 	db->late_first = db->late_next = (uint64) GetCurrentTimestamp();
+	db->late_evicted = 0;
 	pg_atomic_write_u32(&db->n_lines, LINE_FIRST_ORIGINATOR);
 	pg_atomic_write_u64(&db->commit_lsn, 0);
 	pg_atomic_write_u64(&db->late_writes, 0);
@@ -218,6 +222,7 @@ ResetDbLocked(RegistryDb *db, Oid dboid)
 	{
 		pg_atomic_write_u64(&db->lines[l].high, 0);
 		pg_atomic_write_u64(&db->lines[l].published, 0);
+		pg_atomic_write_u32(&db->lines[l].writers, 0);
 		db->lines[l].node = 0;
 	}
 	memset(db->ring, 0, RingSize());
@@ -329,25 +334,15 @@ AddOriginatorLocked(RegistryDb *db, int32 node, uint64 high)
 		pg_atomic_write_u32(&db->n_lines, n + 1);
 		return (int) n;
 	}
-	/* full: a line whose every write aborted holds nothing worth keeping */
+	/*
+	 * Full: a line whose every write aborted holds nothing worth keeping,
+	 * once no open transaction wrote there (writers only rise under the lock).
+	 */
 	for (uint32 c = LINE_FIRST_ORIGINATOR; c < n; c++)
 	{
-		bool		pinned = false;
-
 		if (pg_atomic_read_u64(&db->lines[c].high) != 0 ||
-			pg_atomic_read_u64(&db->lines[c].published) != 0)
-			continue;
-		for (int s = 0; s < Reg->n_slots && !pinned; s++)
-		{
-			RegistrySlot *slot = &Reg->slots[s];
-
-			if (slot->dboid != db->dboid)
-				continue;
-			for (int i = 0; i < SLOT_PINS; i++)
-				if (slot->line[i] == c && pg_atomic_read_u64(&slot->low[i]) != LOW_NONE)
-					pinned = true;
-		}
-		if (pinned)
+			pg_atomic_read_u64(&db->lines[c].published) != 0 ||
+			pg_atomic_read_u32(&db->lines[c].writers) != 0)
 			continue;
 		db->lines[c].node = node;
 		pg_atomic_write_u64(&db->lines[c].high, high);
@@ -371,35 +366,74 @@ TooManyOriginators(int32 node)
 int
 RegistryOriginatorLine(RegistryDb *db, int32 node)
 {
-	int			l = RegistryFindOriginator(db, node);
+	int			l;
 
+	LWLockAcquire(Reg->lock, LW_SHARED);
+	l = RegistryFindOriginator(db, node);
+	if (l >= 0)
+		pg_atomic_fetch_add_u32(&db->lines[l].writers, 1);
+	LWLockRelease(Reg->lock);
 	if (l >= 0)
 		return l;
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 	l = AddOriginatorLocked(db, node, 0);
+	if (l >= 0)
+		pg_atomic_fetch_add_u32(&db->lines[l].writers, 1);
 	LWLockRelease(Reg->lock);
 	if (l < 0)
 		TooManyOriginators(node);
 	return l;
 }
 
+void
+RegistryLineDone(RegistryDb *db, int line)
+{
+	pg_atomic_fetch_sub_u32(&db->lines[line].writers, 1);
+}
+
 uint64
 RegistryAddLate(RegistryDb *db, PositionKind kind, int32 node, int64 position,
 				TransactionId xid)
 {
-	LateEntry  *e;
 	uint64		seq;
+	LateEntry	e;
 
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 	seq = db->late_next++;
-	e = &db->ring[seq % Reg->ring_size];
-	e->seq = seq;
-	e->kind = kind;
-	e->node = node;
-	e->position = position;
-	e->xid = xid;
+	e.seq = seq;
+	e.kind = kind;
+	e.node = node;
+	e.position = position;
+	e.xid = xid;
+	RegistryRingPutLocked(db, &e);
+	/* in WAL order = sequence order; the writer's commit flushes it */
+	RegistryLogLate(db->dboid, &e);
 	LWLockRelease(Reg->lock);
 	return seq;
+}
+
+void
+RegistryRingPutLocked(RegistryDb *db, const LateEntry *e)
+{
+	LateEntry  *slot = &db->ring[e->seq % Reg->ring_size];
+
+	if (slot->seq != 0 && slot->seq != e->seq)
+		db->late_evicted = Max(db->late_evicted, slot->seq);
+	*slot = *e;
+}
+
+RegistryDb *
+RegistryEntryForRedoLocked(Oid dboid)
+{
+	RegistryDb *db = LookupDbLocked(dboid);
+
+	if (db == NULL)
+	{
+		db = LookupDbLocked(InvalidOid);
+		if (db != NULL)
+			ResetDbLocked(db, dboid);
+	}
+	return db;
 }
 
 void
@@ -642,5 +676,8 @@ RegistryAttach(void)
 	pg_atomic_write_u64(&MyDb->last_use_ms, NowMs());
 	if (!MyDb->ready)
 		LoadDb(MyDb);
+	/* a ring restored from the shutdown file is vouched for in WAL at once */
+	if (MyDb->restored && !MyDb->head_logged)
+		RegistryLogHead(MyDb);
 	return MyDb;
 }

@@ -65,6 +65,7 @@ typedef struct PositionLine
 {
 	pg_atomic_uint64 high;		/* highest committed position */
 	pg_atomic_uint64 published; /* highest horizon handed out */
+	pg_atomic_uint32 writers;	/* open transactions that wrote here: not reusable */
 	int32		node;			/* originator lines: the node id */
 } PositionLine;
 
@@ -84,12 +85,15 @@ typedef struct RegistryDb
 	Oid			dboid;			/* InvalidOid: free (changes under lock) */
 	bool		ready;			/* loaded from the tables (under lock) */
 	bool		restored;		/* read back from the file of a clean shutdown */
+	bool		replayed;		/* late entries replayed from WAL by crash recovery */
+	bool		head_logged;	/* a head record vouches for the ring since the start */
 	pg_atomic_uint32 n_lines;	/* lines in use: 2 + originators */
 	pg_atomic_uint64 commit_lsn;	/* end of the newest commit that raised a high */
 	pg_atomic_uint64 late_writes;	/* late writes committed since start */
 	pg_atomic_uint64 last_use_ms;	/* last attach, for reclaiming idle entries */
 	uint64		late_next;		/* seq of the next late entry (under lock) */
-	uint64		late_first;		/* seq of the first late entry of this entry's life */
+	uint64		late_first;		/* entries from this seq on are all known (under lock) */
+	uint64		late_evicted;	/* highest seq overwritten in the ring (under lock) */
 	LateEntry  *ring;			/* xip83.late_ring_size entries */
 	PositionLine *lines;		/* 2 + xip83.max_originators lines */
 } RegistryDb;
@@ -130,6 +134,13 @@ extern Size RegistryShmemSize(void);
 extern void RegistryShmemRequest(void);
 extern void RegistryShmemInit(void);
 
+/* The late ring in WAL (registry_wal.c). */
+extern void RegistryRegisterRmgr(void);
+extern void RegistryLogLate(Oid dboid, const LateEntry *entry);
+extern void RegistryLogHead(RegistryDb *db);
+/* The entry of a database for WAL replay, made fresh when new; lock held exclusive. */
+extern RegistryDb *RegistryEntryForRedoLocked(Oid dboid);
+
 /* Reads back what a clean shutdown saved (registry_file.c); postmaster only. */
 extern void RegistryRestore(void);
 
@@ -141,8 +152,18 @@ extern RegistrySlot *RegistryMySlot(void);
 extern RegistryDb *RegistryLookupMine(void);
 /* Index of an originator's line, or -1; no lock needed. */
 extern int	RegistryFindOriginator(RegistryDb *db, int32 node);
-/* The line of an originator, adding it when new (takes the lock). */
+/*
+ * The line of an originator, adding it when new, counted as written by the
+ * caller's transaction (writers + 1) so that it is not reused for another
+ * originator until RegistryLineDone. Takes the lock.
+ */
 extern int	RegistryOriginatorLine(RegistryDb *db, int32 node);
+extern void RegistryLineDone(RegistryDb *db, int line);
+/*
+ * Stores a late entry in its ring slot (seq modulo the ring's size), noting
+ * what it overwrites; lock held exclusive.
+ */
+extern void RegistryRingPutLocked(RegistryDb *db, const LateEntry *e);
 /* Appends a late entry (takes the lock exclusive); returns its seq. */
 extern uint64 RegistryAddLate(RegistryDb *db, PositionKind kind, int32 node, int64 position,
 							  TransactionId xid);

@@ -40,6 +40,7 @@ typedef struct SavedDb
 	uint32		n_late;
 	uint64		late_next;
 	uint64		late_first;
+	uint64		late_evicted;
 	uint64		late_writes;
 } SavedDb;
 
@@ -89,16 +90,17 @@ RegistrySave(int code, Datum arg)
 	{
 		RegistryDb *db = &Reg->dbs[d];
 		SavedDb		s;
-		uint64		from;
 
 		if (!OidIsValid(db->dboid) || !db->ready)
 			continue;
-		from = Max(db->late_first, db->late_next - Min(db->late_next, (uint64) Reg->ring_size));
 		s.dboid = db->dboid;
 		s.n_lines = pg_atomic_read_u32(&db->n_lines);
-		s.n_late = (uint32) (db->late_next - from);
+		s.n_late = 0;
+		for (int i = 0; i < Reg->ring_size; i++)
+			s.n_late += db->ring[i].seq != 0;
 		s.late_next = db->late_next;
 		s.late_first = db->late_first;
+		s.late_evicted = db->late_evicted;
 		s.late_writes = pg_atomic_read_u64(&db->late_writes);
 		ok = WriteAll(f, &s, sizeof(s));
 		for (uint32 l = 0; ok && l < s.n_lines; l++)
@@ -109,8 +111,9 @@ RegistrySave(int code, Datum arg)
 
 			ok = WriteAll(f, &line, sizeof(line));
 		}
-		for (uint64 q = from; ok && q < db->late_next; q++)
-			ok = WriteAll(f, &db->ring[q % Reg->ring_size], sizeof(LateEntry));
+		for (int i = 0; ok && i < Reg->ring_size; i++)
+			if (db->ring[i].seq != 0)
+				ok = WriteAll(f, &db->ring[i], sizeof(LateEntry));
 	}
 	if (!ok || fflush(f) != 0 || pg_fsync(fileno(f)) != 0)
 	{
@@ -144,6 +147,7 @@ RestoreDb(FILE *f, RegistryDb *db)
 	pg_atomic_write_u64(&db->last_use_ms, (uint64) (GetCurrentTimestamp() / 1000));
 	db->late_next = s.late_next;
 	db->late_first = s.late_first;
+	db->late_evicted = s.late_evicted;
 	pg_atomic_write_u64(&db->late_writes, s.late_writes);
 	keep = Min(s.n_lines, (uint32) Reg->n_lines);
 	for (uint32 l = 0; l < s.n_lines; l++)
@@ -159,16 +163,17 @@ RestoreDb(FILE *f, RegistryDb *db)
 		pg_atomic_write_u64(&db->lines[l].published, line.published);
 	}
 	pg_atomic_write_u32(&db->n_lines, Max(keep, LINE_FIRST_ORIGINATOR));
-	/* a ring smaller than before keeps the newest entries; what it drops counts as lost */
+	/* into a smaller ring, what an entry overwrites counts as evicted */
 	for (uint32 i = 0; i < s.n_late; i++)
 	{
 		LateEntry	e;
 
 		if (!ReadAll(f, &e, sizeof(e)))
 			return false;
-		db->ring[e.seq % Reg->ring_size] = e;
-		if (s.n_late - i > (uint32) Reg->ring_size)
-			db->late_first = Max(db->late_first, e.seq + 1);
+		if (db->ring[e.seq % Reg->ring_size].seq > e.seq)
+			db->late_evicted = Max(db->late_evicted, e.seq);
+		else
+			RegistryRingPutLocked(db, &e);
 	}
 	return true;
 }

@@ -144,5 +144,6 @@ _PG_init(void)
 	shmem_startup_hook = Xip83ShmemStartup;
 	PositionsInstallHooks();
 	HorizonInstallHooks();
+	RegistryRegisterRmgr();
 	NotifierInstallHooks();
 }
