@@ -36,7 +36,7 @@ PG_FUNCTION_INFO_V1(welcome_ceiling);
 static int64
 LeafMaxId(SourceLeaf *leaf, Snapshot snapshot)
 {
-	IndexScanDesc scan = index_beginscan(leaf->heap, leaf->walk_index, snapshot, 1, 0);
+	IndexScanDesc scan = xip83_index_beginscan(leaf->heap, leaf->walk_index, snapshot, 1, 0);
 	TupleTableSlot *slot = table_slot_create(leaf->heap, NULL);
 	ScanKeyData notnull;
 	int64		max = 0;

@@ -112,7 +112,7 @@ KeyProbeFirst(KeyProbes *probes, SourceLeaf *leaf, ScanKey keys, ScanDirection d
 	CHECK_FOR_INTERRUPTS();
 	if (lp->scan == NULL)
 	{
-		lp->scan = index_beginscan(leaf->heap, leaf->index, probes->snapshot, probes->nkeys, 0);
+		lp->scan = xip83_index_beginscan(leaf->heap, leaf->index, probes->snapshot, probes->nkeys, 0);
 		lp->slot = table_slot_create(leaf->heap, NULL);
 	}
 	index_rescan(lp->scan, keys, probes->nkeys, NULL, 0);

@@ -228,7 +228,7 @@ LiveFetchScan(LiveFetch *f, int32 originator, int64 lower, int64 upper,
 	ScanKeyInit(&keys[nkeys++], keycol, BTLessEqualStrategyNumber, F_INT8LE,
 				Int64GetDatum(upper));
 
-	scan = compat_index_beginscan(f->heap, f->index, f->snapshot, nkeys, 0);
+	scan = xip83_index_beginscan(f->heap, f->index, f->snapshot, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, f->slot))
 	{

@@ -28,7 +28,7 @@ LiveNoticeToBase64(const Xip83__V1__LiveNotice *notice)
 	int			rawlen = VARSIZE(raw) - VARHDRSZ;
 	int			cap = pg_b64_enc_len(rawlen) + 1;
 	char	   *text = palloc(cap);
-	int			len = pg_b64_encode(VARDATA(raw), rawlen, text, cap);
+	int			len = pg_b64_encode((void *) VARDATA(raw), rawlen, text, cap);
 
 	if (len < 0 || len > LIVE_NOTICE_MAX_PAYLOAD)
 		ereport(ERROR,
@@ -157,7 +157,8 @@ live_notice_decode(PG_FUNCTION_ARGS)
 	payload = PG_GETARG_TEXT_PP(0);
 	b64len = VARSIZE_ANY_EXHDR(payload);
 	raw = palloc(pg_b64_dec_len(b64len) + 1);
-	rawlen = pg_b64_decode(VARDATA_ANY(payload), b64len, raw, pg_b64_dec_len(b64len) + 1);
+	rawlen = pg_b64_decode(VARDATA_ANY(payload), b64len, (void *) raw,
+						   pg_b64_dec_len(b64len) + 1);
 	if (rawlen < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),

@@ -382,7 +382,7 @@ Refill(MergeScan *merge, MergeStream *s)
 							 s->floor, s->ceiling);
 		if (ls->scan == NULL)
 		{
-			ls->scan = index_beginscan(leaf->heap, leaf->index, merge->snapshot, nkeys, 0);
+			ls->scan = xip83_index_beginscan(leaf->heap, leaf->index, merge->snapshot, nkeys, 0);
 			ls->scan->xs_want_itup = true;
 		}
 		index_rescan(ls->scan, keys, nkeys, NULL, 0);
@@ -614,8 +614,8 @@ NextFromWalk(MergeScan *merge, MergeRow *row)
 								 merge->walk_originator, merge->walk_position,
 								 merge->walk_hi);
 			if (ls->walk == NULL)
-				ls->walk = index_beginscan(leaf->heap, leaf->walk_index, merge->snapshot,
-										   nkeys, 0);
+				ls->walk = xip83_index_beginscan(leaf->heap, leaf->walk_index, merge->snapshot,
+												 nkeys, 0);
 			index_rescan(ls->walk, keys, nkeys, NULL, 0);
 			merge->walk_open = true;
 		}

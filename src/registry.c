@@ -500,7 +500,7 @@ static bool
 ProbeKey(Relation heap, Relation index, Snapshot snapshot, ScanKey keys, int nkeys,
 		 ScanDirection dir, AttrNumber col, int64 *out)
 {
-	IndexScanDesc scan = compat_index_beginscan(heap, index, snapshot, nkeys, 0);
+	IndexScanDesc scan = xip83_index_beginscan(heap, index, snapshot, nkeys, 0);
 	TupleTableSlot *slot = table_slot_create(heap, NULL);
 	bool		found = false;
 	bool		isnull;
@@ -532,7 +532,7 @@ OpenWithKey(const char *name, Relation *heap, Relation *index)
 	if (!OidIsValid(relid))
 		return false;
 	*heap = table_open(relid, AccessShareLock);
-	pk = compat_primary_key_index(*heap);
+	pk = xip83_primary_key_index(*heap);
 	if (!OidIsValid(pk))
 	{
 		table_close(*heap, AccessShareLock);
@@ -656,7 +656,7 @@ RegistryAttach(void)
 		MyDb = AcquireDb();
 	if (MySlot == NULL)
 	{
-		int			procno = compat_my_proc_number();
+		int			procno = xip83_my_proc_number();
 
 		if (procno < 0 || procno >= Reg->n_slots)
 			elog(ERROR, "xip83: process number %d outside the registry", procno);

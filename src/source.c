@@ -421,7 +421,7 @@ SourceOpenKeyed(Oid relid, const char *relname, Relation *heap, Relation *pk)
 
 	SourceRequireReadable(relid, relname);
 	*heap = table_open(relid, AccessShareLock);
-	pkid = compat_primary_key_index(*heap);
+	pkid = xip83_primary_key_index(*heap);
 	if (!OidIsValid(pkid))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

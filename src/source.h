@@ -27,6 +27,8 @@
 
 #include "utils/rel.h"
 
+#include "compat.h"
+
 #define SOURCE_MAX_KEYS 3
 
 /* A column a scan needs: name and exact type. */
