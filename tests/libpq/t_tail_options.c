@@ -9,9 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
-#define TAIL "build/xip83-tail"
+/* The tail next to the test programs' directory (build/xip83-tail), and a
+ * scratch directory for its output. */
+static char tail_path[1024];
+static char out_path[256];
+static char err_path[256];
 
 /*
  * Runs the tail with args for at most `seconds`; returns its exit status (124
@@ -20,25 +26,24 @@
 static int
 RunTail(const char *args, int seconds, int *lines, char *err, size_t errcap)
 {
-	char		cmd[1024];
+	char		cmd[4096];
 	FILE	   *f;
 	int			status;
 	size_t		n;
 	int			c;
 
-	snprintf(cmd, sizeof(cmd),
-			 "timeout %d " TAIL " %s >build/tests/tail.out 2>build/tests/tail.err",
-			 seconds, args);
+	snprintf(cmd, sizeof(cmd), "timeout %d %s %s >%s 2>%s",
+			 seconds, tail_path, args, out_path, err_path);
 	status = system(cmd);
 	*lines = 0;
-	if ((f = fopen("build/tests/tail.out", "r")) != NULL)
+	if ((f = fopen(out_path, "r")) != NULL)
 	{
 		while ((c = fgetc(f)) != EOF)
 			*lines += c == '\n';
 		fclose(f);
 	}
 	err[0] = '\0';
-	if ((f = fopen("build/tests/tail.err", "r")) != NULL)
+	if ((f = fopen(err_path, "r")) != NULL)
 	{
 		n = fread(err, 1, errcap - 1, f);
 		err[n] = '\0';
@@ -62,13 +67,23 @@ Refused(const char *args, const char *option, const char *value)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	PGconn	   *conn = tl_connect();
 	PGresult   *res;
+	char		self[900];
+	char		scratch[] = "/tmp/t_tail_options.XXXXXX";
 	char		err[4096];
 	int			lines;
 	int			rc;
+
+	(void) argc;
+	snprintf(self, sizeof(self), "%s", argv[0]);
+	snprintf(tail_path, sizeof(tail_path), "%s/../xip83-tail", dirname(self));
+	if (access(tail_path, X_OK) != 0 || mkdtemp(scratch) == NULL)
+		tl_fatal("no %s, or no scratch directory", tail_path);
+	snprintf(out_path, sizeof(out_path), "%s/out", scratch);
+	snprintf(err_path, sizeof(err_path), "%s/err", scratch);
 
 	Refused("--page 99999999999", "--page", "99999999999");
 	Refused("--page 0", "--page", "0");
@@ -103,5 +118,8 @@ main(void)
 	TL_CHECK(rc == 0 && lines == 10, "--page 4 --exit-after 10: exit %d, %d rows", rc, lines);
 
 	PQfinish(conn);
+	unlink(out_path);
+	unlink(err_path);
+	rmdir(scratch);
 	return tl_done("t_tail_options");
 }
