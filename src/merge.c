@@ -171,7 +171,10 @@ MergeAddStream(MergeScan *merge, Datum topic, int32 originator, int64 floor,
 	if (floor >= ceiling || nleaves == 0)
 		return -1;
 	if (nleaves > PG_UINT16_MAX)
-		elog(ERROR, "a merge stream reads at most %d leaves", PG_UINT16_MAX);
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a wave scan reads at most %d partitions of one source", PG_UINT16_MAX),
+				 errdetail("The source has %d.", nleaves)));
 	if (merge->nstreams == merge->cap)
 	{
 		if (merge->cap > PG_INT32_MAX / 2)

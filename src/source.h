@@ -2,7 +2,7 @@
  * source.h: resolving a `source` relation into what a scan reads.
  *
  * A source is a plain table or a partitioned one. Opening it checks, in this
- * order: the caller's SELECT privilege (42501), row-level security (refused
+ * order: the caller's USAGE on its schema and SELECT on it (42501), row-level security (refused
  * unless the caller bypasses it, 42501), the relation kind (42809), the
  * required columns and their types on every leaf (42703, 42804), and on every
  * leaf a valid, non-partial, ascending btree index whose leading columns are

@@ -16,8 +16,12 @@ $node->start;
 
 is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'), '', 'not preloaded');
 $node->safe_psql('postgres', 'CREATE EXTENSION xip83');
-is($node->safe_psql('postgres', "SELECT state FROM xip83.live_notice_decode('')"),
-	'unspecified', 'LiveNotice decoding works');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT state FROM xip83.live_notice_decode("
+		  . "xip83.live_notice_encode(1, 'live', 0, 0, 0, '{}', '{}'))"),
+	'live',
+	'LiveNotice decoding works');
 my $id = $node->safe_psql('postgres',
 	"SELECT id FROM xip83.insert_group_messages(ARRAY['\\x0a01']::bytea[], ARRAY['\\x01']::bytea[])");
 cmp_ok($id, '>', 0, 'a batch insert works');
