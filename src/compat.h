@@ -39,4 +39,12 @@
 #define xip83_my_proc_number() (MyProc->pgprocno)
 #endif
 
+/* 16: pg_namespace_aclcheck gave way to object_aclcheck (utils/acl.h, catalog/pg_namespace.h). */
+#if PG_VERSION_NUM >= 160000
+#define xip83_namespace_aclcheck(nsp, role, mode) \
+	object_aclcheck(NamespaceRelationId, (nsp), (role), (mode))
+#else
+#define xip83_namespace_aclcheck(nsp, role, mode) pg_namespace_aclcheck((nsp), (role), (mode))
+#endif
+
 #endif							/* XIP83_COMPAT_H */

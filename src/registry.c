@@ -458,9 +458,8 @@ RegistryResetKindLocked(RegistryDb *db, PositionKind kind)
 
 /* ---------------------------------------------------------------- loading */
 
-/* The xip83 relation of that name, or InvalidOid. */
-static Oid
-OwnRelation(const char *name)
+Oid
+RegistryOwnRelation(const char *name)
 {
 	Oid			nsp = get_namespace_oid("xip83", true);
 
@@ -526,7 +525,7 @@ ProbeKey(Relation heap, Relation index, Snapshot snapshot, ScanKey keys, int nke
 static bool
 OpenWithKey(const char *name, Relation *heap, Relation *index)
 {
-	Oid			relid = OwnRelation(name);
+	Oid			relid = RegistryOwnRelation(name);
 	Oid			pk;
 
 	if (!OidIsValid(relid))
@@ -555,7 +554,7 @@ LoadV3High(const char *table, const char *sequence, Snapshot snapshot)
 {
 	Relation	heap;
 	Relation	index;
-	int64		high = RegistrySequenceLastValue(OwnRelation(sequence));
+	int64		high = RegistrySequenceLastValue(RegistryOwnRelation(sequence));
 	int64		max;
 
 	if (!OpenWithKey(table, &heap, &index))

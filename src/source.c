@@ -23,6 +23,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "lib/stringinfo.h"
@@ -90,7 +91,7 @@ SourceRequireReadable(Oid relid, const char *relname)
 {
 	Oid			nspid = get_rel_namespace(relid);
 
-	if (pg_namespace_aclcheck(nspid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+	if (xip83_namespace_aclcheck(nspid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for schema %s", get_namespace_name(nspid)),
@@ -427,4 +428,17 @@ SourceOpenKeyed(Oid relid, const char *relname, Relation *heap, Relation *pk)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("relation %s has no primary key", relname)));
 	*pk = index_open(pkid, AccessShareLock);
+}
+
+/* The xip83 table of that name (42P01 when it does not exist). */
+Oid
+SourceOwnTable(const char *table)
+{
+	Oid			relid = get_relname_relid(table, get_namespace_oid("xip83", false));
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation \"xip83.%s\" does not exist", table)));
+	return relid;
 }

@@ -86,6 +86,7 @@ extern void SourceRequireReadable(Oid relid, const char *relname);
 extern char *SourceCheckReadable(Oid relid, const SourceSpec *spec);
 extern Source *SourceOpen(Oid relid, const SourceSpec *spec);
 extern void SourceClose(Source *source);
+extern Oid	SourceOwnTable(const char *table);
 extern void SourceOpenKeyed(Oid relid, const char *relname, Relation *heap, Relation *pk);
 extern bool SourceLeafMayHoldOriginator(const SourceLeaf *leaf, int32 originator);
 
