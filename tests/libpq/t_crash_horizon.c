@@ -16,10 +16,13 @@
  *     shutdown and replayed from WAL); a cursor older than what recovery can
  *     vouch for (from before a checkpoint) gets SQLSTATE X83L0, never a
  *     silent gap.
+ *  5. The notifier killed with SIGKILL (a crash restart of the cluster):
+ *     horizons hold, a new notifier starts on the next use with a new epoch.
  */
 #include "testlib.h"
 
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -212,6 +215,36 @@ LateAcrossRestarts(PGconn *c)
 	return c;
 }
 
+/* 5: SIGKILL of the notifier. */
+static PGconn *
+NotifierKilled(PGconn *c)
+{
+	int64_t		h = tl_scalar(c, "SELECT xip83.group_horizon()");
+	int64_t		epoch;
+	int64_t		pid = 0;
+
+	for (int i = 0; i < 100 && pid == 0; i++)
+	{
+		pid = tl_scalar(c, "SELECT coalesce(notifier_pid, 0) FROM xip83.feed_status");
+		usleep(50000);
+	}
+	epoch = tl_scalar(c, "SELECT epoch FROM xip83.feed_status");
+	TL_CHECK(pid > 0 && kill((pid_t) pid, SIGKILL) == 0, "SIGKILL the notifier (%lld)", (long long) pid);
+	PQfinish(c);
+	usleep(500000);
+	c = tl_reconnect();
+	TL_CHECK(tl_scalar(c, "SELECT xip83.group_horizon()") >= h, "the horizon held");
+	pid = 0;
+	for (int i = 0; i < 100 && pid == 0; i++)
+	{
+		pid = tl_scalar(c, "SELECT coalesce(notifier_pid, 0) FROM xip83.feed_status");
+		usleep(50000);
+	}
+	TL_CHECK(pid > 0 && tl_scalar(c, "SELECT epoch FROM xip83.feed_status") > epoch,
+			 "a new notifier runs, with a new epoch");
+	return c;
+}
+
 int
 main(void)
 {
@@ -221,6 +254,7 @@ main(void)
 	c = AsyncCommits(c);
 	c = AbortedBatch(c);
 	c = LateAcrossRestarts(c);
+	c = NotifierKilled(c);
 	PQfinish(c);
 	return tl_done("t_crash_horizon");
 }
