@@ -39,6 +39,7 @@
 #include "utils/rel.h"
 
 #include "args.h"
+#include "notifier.h"
 #include "registry.h"
 
 PG_FUNCTION_INFO_V1(next_group_id);
@@ -77,6 +78,7 @@ static int	NCounted = 0;
 static int	CountedCap = 0;
 static bool PendingReset[3];	/* per PositionKind: TRUNCATEd or dropped here */
 static bool LocalInit = false;
+static bool NotifierEnsured = false;	/* this transaction asked for a notifier */
 static int64 LastDrawn[2];		/* the id each default drew last: already registered */
 static object_access_hook_type prev_object_access_hook = NULL;
 
@@ -161,6 +163,12 @@ PinLine(RegistryDb *db, RegistrySlot *slot, int line)
 	uint64		h;
 
 	InitLocal();
+	/* a transaction's first write makes sure a notifier will hear of its end */
+	if (!NotifierEnsured)
+	{
+		NotifierEnsureRunning();
+		NotifierEnsured = true;
+	}
 	XactDb = db;
 	/* pins 0 and 1 are the v3 lines', the rest go to originators in turn */
 	if (line < LINE_FIRST_ORIGINATOR)
@@ -543,6 +551,7 @@ ClearPins(void)
 	for (int i = 0; i < NCounted && XactDb != NULL; i++)
 		RegistryLineDone(XactDb, Counted[i].line);
 	Frozen = false;
+	NotifierEnsured = false;
 	NTouched = 0;
 	NCounted = 0;
 	XactDb = NULL;
