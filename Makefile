@@ -4,6 +4,8 @@
 #   make install         into the PostgreSQL found by pg_config
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
+#   make cppcheck        static analysis of src/ (tests/cppcheck.sh)
+#   make SANITIZE=1      ASan + UBSan build; XIP83_SANITIZE=1 tests/driver.sh check runs it
 
 EXTVERSION   = 0.1.0
 PG_CONFIG   ?= pg_config
@@ -31,6 +33,15 @@ SHLIB_LINK   = $(PROTOBUF_LIBS)
 
 EXTRA_CLEAN  = $(BUILD)
 
+# make SANITIZE=1: the extension and the libpq programs with AddressSanitizer
+# and UBSan. The server must then run with the ASan runtime preloaded:
+# `XIP83_SANITIZE=1 bash tests/driver.sh check` does it all (tests/sanitize/sanitize.sh).
+ifeq ($(SANITIZE),1)
+SANITIZE_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer
+PG_CFLAGS   += $(SANITIZE_FLAGS)
+SHLIB_LINK  += $(SANITIZE_FLAGS)
+endif
+
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
@@ -53,7 +64,7 @@ $(BUILD)/xip83--$(EXTVERSION).sql: $(INSTALL_PARTS) control/xip83--$(EXTVERSION)
 # ---------------------------------------------------------------- client side
 # libpq programs: the feed library under src/client, tools, and test programs.
 PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --includedir) \
-               -I$(BUILD)/proto -Isrc/client -Itests/libpq/lib $(PROTOBUF_CFLAGS)
+               -I$(BUILD)/proto -Isrc/client -Itests/libpq/lib $(PROTOBUF_CFLAGS) $(SANITIZE_FLAGS)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
 CLIENT_SRC   = $(sort $(filter-out src/client/xip83_tail.c,$(wildcard src/client/*.c)))
 CLIENT_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(CLIENT_SRC)) $(patsubst %.c,$(BUILD)/client/%.o,$(PROTO_C))
@@ -97,4 +108,8 @@ test:
 demo:
 	bash tests/driver.sh demo
 
-.PHONY: test demo install-tools
+# cppcheck over src/ with the PostgreSQL include paths (tests/cppcheck.sh)
+cppcheck:
+	bash tests/cppcheck.sh
+
+.PHONY: test demo install-tools cppcheck

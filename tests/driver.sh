@@ -238,6 +238,8 @@ run_libpq() {
 	done
 }
 
+. tests/sanitize/sanitize.sh	# XIP83_SANITIZE=1: ASan + UBSan build and server (see there)
+
 # ------------------------------------------------------------------ modes
 case "$mode" in
 	check)
