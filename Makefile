@@ -98,6 +98,21 @@ $(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(wildcard tests/
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
+# ---------------------------------------------------------------- fuzzing
+# libFuzzer harnesses over the decoders (tests/fuzz), built with clang and
+# AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer; run by
+# tests/libpq/t_frames_fuzz for a bounded time. Skipped when clang is absent
+# (that test then fails).
+FUZZ_CC      ?= clang
+FUZZERS      = $(if $(shell command -v $(FUZZ_CC) 2>/dev/null),$(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/*.c)))
+
+all: $(FUZZERS)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c src/frames_json.c src/frames_json.h $(PROTO_C) $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-I$(BUILD)/proto -Isrc $(PROTOBUF_CFLAGS) -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
+
 install: install-tools
 install-tools: $(TOOLS)
 	$(if $(TOOLS),$(INSTALL_PROGRAM) $(TOOLS) '$(DESTDIR)$(bindir)/')

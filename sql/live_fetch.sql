@@ -4,6 +4,7 @@
 -- file starts, so earlier files may leave rows behind.
 SET client_min_messages = warning;
 TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
+SELECT xip83.late_cursor() AS lc0 \gset
 SELECT xip83.group_horizon() AS g0, xip83.welcome_horizon() AS w0 \gset
 
 -- Plain INSERT, COPY and the batch function all register their ids.
@@ -26,12 +27,15 @@ SELECT xip83.group_horizon() - :g0 AS group_ahead,
        xip83.welcome_horizon() - :w0 AS welcome_ahead,
        xip83.welcome_horizon() = (SELECT max(id) FROM xip83.welcome_messages) AS welcome_at_max;
 
--- The definition: rows with after < id <= horizon, by id, at most row_limit.
--- 300 random (after, limit) pairs, every column compared row for row.
+-- The definition: rows with after < id <= horizon, by id, at most row_limit
+-- (no late writes since late cursor lc0). 300 random (after, limit) pairs,
+-- every column compared row for row.
 SELECT count(*) AS group_mismatches
   FROM (SELECT :g0 - 5 + (random() * 320)::int AS after, 1 + (random() * 40)::int AS lim
           FROM generate_series(1, 300)) p
- WHERE (SELECT array_agg(l ORDER BY l.id) FROM xip83.live_group_messages(p.after, p.lim) l)
+ WHERE (SELECT array_agg(l ORDER BY l.id)
+          FROM (SELECT id, created_at, group_id, data, is_commit, sender_hmac, should_push
+                  FROM xip83.live_group_messages(p.after, p.lim, :lc0)) l)
        IS DISTINCT FROM
        (SELECT array_agg(m ORDER BY m.id)
           FROM (SELECT id, created_at, group_id, data, is_commit, sender_hmac, should_push
@@ -41,7 +45,10 @@ SELECT count(*) AS group_mismatches
 SELECT count(*) AS welcome_mismatches
   FROM (SELECT :w0 - 5 + (random() * 60)::int AS after, 1 + (random() * 20)::int AS lim
           FROM generate_series(1, 200)) p
- WHERE (SELECT array_agg(l ORDER BY l.id) FROM xip83.live_welcome_messages(p.after, p.lim) l)
+ WHERE (SELECT array_agg(l ORDER BY l.id)
+          FROM (SELECT id, created_at, installation_key, data, hpke_public_key,
+                       wrapper_algorithm, welcome_metadata, message_type
+                  FROM xip83.live_welcome_messages(p.after, p.lim, :lc0)) l)
        IS DISTINCT FROM
        (SELECT array_agg(m ORDER BY m.id)
           FROM (SELECT id, created_at, installation_key, data, hpke_public_key,
@@ -61,7 +68,9 @@ SELECT count(*) AS envelope_mismatches
                1 + (random() * 60)::int AS lim
           FROM generate_series(1, 300)) p
  WHERE (SELECT array_agg(l ORDER BY l.originator_node_id, l.originator_sequence_id)
-          FROM xip83.live_envelopes(p.nodes, p.afters, p.lim) l)
+          FROM (SELECT originator_node_id, originator_sequence_id, gateway_time, topic,
+                       originator_envelope
+                  FROM xip83.live_envelopes(p.nodes, p.afters, p.lim, :lc0)) l)
        IS DISTINCT FROM
        (SELECT array_agg(e ORDER BY e.originator_node_id, e.originator_sequence_id)
           FROM (SELECT e.originator_node_id, e.originator_sequence_id, e.gateway_time, e.topic,
@@ -72,16 +81,29 @@ SELECT count(*) AS envelope_mismatches
                   JOIN xip83.envelope_horizons() h ON h.originator_node_id = e.originator_node_id
                  WHERE e.originator_sequence_id <= h.horizon
                  ORDER BY 1, 2 LIMIT p.lim) e);
-SELECT originator_node_id, originator_sequence_id
-  FROM xip83.live_envelopes('{3,9,3,1}', '{38,0,36,39}', 10);
+SELECT originator_node_id, originator_sequence_id, late_cursor = :lc0 AS no_late
+  FROM xip83.live_envelopes('{3,9,3,1}', '{38,0,36,39}', 10, :lc0);
 
--- Explicit positions: above everything is fine (the sequence follows), at
--- or below the horizon is refused unless it repeats a stored row.
+-- Explicit positions: above everything is fine (the sequence follows); at
+-- or below the horizon the row is stored and announced as a late write, and
+-- a consumer past it gets it through the late lane, once.
 INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)
 VALUES (:g0 + 1000, '\x0d', '\x0d', sha256('\x0d'));
 SELECT nextval('xip83.group_messages_id_seq') - :g0 AS next_after_explicit;
+DELETE FROM xip83.group_messages WHERE id = :g0 + 3;
 INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)
 VALUES (:g0 + 3, '\x0e', '\x0e', sha256('\x0e'));
+SELECT id - :g0 AS id, data, late_cursor > :lc0 AS late_cursor_moved
+  FROM xip83.live_group_messages(:g0 + 500, 10, :lc0);
+SELECT max(late_cursor) AS lc1 FROM xip83.live_group_messages(:g0 + 500, 10, :lc0) \gset
+SELECT count(*) AS again FROM xip83.live_group_messages(:g0 + 2000, 10, :lc1);
+-- a consumer that has not reached the late row yet gets it from the range, once
+SELECT id - :g0 AS id, data FROM xip83.live_group_messages(:g0 + 2, 2, :lc0);
+-- a repeat of a stored row is no late write: nothing is delivered twice
+INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)
+VALUES (:g0 + 3, '\x0e', '\x0e', sha256('\x0e')) ON CONFLICT DO NOTHING;
+SELECT count(*) AS repeat_delivered FROM xip83.live_group_messages(:g0 + 2000, 10, :lc1);
+SELECT late_writes >= 1 AS late_counted FROM xip83.feed_status;
 INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
 VALUES (2, 7, '\x03aa', '\x00');
 INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
@@ -100,28 +122,36 @@ PREPARE TRANSACTION 'xip83_live_fetch';
 SELECT count(*) FROM pg_prepared_xacts;
 
 -- Arguments.
-SELECT * FROM xip83.live_group_messages(NULL, 10);
-SELECT * FROM xip83.live_group_messages(0, NULL);
-SELECT * FROM xip83.live_welcome_messages(0, 0);
-SELECT * FROM xip83.live_group_messages(0, 10001);
-SELECT * FROM xip83.live_envelopes('{1,2}', '{0}', 10);
-SELECT * FROM xip83.live_envelopes('{1,NULL}', '{0,0}', 10);
-SELECT * FROM xip83.live_envelopes(NULL, '{0}', 10);
-SELECT count(*) FROM xip83.live_envelopes('{}', '{}', 10);
+SELECT * FROM xip83.live_group_messages(NULL, 10, 0);
+SELECT * FROM xip83.live_group_messages(0, NULL, 0);
+SELECT * FROM xip83.live_group_messages(0, 10, NULL);
+SELECT * FROM xip83.live_group_messages(0, 10, -1);
+SELECT * FROM xip83.live_welcome_messages(0, 0, 0);
+SELECT * FROM xip83.live_group_messages(0, 10001, 0);
+SELECT * FROM xip83.live_envelopes('{1,2}', '{0}', 10, 0);
+SELECT * FROM xip83.live_envelopes('{1,NULL}', '{0,0}', 10, 0);
+SELECT * FROM xip83.live_envelopes(NULL, '{0}', 10, 0);
+SELECT count(*) FROM xip83.live_envelopes('{}', '{}', 10, 0);
+-- under SERIALIZABLE a read past the transaction's snapshot is refused
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT count(*) FROM xip83.live_group_messages(0, 10, 0);
+ROLLBACK;
 
 -- Privileges: SELECT on the table is needed, row-level security is not bypassed.
 CREATE ROLE xip83_live_reader;
 GRANT USAGE ON SCHEMA xip83 TO xip83_live_reader;
 SET ROLE xip83_live_reader;
-SELECT * FROM xip83.live_group_messages(0, 10);
+SELECT * FROM xip83.live_group_messages(0, 10, 0);
 RESET ROLE;
 GRANT SELECT ON xip83.group_messages TO xip83_live_reader;
 SET ROLE xip83_live_reader;
-SELECT count(*) > 0 AS reads FROM xip83.live_group_messages(0, 10);
+SELECT count(*) > 0 AS reads FROM xip83.live_group_messages(0, 10, 0);
+SELECT xip83.welcome_horizon();  -- needs SELECT on welcome_messages
+SELECT group_horizon IS NOT NULL AS g, welcome_horizon IS NULL AS w_hidden FROM xip83.feed_status;
 RESET ROLE;
 ALTER TABLE xip83.group_messages ENABLE ROW LEVEL SECURITY;
 SET ROLE xip83_live_reader;
-SELECT * FROM xip83.live_group_messages(0, 10);
+SELECT * FROM xip83.live_group_messages(0, 10, 0);
 RESET ROLE;
 ALTER TABLE xip83.group_messages DISABLE ROW LEVEL SECURITY;
 REVOKE ALL ON xip83.group_messages FROM xip83_live_reader;

@@ -329,14 +329,23 @@ AllHorizons(int *n)
 	return result;
 }
 
-/* The requested originators with their horizons. */
+/* The requested originators (ascending) with their horizons, from one collection. */
 static OriginatorCeiling *
 ListedHorizons(const ArgArray *nodes, int *n)
 {
 	OriginatorCeiling *result = DistinctOriginators(nodes, n);
+	HorizonSet	set;
+	int			j = 0;
 
+	HorizonCollect(&set);
 	for (int i = 0; i < *n; i++)
-		result[i].max_sequence = HorizonOfOriginator(result[i].originator);
+	{
+		while (j < set.n_originators && set.originator_node_ids[j] < result[i].originator)
+			j++;
+		result[i].max_sequence = j < set.n_originators &&
+			set.originator_node_ids[j] == result[i].originator
+			? set.originator_horizons[j] : 0;
+	}
 	return result;
 }
 

@@ -3,26 +3,25 @@
  *
  * A horizon is the highest position P of one position line (group message
  * ids, welcome ids, or one originator's sequence ids, in the current database)
- * such that every row at a position <= P is committed or will never exist.
- * Horizons handed out never decrease while the server runs (a committed
- * TRUNCATE of a table starts its lines over at 0), so a consumer that reads
- * (cursor, P] in an earlier-or-equal snapshot taken after P was read never
- * skips a late committer. Read P first, then take the snapshot: a snapshot
- * taken before P was computed may miss rows at or below P.
+ * such that every row at a position <= P is committed, will never exist, or
+ * is a late write announced in the late ring (registry.h). Horizons handed out
+ * never decrease, across restarts too: the commits behind a horizon are
+ * flushed to WAL before it is handed out, and a restart loads each line from
+ * what is committed (a committed TRUNCATE starts a table's lines over at 0).
+ * Read P first, then take the snapshot: a snapshot taken before P was
+ * computed may miss rows at or below P.
  *
  * Every function here needs shared_preload_libraries = 'xip83' and fails with
- * SQLSTATE 55000 otherwise; it must be called inside a transaction (the first
- * use of a database after a server start reads its tables once). Each call
- * takes the registry lock in shared mode and reads one slot per backend: cheap,
- * but not free, so call it once per wave or fetch, not per row.
+ * SQLSTATE 55000 otherwise; it must be called inside a transaction, never in
+ * a parallel worker or a parallel query's leader (SQLSTATE 25000), and on the
+ * primary only. Each call takes the registry lock in shared mode and reads
+ * every backend's slot: cheap, but call it once per wave or fetch, not per row.
  *
- * Ceilings: a wave that pins group_ceiling() = HorizonOfGroups(),
- * welcome_ceiling() = HorizonOfWelcomes() and originator_ceilings() from
- * HorizonOfOriginator() / HorizonCollect() never leaves a late committer for
- * neither the wave nor the live lane: rows above the ceiling are the live
- * lane's, and no row at or below it can commit after the pin. Horizons cover
- * the xip83.* tables only (their ids are registered); a scan of another
- * `source` table has no registry behind it.
+ * Ceilings: a wave that pins group_ceiling() = HorizonOfGroups() (and the
+ * others likewise) never leaves a late committer for neither the wave nor the
+ * live lane: rows above the ceiling are the live lane's, and no row at or
+ * below it commits after the pin except late writes, which the live lane
+ * delivers from the late ring.
  */
 #ifndef XIP83_HORIZON_H
 #define XIP83_HORIZON_H
@@ -31,8 +30,7 @@
 
 #include "utils/snapshot.h"
 
-/* Originators one database can track; a LiveNotice of this many fits NOTIFY. */
-#define HORIZON_MAX_ORIGINATORS 64
+#include "registry.h"
 
 /* Every horizon of the current database, computed at one moment. */
 typedef struct HorizonSet
@@ -40,9 +38,20 @@ typedef struct HorizonSet
 	int64		group;			/* group message ids */
 	int64		welcome;		/* welcome message ids */
 	int			n_originators;	/* ascending by node id */
-	int32		originator_node_ids[HORIZON_MAX_ORIGINATORS];
-	int64		originator_horizons[HORIZON_MAX_ORIGINATORS];
+	int32	   *originator_node_ids;	/* palloc'd */
+	int64	   *originator_horizons;
+	uint64		late_head;		/* seq of the newest late entry, 0 if none */
+	uint64		late_writes;	/* late writes committed since the entry was loaded */
 } HorizonSet;
+
+/* The late entries of one kind after a late cursor, copied out of the ring. */
+typedef struct LateBatch
+{
+	uint64		head;			/* newest seq in the ring (0: none ever) */
+	bool		lost;			/* entries after the cursor were overwritten */
+	int			n;
+	LateEntry  *entries;		/* ascending seq, palloc'd */
+} LateBatch;
 
 /* Errors with 55000 unless the library was preloaded. */
 extern void HorizonRequirePreload(void);
@@ -52,17 +61,20 @@ extern bool HorizonPreloaded(void);
 extern int64 HorizonOfGroups(void);
 /* Welcome horizon of the current database. */
 extern int64 HorizonOfWelcomes(void);
-/* Horizon of one originator of the current database; 0 if it has no envelopes. */
-extern int64 HorizonOfOriginator(int32 originator_node_id);
 /* All horizons of the current database at once. */
 extern void HorizonCollect(HorizonSet *out);
+/* The late entries of a kind with seq > after (call after taking the read snapshot). */
+extern void HorizonLateSince(PositionKind kind, uint64 after, LateBatch *out);
+
 /*
  * The snapshot to read rows up to a horizon, or up to a wave ceiling pinned
  * from one. Every row at or below a horizon committed before the horizon was
  * computed, so a snapshot taken after that sees it; one taken before may not
  * (a ceiling read in the same statement as the scan, or earlier in a
  * REPEATABLE READ transaction). So: the active snapshot, unless it is the
- * one this backend last read a horizon under, then a new one. Register it to
+ * one this backend last read a horizon under, then one taken right after
+ * that read. That one is newer than the transaction's: under SERIALIZABLE it
+ * is refused (0A000), and in a parallel worker too (25000). Register it to
  * keep it. Needs no preloading.
  */
 extern Snapshot HorizonReadSnapshot(void);
@@ -74,10 +86,7 @@ extern Snapshot HorizonReadSnapshot(void);
  */
 extern bool HorizonCoversTable(Oid relid, const char *table);
 
-/* Shared memory and hooks, from _PG_init while preloading. */
-extern Size HorizonShmemSize(void);
-extern void HorizonShmemRequest(void);
-extern void HorizonShmemInit(void);
+/* The read path's transaction hook (drops the read snapshots). */
 extern void HorizonInstallHooks(void);
 
 #endif							/* XIP83_HORIZON_H */

@@ -3,35 +3,50 @@
  * that uses xip83, and the xip83.feed_status() view function.
  *
  * Writers never call NOTIFY: when a transaction that registered positions
- * ends, horizon.c wakes this database's notifier through its latch (a no-op
- * when the latch is already set). The worker wakes, computes the horizons and,
- * when one moved or a heartbeat is due, sends ONE NOTIFY xip83_live carrying a
- * LiveNotice (base64; at most 64 originators, so always far below 8000 bytes),
- * then sleeps xip83.notify_interval_ms before it looks again: every advance in
- * between folds into the next notice. Its own commits are asynchronous, since
- * a notice needs no durability, so the NOTIFY lock is held only briefly.
+ * ends, the registry wakes this database's notifier through registry_wake,
+ * which sets its latch (a no-op when the latch is already set). The worker
+ * wakes, computes the horizons and, when one moved, a late write arrived or a
+ * heartbeat is due, sends ONE NOTIFY xip83_live carrying a LiveNotice (base64:
+ * epoch, state and tick, a few dozen bytes), then sleeps
+ * xip83.notify_interval_ms before it looks again: every advance in between
+ * folds into the next notice. Its own commits are asynchronous, since a notice
+ * needs no durability, so the NOTIFY lock is held only briefly.
+ *
+ * A notice is only a wake-up. Any role may NOTIFY on any channel, so a
+ * consumer never takes a position, an originator or a limit from a notice: it
+ * fetches, and the live fetch functions read the horizons themselves. The
+ * notice carries no horizons (they are readable only by roles that may read
+ * the tables); the sender's pid, which PostgreSQL attaches to every
+ * notification and which nobody can forge, tells the real notifier's notices
+ * (feed_status.notifier_pid) from others.
  *
  * Each start draws a new epoch (the start time in microseconds, above every
  * earlier epoch), and every notice carries it with a state: LIVE, or STOPPING
  * when the worker leaves on SIGTERM. A consumer that sees a new epoch or hears
  * nothing for a few heartbeats polls until notices resume.
  *
- * Lifecycle: a database's notifier is started by the first backend that uses
- * the registry there (a write, a horizon, a live fetch), and runs until the
- * server stops, or the database is dropped: a DROP DATABASE asks it to leave
- * from the object-access hook, before DROP waits for other sessions to end.
- * It is a dynamic worker that never restarts itself; the next use after a
- * crash or a failed start (retried every 10 s) starts a new one.
+ * Lifecycle: a database's notifier is started by the SQL entry points (a
+ * write through the id default or trigger, a horizon, a live fetch,
+ * feed_status), and leaves when nothing used the registry of its database for
+ * xip83.notifier_idle_ms (consumers fetch on every heartbeat, so a followed
+ * feed keeps it), when the server stops, or when the database is dropped: a
+ * DROP DATABASE asks it to leave from the object-access hook, before DROP
+ * waits for other sessions to end. It is a dynamic worker that never restarts
+ * itself; the next use after a crash or a failed start (retried every 10 s)
+ * starts a new one.
  *
- * Locking: the table of notifier entries is guarded by one spinlock; a
- * backend caches a pointer to its database's entry. The worker publishes its
- * statistics under the same spinlock.
+ * Locking: the table of notifier entries is guarded by one spinlock, held
+ * only to copy or assign a few fields (no system call, no SetLatch under it);
+ * a backend caches a pointer to its database's entry.
  */
 #include "postgres.h"
 
 #include <signal.h>
 
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_database.h"
 #include "commands/async.h"
@@ -47,19 +62,21 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "horizon.h"
 #include "live_notice.h"
-#include "xip83.h"
+#include "notifier.h"
 
 PG_FUNCTION_INFO_V1(feed_status);
 
-#define NOTIFIER_MAX_DATABASES 64
 #define NOTIFIER_CHANNEL "xip83_live"
 #define NOTIFIER_RETRY_MS 10000
 
@@ -75,15 +92,14 @@ typedef struct NotifierDb
 	int			state;			/* XIP83__V1__LIVE_NOTICE__STATE__* */
 	uint64		ticks;			/* notices sent in this epoch */
 	TimestampTz last_notice_at;
-	int64		last_group;
-	int64		last_welcome;
 } NotifierDb;
 
 typedef struct NotifierShared
 {
 	slock_t		mutex;
 	uint64		last_epoch;
-	NotifierDb	dbs[NOTIFIER_MAX_DATABASES];
+	int			n_dbs;
+	NotifierDb	dbs[FLEXIBLE_ARRAY_MEMBER];
 } NotifierShared;
 
 static NotifierShared *Shared = NULL;
@@ -91,10 +107,15 @@ static NotifierDb *MyNotifier = NULL;	/* this backend's database's entry */
 static object_access_hook_type prev_object_access_hook = NULL;
 static volatile sig_atomic_t got_sigterm = false;
 
+int			xip83_notify_interval_ms = 1;
+int			xip83_notify_heartbeat_ms = 1000;
+int			xip83_notifier_idle_ms = 60000;
+
 Size
 NotifierShmemSize(void)
 {
-	return sizeof(NotifierShared);
+	return add_size(offsetof(NotifierShared, dbs),
+					mul_size(sizeof(NotifierDb), xip83_max_databases));
 }
 
 void
@@ -112,8 +133,9 @@ NotifierShmemInit(void)
 	Shared = ShmemInitStruct("xip83 notifier", NotifierShmemSize(), &found);
 	if (found)
 		return;
-	memset(Shared, 0, sizeof(*Shared));
+	memset(Shared, 0, NotifierShmemSize());
 	SpinLockInit(&Shared->mutex);
+	Shared->n_dbs = xip83_max_databases;
 }
 
 /* The entry of the current database, claimed if new; NULL when the table is full. */
@@ -126,7 +148,7 @@ MyEntry(void)
 		return MyNotifier;
 	SpinLockAcquire(&Shared->mutex);
 	MyNotifier = NULL;
-	for (int i = 0; i < NOTIFIER_MAX_DATABASES; i++)
+	for (int i = 0; i < Shared->n_dbs; i++)
 	{
 		NotifierDb *e = &Shared->dbs[i];
 
@@ -150,7 +172,8 @@ MyEntry(void)
 	return MyNotifier;
 }
 
-void
+/* registry_wake: a transaction that registered positions ended. */
+static void
 NotifierWake(void)
 {
 	NotifierDb *e = MyNotifier;
@@ -172,7 +195,7 @@ NotifierEnsureRunning(void)
 	TimestampTz now;
 	bool		start = false;
 
-	if (Shared == NULL || IsBackgroundWorker)
+	if (Shared == NULL || compat_am_background_worker())
 		return;
 	e = MyEntry();
 	if (e == NULL || ((volatile NotifierDb *) e)->pid != 0)
@@ -214,23 +237,26 @@ NotifierEnsureRunning(void)
 static void
 NotifierObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
 {
+	Latch	   *latch = NULL;
+
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access != OAT_DROP || classId != DatabaseRelationId || Shared == NULL)
 		return;
 	SpinLockAcquire(&Shared->mutex);
-	for (int i = 0; i < NOTIFIER_MAX_DATABASES; i++)
+	for (int i = 0; i < Shared->n_dbs; i++)
 	{
 		NotifierDb *e = &Shared->dbs[i];
 
 		if (e->dboid == objectId && e->pid != 0)
 		{
 			e->stop_requested = true;
-			if (e->latch)
-				SetLatch(e->latch);
+			latch = e->latch;
 		}
 	}
 	SpinLockRelease(&Shared->mutex);
+	if (latch != NULL)
+		SetLatch(latch);
 }
 
 void
@@ -238,6 +264,7 @@ NotifierInstallHooks(void)
 {
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = NotifierObjectAccess;
+	registry_wake = NotifierWake;
 }
 
 /* ---------------------------------------------------------------- worker */
@@ -278,14 +305,13 @@ NotifierClaim(void)
 {
 	NotifierDb *e = MyEntry();
 	bool		ok = false;
+	uint64		now = (uint64) GetCurrentTimestamp();
 
 	if (e == NULL)
 		return false;
 	SpinLockAcquire(&Shared->mutex);
 	if (e->pid == 0 || e->pid == MyProcPid)
 	{
-		uint64		now = (uint64) GetCurrentTimestamp();
-
 		Shared->last_epoch = Max(now, Shared->last_epoch + 1);
 		e->pid = MyProcPid;
 		e->latch = MyLatch;
@@ -300,79 +326,76 @@ NotifierClaim(void)
 	return ok;
 }
 
-/* Whether two horizon sets say the same. */
-static bool
-SameHorizons(const HorizonSet *a, const HorizonSet *b)
+/* What a notice stands for: every horizon and the late ring's head, digested. */
+typedef struct FeedDigest
 {
-	if (a->group != b->group || a->welcome != b->welcome ||
-		a->n_originators != b->n_originators)
-		return false;
-	for (int i = 0; i < a->n_originators; i++)
-		if (a->originator_node_ids[i] != b->originator_node_ids[i] ||
-			a->originator_horizons[i] != b->originator_horizons[i])
-			return false;
-	return true;
+	int64		group;
+	int64		welcome;
+	uint64		late_head;
+	uint64		originators;	/* FNV-1a over (node, horizon) pairs */
+} FeedDigest;
+
+static FeedDigest
+Digest(const HorizonSet *h)
+{
+	FeedDigest	d = {h->group, h->welcome, h->late_head, 1469598103934665603ULL};
+
+	for (int i = 0; i < h->n_originators; i++)
+	{
+		d.originators = (d.originators ^ (uint64) (uint32) h->originator_node_ids[i]) * 1099511628211ULL;
+		d.originators = (d.originators ^ (uint64) h->originator_horizons[i]) * 1099511628211ULL;
+	}
+	return d;
 }
 
-/* Queues one notice in the current transaction and counts it. */
+/* Queues one notice (a wake-up: epoch, state, tick) in the current transaction. */
 static void
-QueueNotice(const HorizonSet *h, int state)
+QueueNotice(int state)
 {
 	Xip83__V1__LiveNotice notice = XIP83__V1__LIVE_NOTICE__INIT;
-	Xip83__V1__OriginatorHorizon oh[HORIZON_MAX_ORIGINATORS];
-	Xip83__V1__OriginatorHorizon *ohp[HORIZON_MAX_ORIGINATORS];
 	NotifierDb *e = MyNotifier;
 
 	notice.epoch = e->epoch;
 	notice.state = state;
 	notice.tick = e->ticks + 1;
-	notice.group_horizon = (uint64) h->group;
-	notice.welcome_horizon = (uint64) h->welcome;
-	notice.n_originator_horizons = h->n_originators;
-	notice.originator_horizons = ohp;
-	for (int i = 0; i < h->n_originators; i++)
-	{
-		xip83__v1__originator_horizon__init(&oh[i]);
-		oh[i].originator_node_id = (uint32) h->originator_node_ids[i];
-		oh[i].horizon = (uint64) h->originator_horizons[i];
-		ohp[i] = &oh[i];
-	}
 	Async_Notify(NOTIFIER_CHANNEL, LiveNoticeToBase64(&notice));
 }
 
 /* Records a sent notice in shared memory, for feed_status. */
 static void
-CountNotice(const HorizonSet *h, int state)
+CountNotice(int state)
 {
 	NotifierDb *e = MyNotifier;
+	TimestampTz now = GetCurrentTimestamp();
 
 	SpinLockAcquire(&Shared->mutex);
 	e->ticks++;
 	e->state = state;
-	e->last_notice_at = GetCurrentTimestamp();
-	e->last_group = h->group;
-	e->last_welcome = h->welcome;
+	e->last_notice_at = now;
 	SpinLockRelease(&Shared->mutex);
 }
 
 /* What the worker last sent, kept across ticks. */
-static HorizonSet LastSent;
+static FeedDigest LastSent;
 static bool HaveLastSent = false;
 static TimestampTz LastSentAt = 0;
 
 /*
- * One tick: compute the horizons and, if they moved, the state changed or a
- * heartbeat is due, NOTIFY once. Returns whether a notice went out.
+ * One tick: compute the horizons and, if they moved, a late write arrived,
+ * the state changed or a heartbeat is due, NOTIFY once. Returns whether a
+ * notice went out.
  */
 static bool
 NotifierTick(int state)
 {
 	HorizonSet	now;
+	FeedDigest	d;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	HorizonCollect(&now);
-	if (HaveLastSent && SameHorizons(&now, &LastSent) &&
+	d = Digest(&now);
+	if (HaveLastSent && memcmp(&d, &LastSent, sizeof(d)) == 0 &&
 		state == XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE &&
 		!TimestampDifferenceExceeds(LastSentAt, GetCurrentTimestamp(),
 									xip83_notify_heartbeat_ms))
@@ -380,10 +403,10 @@ NotifierTick(int state)
 		CommitTransactionCommand();
 		return false;
 	}
-	QueueNotice(&now, state);
+	QueueNotice(state);
 	CommitTransactionCommand();
-	CountNotice(&now, state);
-	LastSent = now;
+	CountNotice(state);
+	LastSent = d;
 	HaveLastSent = true;
 	LastSentAt = GetCurrentTimestamp();
 	return true;
@@ -425,6 +448,34 @@ HeartbeatWait(TimestampTz last_sent)
 	return Max(ms, 1);
 }
 
+/*
+ * After every checkpoint, the newest late sequence number goes to WAL, so
+ * that crash recovery can vouch for the late ring (registry_wal.c).
+ */
+static void
+LogLateHeadAfterCheckpoint(void)
+{
+	static XLogRecPtr logged_after = InvalidXLogRecPtr;
+	XLogRecPtr	redo = GetRedoRecPtr();
+	RegistryDb *db;
+
+	if (redo == logged_after || (db = RegistryLookupMine()) == NULL)
+		return;
+	RegistryLogHead(db);
+	logged_after = redo;
+}
+
+/* Whether nothing but this worker used the registry of its database for a while. */
+static bool
+NotifierIdle(void)
+{
+	RegistryDb *db = RegistryLookupMine();
+	uint64		now_ms = (uint64) (GetCurrentTimestamp() / 1000);
+
+	return db != NULL && xip83_notifier_idle_ms > 0 &&
+		now_ms - pg_atomic_read_u64(&db->last_use_ms) > (uint64) xip83_notifier_idle_ms;
+}
+
 /* The worker: wait for a wake-up, coalesce, notify; see the header. */
 void
 xip83_notifier_main(Datum main_arg)
@@ -458,12 +509,13 @@ xip83_notifier_main(Datum main_arg)
 		}
 		if (((volatile NotifierDb *) MyNotifier)->stop_requested)
 			proc_exit(0);
-		if (got_sigterm)
+		if (got_sigterm || NotifierIdle())
 		{
 			(void) NotifierTickSafely(tick_cxt, XIP83__V1__LIVE_NOTICE__STATE__STATE_STOPPING);
 			proc_exit(0);
 		}
 		sent = NotifierTickSafely(tick_cxt, XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE);
+		LogLateHeadAfterCheckpoint();
 		if (sent && xip83_notify_interval_ms > 0)
 			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 xip83_notify_interval_ms, PG_WAIT_EXTENSION);
@@ -475,7 +527,20 @@ xip83_notifier_main(Datum main_arg)
 
 /* ---------------------------------------------------------------- status */
 
-/* xip83.feed_status(): the notifier and horizons of the current database, one row. */
+/* Whether the caller may read an xip83 table (horizons are shown only then). */
+static bool
+CanRead(const char *table)
+{
+	Oid			nsp = get_namespace_oid("xip83", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid(table, nsp) : InvalidOid;
+
+	return OidIsValid(relid) && pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
+}
+
+/*
+ * xip83.feed_status(): the notifier and horizons of the current database, one
+ * row. A horizon is NULL unless the caller may SELECT from its table.
+ */
 Datum
 feed_status(PG_FUNCTION_ARGS)
 {
@@ -483,8 +548,8 @@ feed_status(PG_FUNCTION_ARGS)
 	HorizonSet	h;
 	NotifierDb	copy;
 	NotifierDb *e;
-	Datum		values[12];
-	bool		nulls[12] = {false};
+	Datum		values[13];
+	bool		nulls[13] = {false};
 	Datum	   *nodes;
 	Datum	   *horizons;
 	static const char *const states[] = {"stopped", "live", "stopping"};
@@ -492,6 +557,7 @@ feed_status(PG_FUNCTION_ARGS)
 	HorizonRequirePreload();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "feed_status must return a composite type");
+	NotifierEnsureRunning();
 	HorizonCollect(&h);
 	e = MyEntry();
 	memset(&copy, 0, sizeof(copy));
@@ -510,11 +576,14 @@ feed_status(PG_FUNCTION_ARGS)
 		horizons[i] = Int64GetDatum(h.originator_horizons[i]);
 	}
 	values[0] = Int64GetDatum(h.group);
+	nulls[0] = !CanRead("group_messages");
 	values[1] = Int64GetDatum(h.welcome);
+	nulls[1] = !CanRead("welcome_messages");
 	values[2] = PointerGetDatum(construct_array(nodes, h.n_originators, INT4OID,
 												sizeof(int32), true, TYPALIGN_INT));
 	values[3] = PointerGetDatum(construct_array(horizons, h.n_originators, INT8OID,
 												sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	nulls[2] = nulls[3] = !CanRead("envelopes");
 	values[4] = Int32GetDatum(copy.pid);
 	nulls[4] = copy.pid == 0;
 	values[5] = Int64GetDatum((int64) copy.epoch);
@@ -524,10 +593,9 @@ feed_status(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum((int64) copy.ticks);
 	values[8] = TimestampTzGetDatum(copy.last_notice_at);
 	nulls[8] = copy.last_notice_at == 0;
-	values[9] = Int64GetDatum(copy.last_group);
-	nulls[9] = copy.last_notice_at == 0;
-	values[10] = Int64GetDatum(copy.last_welcome);
-	nulls[10] = copy.last_notice_at == 0;
-	values[11] = BoolGetDatum(copy.start_requested_at != 0 && copy.pid == 0);
+	values[9] = BoolGetDatum(copy.start_requested_at != 0 && copy.pid == 0);
+	values[10] = Int64GetDatum((int64) h.late_writes);
+	values[11] = Int64GetDatum((int64) h.late_head);
+	values[12] = Int32GetDatum(xip83_late_ring_size);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

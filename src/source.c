@@ -37,6 +37,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "compat.h"
 #include "source.h"
 
 /* What the bounds of the partitions above a leaf allow it to hold. */
@@ -393,4 +394,23 @@ SourceLeafMayHoldOriginator(const SourceLeaf *leaf, int32 originator)
 		if (leaf->originators[i] == originator)
 			return true;
 	return false;
+}
+
+/*
+ * Opens a plain table and its primary key for a primary-key range read,
+ * after the checks every read makes (SELECT, row-level security).
+ */
+void
+SourceOpenKeyed(Oid relid, const char *relname, Relation *heap, Relation *pk)
+{
+	Oid			pkid;
+
+	SourceRequireReadable(relid, relname);
+	*heap = table_open(relid, AccessShareLock);
+	pkid = compat_primary_key_index(*heap);
+	if (!OidIsValid(pkid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation %s has no primary key", relname)));
+	*pk = index_open(pkid, AccessShareLock);
 }

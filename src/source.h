@@ -84,6 +84,7 @@ extern void SourceRequireReadable(Oid relid, const char *relname);
 extern char *SourceCheckReadable(Oid relid, const SourceSpec *spec);
 extern Source *SourceOpen(Oid relid, const SourceSpec *spec);
 extern void SourceClose(Source *source);
+extern void SourceOpenKeyed(Oid relid, const char *relname, Relation *heap, Relation *pk);
 extern bool SourceLeafMayHoldOriginator(const SourceLeaf *leaf, int32 originator);
 
 #endif							/* XIP83_SOURCE_H */

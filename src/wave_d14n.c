@@ -124,7 +124,7 @@ typedef struct OriginatorMerge
  * A wave being read: the state that carries from row to row, for one call
  * (a page) or across the calls of a value-per-call set (a stream).
  */
-typedef struct WaveRun
+struct WaveRun
 {
 	MemoryContext cxt;			/* lives as long as the run: merges, scans */
 	MemoryContext row_cxt;		/* one row's values, reset per row */
@@ -150,7 +150,7 @@ typedef struct WaveRun
 	int64		after;			/* the last sequence its merges produced */
 	int64		goal;			/* the current merge's row goal; 0: none */
 	int64		produced;		/* rows the current merge produced */
-} WaveRun;
+};
 
 /* Orders entries by originator, then topic bytes, then floor. */
 static int
@@ -467,7 +467,7 @@ StartNextOriginator(WaveRun *run)
  * while rows were left out for want of a blob row is run again past its last
  * row.
  */
-static bool
+bool
 WaveRunNext(WaveRun *run, Datum *values, bool *nulls)
 {
 	while (run->remaining != 0)
@@ -509,7 +509,7 @@ WaveRunNext(WaveRun *run, Datum *values, bool *nulls)
  * that returns at most `limit` rows (-1: all). Everything it keeps lives in
  * a child of the current memory context.
  */
-static WaveRun *
+WaveRun *
 WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "envelope wave",
@@ -550,7 +550,7 @@ WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg)
 }
 
 /* Ends a run's merge and probes, closes its sources and frees its memory. */
-static void
+void
 WaveRunEnd(WaveRun *run)
 {
 	if (run->ended)

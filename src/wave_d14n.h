@@ -20,6 +20,7 @@
 #include "access/sdir.h"
 #include "access/skey.h"
 #include "executor/tuptable.h"
+#include "fmgr.h"
 
 #include "source.h"
 
@@ -34,5 +35,20 @@ extern TupleTableSlot *KeyProbeFirst(KeyProbes *probes, SourceLeaf *leaf, ScanKe
 									 ScanDirection direction);
 extern void KeyProbesEnd(KeyProbes *probes);
 extern bool LeafMayHoldKey(const SourceLeaf *leaf, int32 originator, int64 sequence);
+
+/*
+ * A d14n wave as a row iterator (wave_d14n.c), for the scan, the stream and
+ * callers that encode its rows (frames.c). WaveRunBegin reads the wave's
+ * arguments 0..6 of fcinfo (cursor_topics .. scan_sequence_id), the source
+ * at source_arg and the blob source at source_arg + 1, and returns at most
+ * limit rows (-1: all). WaveRunNext fills the 5 columns
+ * (originator_node_id, originator_sequence_id, gateway_time, topic,
+ * originator_envelope), valid until the next call.
+ */
+typedef struct WaveRun WaveRun;
+
+extern WaveRun *WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg);
+extern bool WaveRunNext(WaveRun *run, Datum *values, bool *nulls);
+extern void WaveRunEnd(WaveRun *run);
 
 #endif							/* XIP83_WAVE_D14N_H */

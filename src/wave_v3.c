@@ -116,7 +116,7 @@ TopicEqual(const bytea *a, const bytea *b)
 #include "lib/simplehash.h"
 
 /* One wave being read: its source, its topics and the merge over them. */
-typedef struct Wave
+struct Wave
 {
 	const SourceSpec *spec;
 	Source	   *source;
@@ -125,7 +125,7 @@ typedef struct Wave
 	MergeScan  *merge;
 	Snapshot	snapshot;
 	ResourceOwner owner;		/* holds the snapshot registration, when one */
-} Wave;
+};
 
 /* Whether the leaves hold disjoint id ranges in ascending order. */
 static bool
@@ -196,8 +196,8 @@ AnyTopicBelow(const ArgArray *floors, int64 scan_cursor, int64 ceiling)
  * the source at source_arg), opens the source and sets up the merge.
  */
 static Wave *
-WaveOpen(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int64 row_goal,
-		 Snapshot snapshot)
+WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int64 row_goal,
+		   Snapshot snapshot)
 {
 	Wave	   *wave = palloc0(sizeof(Wave));
 	ArgArray	topics = ArgGetArray(fcinfo, 0, "topics", BYTEAOID);
@@ -256,8 +256,23 @@ WaveOpen(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int64 
 	return wave;
 }
 
+/*
+ * Opens a wave read with its own snapshot, registered on the current resource
+ * owner (which must outlive the wave): the row iterator the scans, the streams
+ * and the frame encoders (frames.c) share. See WaveOpenOn for the arguments.
+ */
+Wave *
+WaveOpen(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int64 row_goal)
+{
+	Snapshot	snapshot = RegisterSnapshotOnOwner(HorizonReadSnapshot(), CurrentResourceOwner);
+	Wave	   *wave = WaveOpenOn(fcinfo, spec, source_arg, row_goal, snapshot);
+
+	wave->owner = CurrentResourceOwner;
+	return wave;
+}
+
 /* Projects the wave's next row into values/nulls; false at its end. */
-static bool
+bool
 WaveNext(Wave *wave, Datum *values, bool *nulls)
 {
 	MergeRow	row;
@@ -270,7 +285,7 @@ WaveNext(Wave *wave, Datum *values, bool *nulls)
 }
 
 /* Ends the merge, closes the source and drops the snapshot registration. */
-static void
+void
 WaveClose(Wave *wave)
 {
 	if (wave->merge != NULL)
@@ -296,9 +311,7 @@ WaveScanPage(FunctionCallInfo fcinfo, const SourceSpec *spec)
 
 	Assert(spec->ncolumns <= lengthof(values));
 	InitMaterializedSRF(fcinfo, 0);
-	wave = WaveOpen(fcinfo, spec, 5, limit,
-					RegisterSnapshotOnOwner(HorizonReadSnapshot(), CurrentResourceOwner));
-	wave->owner = CurrentResourceOwner;
+	wave = WaveOpen(fcinfo, spec, 5, limit);
 	while (WaveNext(wave, values, nulls))
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	WaveClose(wave);
@@ -310,6 +323,31 @@ static void
 WaveShutdown(Datum arg)
 {
 	WaveClose((Wave *) DatumGetPointer(arg));
+}
+
+/*
+ * The first call of a value-per-call function returning rows of a wave (or
+ * frames of one): checks the caller takes a set, sets up the call context and
+ * its row type, and switches to multi_call_memory_ctx (*old: the context to
+ * switch back to).
+ */
+FuncCallContext *
+WaveRowsFirstCall(FunctionCallInfo fcinfo, MemoryContext *old)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	FuncCallContext *funcctx;
+	TupleDesc	tupdesc;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	funcctx = SRF_FIRSTCALL_INIT();
+	*old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	funcctx->tuple_desc = BlessTupleDesc(tupdesc);
+	return funcctx;
 }
 
 /* The rows of a wave one per call, for a cursor (value-per-call SRF). */
@@ -325,22 +363,10 @@ WaveRows(FunctionCallInfo fcinfo, const SourceSpec *spec)
 	if (SRF_IS_FIRSTCALL())
 	{
 		MemoryContext old;
-		TupleDesc	tupdesc;
-		Snapshot	snapshot;
 
-		if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("set-valued function called in context that cannot accept a set")));
-		funcctx = SRF_FIRSTCALL_INIT();
-		old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
-		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "return type must be a row type");
-		funcctx->tuple_desc = BlessTupleDesc(tupdesc);
-		/* the rows come over many calls: keep the snapshot they are read with */
-		snapshot = RegisterSnapshotOnOwner(HorizonReadSnapshot(), CurrentResourceOwner);
-		wave = WaveOpen(fcinfo, spec, 4, 0, snapshot);
-		wave->owner = CurrentResourceOwner;
+		funcctx = WaveRowsFirstCall(fcinfo, &old);
+		/* the rows come over many calls: the wave keeps its snapshot registered */
+		wave = WaveOpen(fcinfo, spec, 4, 0);
 		funcctx->user_fctx = wave;
 		RegisterExprContextCallback(rsinfo->econtext, WaveShutdown, PointerGetDatum(wave));
 		MemoryContextSwitchTo(old);

@@ -6,6 +6,9 @@
 #ifndef XIP83_WAVE_V3_H
 #define XIP83_WAVE_V3_H
 
+#include "fmgr.h"
+#include "funcapi.h"
+
 #include "source.h"
 
 /* Positions of the columns every v3 kind shares, in SourceSpec.columns. */
@@ -14,5 +17,21 @@
 
 extern const SourceSpec WaveV3GroupSource;
 extern const SourceSpec WaveV3WelcomeSource;
+
+/*
+ * A wave as a row iterator (wave_v3.c), for the scans and for callers that
+ * encode its rows (frames.c). WaveOpen reads topics, floors, scan_cursor and
+ * ceiling from arguments 0..3 of fcinfo and the source from source_arg,
+ * checks them, and registers its snapshot on CurrentResourceOwner; row_goal
+ * is the rows the caller expects to read (0: the whole wave). WaveNext
+ * projects the next row into the spec's columns (valid until the next call).
+ */
+typedef struct Wave Wave;
+
+extern Wave *WaveOpen(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg,
+					  int64 row_goal);
+extern bool WaveNext(Wave *wave, Datum *values, bool *nulls);
+extern void WaveClose(Wave *wave);
+extern FuncCallContext *WaveRowsFirstCall(FunctionCallInfo fcinfo, MemoryContext *old);
 
 #endif							/* XIP83_WAVE_V3_H */

@@ -11,6 +11,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -20,13 +22,13 @@
 
 #include "horizon.h"
 #include "merge.h"
+#include "notifier.h"
+#include "registry.h"
 #include "xip83.h"
 
 PG_MODULE_MAGIC;
 
 int			xip83_max_page_limit = 10000;
-int			xip83_notify_interval_ms = 1;
-int			xip83_notify_heartbeat_ms = 1000;
 int			xip83_wave_strategy = MERGE_STRATEGY_AUTO;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -47,7 +49,7 @@ Xip83ShmemRequest(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	HorizonShmemRequest();
+	RegistryShmemRequest();
 	NotifierShmemRequest();
 }
 
@@ -58,7 +60,7 @@ Xip83ShmemStartup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	HorizonShmemInit();
+	RegistryShmemInit();
 	NotifierShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -89,6 +91,14 @@ _PG_init(void)
 							1000, 10, 3600000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("xip83.notifier_idle_ms",
+							"How long a database's notifier stays without any use of the feed before it leaves.",
+							"Writes, horizon reads and live fetches are uses; consumers fetch on every "
+							"heartbeat, so a followed feed keeps its notifier. 0 keeps it forever.",
+							&xip83_notifier_idle_ms,
+							60000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	DefineCustomEnumVariable("xip83.wave_strategy",
 							 "How wave scans read: auto, heap (merge per-topic index scans) or walk (filter the id index).",
 							 "auto starts with the id walk and switches to the merge when that is cheaper.",
@@ -105,10 +115,35 @@ _PG_init(void)
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
+	/* capacities size shared memory: settable only at server start */
+	DefineCustomIntVariable("xip83.max_databases",
+							"Databases whose horizons the registry follows at once.",
+							"An entry idle for a minute, or of a dropped database, is reused.",
+							&xip83_max_databases,
+							16, 1, 4096,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("xip83.max_originators",
+							"Originators per database whose horizons the registry follows.",
+							NULL,
+							&xip83_max_originators,
+							1024, 1, 1000000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("xip83.late_ring_size",
+							"Late writes per database the live feed remembers for consumers.",
+							"A consumer whose late cursor falls further behind must start over.",
+							&xip83_late_ring_size,
+							4096, 16, 1048576,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = Xip83ShmemRequest;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = Xip83ShmemStartup;
+	PositionsInstallHooks();
 	HorizonInstallHooks();
+	RegistryRegisterRmgr();
 	NotifierInstallHooks();
 }

@@ -5,6 +5,8 @@
 
 -- Id defaults: draw from the table's own sequence, registered before any
 -- reader can see the id. A sequence with a cache would hand ids out of order.
+-- Writers run them as the default of the id column, so they keep EXECUTE for
+-- everyone; each refuses any sequence but its table's own.
 CREATE FUNCTION xip83.next_group_id(seq regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'next_group_id' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION xip83.next_welcome_id(seq regclass) RETURNS bigint
@@ -23,6 +25,11 @@ CREATE FUNCTION xip83.register_position() RETURNS trigger
 AS 'MODULE_PATHNAME', 'register_position' LANGUAGE C;
 CREATE FUNCTION xip83.reset_positions() RETURNS trigger
 AS 'MODULE_PATHNAME', 'reset_positions' LANGUAGE C;
+
+-- Trigger functions fire whatever the writer's grants; nobody needs to call
+-- them or attach them elsewhere (they refuse any other table anyway).
+REVOKE EXECUTE ON FUNCTION xip83.register_position() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION xip83.reset_positions() FROM PUBLIC;
 
 CREATE TRIGGER register_position BEFORE INSERT OR UPDATE OF id ON xip83.group_messages
     FOR EACH ROW EXECUTE FUNCTION xip83.register_position('group');
@@ -44,45 +51,82 @@ ALTER TABLE xip83.group_messages ENABLE ALWAYS TRIGGER reset_positions;
 ALTER TABLE xip83.welcome_messages ENABLE ALWAYS TRIGGER reset_positions;
 ALTER TABLE xip83.envelopes ENABLE ALWAYS TRIGGER reset_positions;
 
--- Horizons: every row at or below is committed or will never exist. Read the
--- horizon in one statement and the rows in a later one (live fetch does both
--- in the right order).
+-- Horizons: every row at or below is committed, will never exist, or is a
+-- late write announced in the late ring. Read the horizon in one statement
+-- and the rows in a later one (live fetch does both in the right order).
+-- PARALLEL UNSAFE: a horizon must be read before a new snapshot is taken,
+-- which no parallel query may do.
 CREATE FUNCTION xip83.group_horizon() RETURNS bigint
-AS 'MODULE_PATHNAME', 'group_horizon' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+AS 'MODULE_PATHNAME', 'group_horizon' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION xip83.welcome_horizon() RETURNS bigint
-AS 'MODULE_PATHNAME', 'welcome_horizon' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+AS 'MODULE_PATHNAME', 'welcome_horizon' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION xip83.envelope_horizons()
 RETURNS TABLE (originator_node_id int, horizon bigint)
-AS 'MODULE_PATHNAME', 'envelope_horizons' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+AS 'MODULE_PATHNAME', 'envelope_horizons' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
--- Live fetch: primary-key range scans up to the horizon, columns as the wave scans.
-CREATE FUNCTION xip83.live_group_messages(after_id bigint, row_limit int)
+CREATE FUNCTION xip83.late_cursor() RETURNS bigint
+AS 'MODULE_PATHNAME', 'late_cursor' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Live fetch: late rows the consumer has passed, then primary-key range scans
+-- up to the horizon; every row carries the late cursor to pass next time.
+CREATE FUNCTION xip83.live_group_messages(after_id bigint, row_limit int, late_after bigint)
 RETURNS TABLE (id bigint, created_at timestamp, group_id bytea, data bytea,
-               is_commit boolean, sender_hmac bytea, should_push boolean)
-AS 'MODULE_PATHNAME', 'live_group_messages' LANGUAGE C VOLATILE PARALLEL RESTRICTED
+               is_commit boolean, sender_hmac bytea, should_push boolean,
+               late_cursor bigint)
+AS 'MODULE_PATHNAME', 'live_group_messages' LANGUAGE C VOLATILE PARALLEL UNSAFE
 ROWS 100;
-CREATE FUNCTION xip83.live_welcome_messages(after_id bigint, row_limit int)
+CREATE FUNCTION xip83.live_welcome_messages(after_id bigint, row_limit int, late_after bigint)
 RETURNS TABLE (id bigint, created_at timestamp, installation_key bytea, data bytea,
                hpke_public_key bytea, wrapper_algorithm smallint, welcome_metadata bytea,
-               message_type smallint)
-AS 'MODULE_PATHNAME', 'live_welcome_messages' LANGUAGE C VOLATILE PARALLEL RESTRICTED
+               message_type smallint, late_cursor bigint)
+AS 'MODULE_PATHNAME', 'live_welcome_messages' LANGUAGE C VOLATILE PARALLEL UNSAFE
 ROWS 100;
-CREATE FUNCTION xip83.live_envelopes(node_ids int[], after_sequence_ids bigint[], row_limit int)
+CREATE FUNCTION xip83.live_envelopes(node_ids int[], after_sequence_ids bigint[], row_limit int,
+                                     late_after bigint)
 RETURNS TABLE (originator_node_id int, originator_sequence_id bigint, gateway_time timestamp,
-               topic bytea, originator_envelope bytea)
-AS 'MODULE_PATHNAME', 'live_envelopes' LANGUAGE C VOLATILE PARALLEL RESTRICTED
+               topic bytea, originator_envelope bytea, late_cursor bigint)
+AS 'MODULE_PATHNAME', 'live_envelopes' LANGUAGE C VOLATILE PARALLEL UNSAFE
 ROWS 100;
 
--- The feed at a glance: horizons, the notifier, its last notice, the NOTIFY queue.
+-- The feed at a glance: horizons (NULL where the caller may not read the
+-- table), the notifier, its last notice, late writes, the NOTIFY queue.
 CREATE FUNCTION xip83.feed_status(
     OUT group_horizon bigint, OUT welcome_horizon bigint,
     OUT originator_node_ids int[], OUT originator_horizons bigint[],
     OUT notifier_pid int, OUT epoch bigint, OUT state text, OUT ticks bigint,
-    OUT last_notice_at timestamptz, OUT last_group_horizon bigint,
-    OUT last_welcome_horizon bigint, OUT notifier_starting boolean)
+    OUT last_notice_at timestamptz, OUT notifier_starting boolean,
+    OUT late_writes bigint, OUT late_cursor bigint, OUT late_ring_size int)
 RETURNS record
-AS 'MODULE_PATHNAME', 'feed_status' LANGUAGE C VOLATILE;
+AS 'MODULE_PATHNAME', 'feed_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE VIEW xip83.feed_status AS
     SELECT s.*, pg_catalog.pg_notification_queue_usage() AS notification_queue_usage
       FROM xip83.feed_status() s;
+
+COMMENT ON FUNCTION xip83.next_group_id(regclass) IS
+  'Id default of xip83.group_messages: draws from xip83.group_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs USAGE on the sequence.';
+COMMENT ON FUNCTION xip83.next_welcome_id(regclass) IS
+  'Id default of xip83.welcome_messages: draws from xip83.welcome_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs USAGE on the sequence.';
+COMMENT ON FUNCTION xip83.register_position() IS
+  'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: registers each written position; positions at or below the published horizon are stored and announced in the late ring. Refuses any other table. No EXECUTE for PUBLIC.';
+COMMENT ON FUNCTION xip83.reset_positions() IS
+  'AFTER TRUNCATE trigger of the xip83 tables: the table''s position lines start over at 0 when the TRUNCATE commits. Refuses any other table. No EXECUTE for PUBLIC.';
+COMMENT ON FUNCTION xip83.group_horizon() IS
+  'Highest group message id H such that every id <= H is committed, will never exist, or is announced as a late write. Never decreases, across restarts. Read it before taking the snapshot the rows are read with. Needs SELECT on xip83.group_messages; primary only; PARALLEL UNSAFE.';
+COMMENT ON FUNCTION xip83.welcome_horizon() IS
+  'The horizon of welcome ids (see group_horizon). Needs SELECT on xip83.welcome_messages.';
+COMMENT ON FUNCTION xip83.envelope_horizons() IS
+  'Per originator, the highest sequence id such that every one at or below is committed, will never exist, or is announced as a late write. Needs SELECT on xip83.envelopes.';
+COMMENT ON FUNCTION xip83.late_cursor() IS
+  'Sequence number of the newest late write the database remembers: the late cursor a consumer following "from now" passes to its first live fetch (read it before the horizons).';
+COMMENT ON FUNCTION xip83.live_group_messages(bigint, int, bigint) IS
+  'Rows a live consumer has not seen: late group messages at or below after_id written since late cursor late_after, then ids in (after_id, group_horizon()], at most row_limit rows. Reads the horizon first, then with a new snapshot, whatever the isolation level (refused under SERIALIZABLE). Each row carries the late cursor to pass next; the consumer''s cursor becomes the highest id it received. Needs SELECT on xip83.group_messages.';
+COMMENT ON FUNCTION xip83.live_welcome_messages(bigint, int, bigint) IS
+  'The live fetch of welcomes (see live_group_messages). Needs SELECT on xip83.welcome_messages.';
+COMMENT ON FUNCTION xip83.live_envelopes(int[], bigint[], int, bigint) IS
+  'The live fetch of envelopes: late envelopes of the listed originators, then per listed originator sequence ids in (after, horizon], ordered (originator, sequence); an originator listed twice counts once, with its lowest cursor. Needs SELECT on xip83.envelopes.';
+COMMENT ON FUNCTION xip83.feed_status() IS
+  'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size.';
+GRANT SELECT ON xip83.feed_status TO PUBLIC;
+COMMENT ON VIEW xip83.feed_status IS
+  'xip83.feed_status() with the NOTIFY queue usage.';

@@ -4,12 +4,19 @@
  * One connection, autocommit only: LISTEN xip83_live, then single-statement
  * live fetches, so the session is never idle in a transaction and never
  * holds the notification queue's tail. The loop: poll() on PQsocket with a
- * timeout, PQconsumeInput, drain PQnotifies, decode each LiveNotice (base64,
- * protobuf), then fetch (cursor, horizon] page by page for every kind.
- * Offline (no LIVE notice heard recently, new epoch, STOPPING, lost
- * connection) it polls on a timer and reconnects with doubling backoff; the
- * cursors live here, so a restart of the server or of the notifier loses and
- * repeats nothing.
+ * timeout, PQconsumeInput, drain PQnotifies, then fetch page by page for
+ * every kind: late rows the feed passed, then (cursor, horizon].
+ *
+ * A notice is only a wake-up: any role can NOTIFY xip83_live, so nothing in
+ * a notice moves a cursor, adds an originator or changes a limit. Positions
+ * come from the fetches, originators from xip83.envelope_horizons() (kept in
+ * a table that grows as needed, so there is no limit to disagree on). Only
+ * notices sent by the notifier's own backend (PGnotify.be_pid, set by the
+ * server, equal to feed_status.notifier_pid) count for availability; others
+ * just trigger a fetch. Offline (no notifier notice heard recently, STOPPING,
+ * lost connection) it polls on a timer and reconnects with doubling backoff;
+ * the cursors live here, so a restart of the server or of the notifier loses
+ * and repeats nothing.
  */
 #include "feed.h"
 
@@ -22,7 +29,8 @@
 
 #include "xip83/live_notice.pb-c.h"
 
-#define MAX_ORIGINATORS 256
+/* How often the notifier's pid may be looked up after a notice from another pid. */
+#define PID_RECHECK_MS 100
 
 typedef struct OriginatorCursor
 {
@@ -36,8 +44,12 @@ struct Xip83Feed
 	PGconn	   *conn;
 	int64_t		group_after;
 	int64_t		welcome_after;
+	int64_t		late[3];		/* late cursor per kind: group, welcome, envelope */
 	int			n_originators;
-	OriginatorCursor originators[MAX_ORIGINATORS];
+	int			cap_originators;
+	OriginatorCursor *originators;
+	int			notifier_pid;	/* the real notifier's backend, 0 when unknown */
+	int64_t		pid_checked_ms; /* when notifier_pid was last looked up */
 	bool		live;			/* hearing LIVE notices */
 	bool		ever_live;		/* reported "live" once */
 	bool		offline_reported;
@@ -68,6 +80,8 @@ Status(Xip83Feed *f, const char *status, const char *detail)
 	if (f->opt.on_status)
 		f->opt.on_status(f->opt.arg, status, detail);
 }
+
+static void CheckNotifierPid(Xip83Feed *f);
 
 /* Becomes offline (reported once per outage). */
 static void
@@ -114,18 +128,27 @@ xip83_feed_free(Xip83Feed *f)
 	if (f->conn)
 		PQfinish(f->conn);
 	free(f->scratch);
+	free(f->originators);
 	free(f);
 }
 
-/* The cursor slot of an originator, added at 0 when new; NULL if full. */
+/* The cursor slot of an originator, added at 0 when new; NULL when out of memory. */
 static OriginatorCursor *
 Originator(Xip83Feed *f, int32_t node)
 {
 	for (int i = 0; i < f->n_originators; i++)
 		if (f->originators[i].node == node)
 			return &f->originators[i];
-	if (f->n_originators == MAX_ORIGINATORS)
-		return NULL;
+	if (f->n_originators == f->cap_originators)
+	{
+		int			cap = f->cap_originators ? f->cap_originators * 2 : 16;
+		OriginatorCursor *p = realloc(f->originators, sizeof(OriginatorCursor) * cap);
+
+		if (p == NULL)
+			return NULL;
+		f->originators = p;
+		f->cap_originators = cap;
+	}
 	f->originators[f->n_originators].node = node;
 	f->originators[f->n_originators].after = 0;
 	return &f->originators[f->n_originators++];
@@ -238,6 +261,8 @@ Connect(Xip83Feed *f)
 	}
 	PQclear(res);
 	f->backoff_ms = 50;
+	f->pid_checked_ms = 0;
+	CheckNotifierPid(f);
 	return true;
 }
 
@@ -275,22 +300,58 @@ PrefixedTopic(Xip83Feed *f, unsigned char kind_byte, const char *id, size_t len)
 }
 
 /*
- * One page of one kind; delivers it and moves the cursors. Returns the rows
- * fetched, or -1 when the connection was lost, -2 on another error.
+ * SQLSTATE X83L0: late writes owed to this feed were dropped (late ring
+ * overflow, or a server restart). Reported through the status callback as
+ * "late-lost"; the feed goes on from the server's current late cursor. A
+ * caller that must not miss them resynchronizes (replays its topics as a
+ * wave) when it sees that status.
+ */
+static bool
+LateLost(Xip83Feed *f, PGresult *res, int kind)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	PGresult   *cur;
+
+	if (state == NULL || strcmp(state, "X83L0") != 0)
+		return false;
+	PQclear(res);
+	cur = PQexec(f->conn, "SELECT xip83.late_cursor()");
+	if (PQresultStatus(cur) == PGRES_TUPLES_OK && PQntuples(cur) == 1)
+		f->late[kind == XIP83_FEED_GROUP ? 0 : kind == XIP83_FEED_WELCOME ? 1 : 2] =
+			atoll(PQgetvalue(cur, 0, 0));
+	PQclear(cur);
+	Status(f, "late-lost", "late writes before this point may be missing: resynchronize");
+	return true;
+}
+
+/* Index of a kind in the late cursors. */
+static int
+KindIndex(int kind)
+{
+	return kind == XIP83_FEED_GROUP ? 0 : kind == XIP83_FEED_WELCOME ? 1 : 2;
+}
+
+/*
+ * One page of one kind; delivers it and moves the cursors: a position cursor
+ * to the highest position received (late rows lie below it), the late
+ * cursor to what the rows carry. Returns the rows fetched, or -1 when the
+ * connection was lost, -2 on another error.
  */
 static int
 FetchPage(Xip83Feed *f, int kind)
 {
 	char		after[32];
 	char		limit[16];
+	char		late[32];
 	char	   *nodes = NULL;
 	char	   *afters = NULL;
-	const char *params[3];
+	const char *params[4];
 	const char *sql;
 	PGresult   *res;
 	int			n;
 
 	snprintf(limit, sizeof(limit), "%d", f->opt.page_rows);
+	snprintf(late, sizeof(late), "%lld", (long long) f->late[KindIndex(kind)]);
 	if (kind == XIP83_FEED_ENVELOPE)
 	{
 		size_t		cap = 24 * (size_t) (f->n_originators + 1);
@@ -301,6 +362,13 @@ FetchPage(Xip83Feed *f, int kind)
 			return 0;
 		nodes = malloc(cap);
 		afters = malloc(cap);
+		if (nodes == NULL || afters == NULL)
+		{
+			free(nodes);
+			free(afters);
+			fprintf(stderr, "xip83 feed: out of memory\n");
+			return -2;
+		}
 		nodes[0] = afters[0] = '{';
 		for (int i = 0; i < f->n_originators; i++)
 		{
@@ -313,9 +381,10 @@ FetchPage(Xip83Feed *f, int kind)
 		params[0] = nodes;
 		params[1] = afters;
 		params[2] = limit;
-		sql = "SELECT originator_node_id, originator_sequence_id, topic, originator_envelope"
-			"  FROM xip83.live_envelopes($1::int[], $2::bigint[], $3::int)";
-		res = PQexecParams(f->conn, sql, 3, NULL, params, NULL, NULL, 1);
+		params[3] = late;
+		sql = "SELECT originator_node_id, originator_sequence_id, topic, originator_envelope,"
+			" late_cursor FROM xip83.live_envelopes($1::int[], $2::bigint[], $3::int, $4::bigint)";
+		res = PQexecParams(f->conn, sql, 4, NULL, params, NULL, NULL, 1);
 		free(nodes);
 		free(afters);
 	}
@@ -325,19 +394,23 @@ FetchPage(Xip83Feed *f, int kind)
 				 (long long) (kind == XIP83_FEED_GROUP ? f->group_after : f->welcome_after));
 		params[0] = after;
 		params[1] = limit;
+		params[2] = late;
 		sql = kind == XIP83_FEED_GROUP
-			? "SELECT 0, id, group_id, data FROM xip83.live_group_messages($1::bigint, $2::int)"
-			: "SELECT 0, id, installation_key, data FROM xip83.live_welcome_messages($1::bigint, $2::int)";
-		res = PQexecParams(f->conn, sql, 2, NULL, params, NULL, NULL, 1);
+			? "SELECT 0, id, group_id, data, late_cursor"
+			"  FROM xip83.live_group_messages($1::bigint, $2::int, $3::bigint)"
+			: "SELECT 0, id, installation_key, data, late_cursor"
+			"  FROM xip83.live_welcome_messages($1::bigint, $2::int, $3::bigint)";
+		res = PQexecParams(f->conn, sql, 3, NULL, params, NULL, NULL, 1);
 	}
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return QueryFailed(f, res);
+		return LateLost(f, res, kind) ? 0 : QueryFailed(f, res);
 	n = PQntuples(res);
 	for (int r = 0; r < n; r++)
 	{
 		Xip83FeedRow row;
 		const char *topic = PQgetvalue(res, r, 2);
 		size_t		topic_len = PQgetlength(res, r, 2);
+		int64_t    *cursor;
 
 		row.kind = kind;
 		row.originator_node_id = kind == XIP83_FEED_ENVELOPE ? (int32_t) BinInt(res, r, 0) : 0;
@@ -354,14 +427,28 @@ FetchPage(Xip83Feed *f, int kind)
 		}
 		row.data = (const unsigned char *) PQgetvalue(res, r, 3);
 		row.data_len = PQgetlength(res, r, 3);
+		if (kind == XIP83_FEED_GROUP)
+			cursor = &f->group_after;
+		else if (kind == XIP83_FEED_WELCOME)
+			cursor = &f->welcome_after;
+		else
+		{
+			OriginatorCursor *c = Originator(f, row.originator_node_id);
+
+			if (c == NULL)
+			{
+				PQclear(res);
+				fprintf(stderr, "xip83 feed: out of memory\n");
+				return -2;
+			}
+			cursor = &c->after;
+		}
+		row.late = row.position <= *cursor;
 		f->opt.on_row(f->opt.arg, &row);
 		f->rows++;
-		if (kind == XIP83_FEED_GROUP)
-			f->group_after = row.position;
-		else if (kind == XIP83_FEED_WELCOME)
-			f->welcome_after = row.position;
-		else
-			Originator(f, row.originator_node_id)->after = row.position;
+		if (row.position > *cursor)
+			*cursor = row.position;
+		f->late[KindIndex(kind)] = BinInt(res, r, 4);
 	}
 	PQclear(res);
 	return n;
@@ -449,26 +536,25 @@ DecodeNotice(const char *payload)
 	return notice;
 }
 
-/* Whether a notice's horizons pass any cursor of the feed's kinds. */
-static bool
-NoticeHasNews(Xip83Feed *f, const Xip83__V1__LiveNotice *notice)
+/* Looks up the notifier's backend pid (0 when none runs); rate-limited. */
+static void
+CheckNotifierPid(Xip83Feed *f)
 {
-	if ((f->opt.kinds & XIP83_FEED_GROUP) && (int64_t) notice->group_horizon > f->group_after)
-		return true;
-	if ((f->opt.kinds & XIP83_FEED_WELCOME) && (int64_t) notice->welcome_horizon > f->welcome_after)
-		return true;
-	if (f->opt.kinds & XIP83_FEED_ENVELOPE)
-		for (size_t i = 0; i < notice->n_originator_horizons; i++)
-		{
-			OriginatorCursor *c = Originator(f, (int32_t) notice->originator_horizons[i]->originator_node_id);
+	PGresult   *res;
 
-			if (c && (int64_t) notice->originator_horizons[i]->horizon > c->after)
-				return true;
-		}
-	return false;
+	if (NowMs() - f->pid_checked_ms < PID_RECHECK_MS && f->pid_checked_ms != 0)
+		return;
+	f->pid_checked_ms = NowMs();
+	res = PQexec(f->conn, "SELECT coalesce(notifier_pid, 0) FROM xip83.feed_status()");
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+		f->notifier_pid = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
 }
 
-/* Handles every pending notice; returns whether a fetch is due. */
+/*
+ * Handles every pending notice; returns whether a fetch is due (always after
+ * any notice: a notice is a wake-up, whoever sent it).
+ */
 static bool
 DrainNotices(Xip83Feed *f)
 {
@@ -478,25 +564,26 @@ DrainNotices(Xip83Feed *f)
 
 	while ((nt = PQnotifies(f->conn)) != NULL)
 	{
-		Xip83__V1__LiveNotice *notice = DecodeNotice(nt->extra);
+		Xip83__V1__LiveNotice *notice;
+		int			sender = nt->be_pid;
 
+		fetch = true;
+		if (sender != f->notifier_pid)
+			CheckNotifierPid(f);
+		notice = sender == f->notifier_pid ? DecodeNotice(nt->extra) : NULL;
 		PQfreemem(nt);
 		if (notice == NULL)
 			continue;
-		if (!f->live || NoticeHasNews(f, notice))
-			fetch = true;
 		if (f->epoch != 0 && notice->epoch != f->epoch)
-		{
 			GoOffline(f, "notifier restarted");
-			fetch = true;
-		}
 		f->epoch = notice->epoch;
 		if (notice->state == XIP83__V1__LIVE_NOTICE__STATE__STATE_STOPPING)
+		{
 			GoOffline(f, "notifier stopping");
+			f->notifier_pid = 0;
+		}
 		else
 		{
-			for (size_t i = 0; i < notice->n_originator_horizons; i++)
-				(void) Originator(f, (int32_t) notice->originator_horizons[i]->originator_node_id);
 			f->last_notice_ms = NowMs();
 			if (!f->live)
 			{
@@ -519,6 +606,17 @@ xip83_feed_start_at_horizon(Xip83Feed *f)
 
 	if (f->conn == NULL && !Connect(f))
 		return false;
+	/* the late cursor first: late writes after it are news to this feed */
+	res = PQexec(f->conn, "SELECT xip83.late_cursor()");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
+		PQclear(res);
+		Disconnect(f, "cannot read horizons");
+		return false;
+	}
+	f->late[0] = f->late[1] = f->late[2] = atoll(PQgetvalue(res, 0, 0));
+	PQclear(res);
 	res = PQexec(f->conn, "SELECT xip83.group_horizon(), xip83.welcome_horizon()");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
@@ -551,7 +649,6 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 	int64_t		now = NowMs();
 	int64_t		wait;
 	bool		fetch = false;
-	bool		discover = false;
 	int			rc;
 
 	if (f->conn == NULL)
@@ -608,10 +705,10 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 	{
 		f->last_poll_ms = now;
 		fetch = true;
-		discover = true;
 	}
 	if (!fetch)
 		return 0;
-	rc = FetchAll(f, discover);
+	/* originators are learned from the server, never from a notice */
+	rc = FetchAll(f, true);
 	return rc == -2 ? -1 : rc < 0 ? 0 : rc;
 }

@@ -2,19 +2,22 @@
  * feed.h: the xip83 live feed as a libpq library (the consumer side).
  *
  * A feed follows the rows of its kinds from its cursors: group message ids,
- * welcome ids, and one sequence cursor per originator. It LISTENs on
- * xip83_live (in autocommit, so the LISTEN is committed before it reads),
- * reads (cursor, horizon] with the live fetch functions, then waits on the
+ * welcome ids, one sequence cursor per originator, and a late cursor per
+ * kind. It LISTENs on xip83_live (in autocommit, so the LISTEN is committed
+ * before it reads), reads with the live fetch functions, then waits on the
  * connection's socket and fetches again on every notice. Rows reach the
- * caller in position order per kind (sequence order per originator), each
- * exactly once, because nothing at or below a horizon can commit later.
+ * caller exactly once, in position order per kind (sequence order per
+ * originator), except late writes: a row stored at or below a horizon the
+ * feed already passed arrives later, flagged `late`.
  *
- * Availability: notices carry the notifier's epoch and state. The feed is
+ * Availability: the notifier's notices (checked by the sending backend's
+ * pid, which no other role can forge) carry its epoch and state. The feed is
  * "live" while LIVE notices arrive; a STOPPING notice, a new epoch, silence
  * longer than offline_after_ms or a lost connection make it "offline": it then
  * polls every poll_ms (reconnecting with backoff when needed) and resumes from
- * its cursors, and reports "back" with the next LIVE notice. Status changes go
- * to the status callback. The feed never holds a transaction open.
+ * its cursors, and reports "back" with the next LIVE notice. Notices from
+ * anyone else only wake it up. Status changes go to the status callback. The
+ * feed never holds a transaction open.
  */
 #ifndef XIP83_FEED_H
 #define XIP83_FEED_H
@@ -40,10 +43,15 @@ typedef struct Xip83FeedRow
 	size_t		topic_len;
 	const unsigned char *data;	/* payload (data / originator_envelope) */
 	size_t		data_len;
+	bool		late;			/* a late write: at or below rows delivered before */
 } Xip83FeedRow;
 
 typedef void (*Xip83FeedRowFn) (void *arg, const Xip83FeedRow *row);
-/* status: "live", "offline" or "back"; detail says why */
+/*
+ * status: "live", "offline" or "back"; or "late-lost" when late writes owed
+ * to the feed were dropped (late ring overflow, server restart): a caller that
+ * must not miss them replays its topics as a wave. detail says why.
+ */
 typedef void (*Xip83FeedStatusFn) (void *arg, const char *status, const char *detail);
 
 typedef struct Xip83FeedOptions

@@ -13,31 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static PGconn *
-Reconnect(void)
-{
-	for (int i = 0; i < 300; i++)
-	{
-		PGconn	   *c = PQconnectdb("");
-
-		if (PQstatus(c) == CONNECTION_OK)
-			return c;
-		PQfinish(c);
-		usleep(100000);
-	}
-	tl_fatal("could not reconnect");
-}
-
-static int64_t
-Scalar(PGconn *c, const char *sql)
-{
-	PGresult   *r = tl_exec(c, sql, 0, NULL);
-	int64_t		v = tl_int(r, 0, 0);
-
-	PQclear(r);
-	return v;
-}
-
 static void
 Write(PGconn *c)
 {
@@ -63,12 +38,12 @@ Write(PGconn *c)
 static void
 CheckHorizons(PGconn *c, const char *when)
 {
-	TL_CHECK(Scalar(c, "SELECT ((xip83.group_horizon() BETWEEN (SELECT coalesce(max(id), 0) FROM xip83.group_messages)"
+	TL_CHECK(tl_scalar(c, "SELECT ((xip83.group_horizon() BETWEEN (SELECT coalesce(max(id), 0) FROM xip83.group_messages)"
 					"                                AND (SELECT last_value FROM xip83.group_messages_id_seq))"
 					"   AND (xip83.welcome_horizon() BETWEEN (SELECT coalesce(max(id), 0) FROM xip83.welcome_messages)"
 					"                                AND (SELECT last_value FROM xip83.welcome_messages_id_seq)))::int")
 			 == 1, "%s: v3 horizons between the stored maxima and the sequences", when);
-	TL_CHECK(Scalar(c, "SELECT count(*) FROM xip83.envelope_horizons() h"
+	TL_CHECK(tl_scalar(c, "SELECT count(*) FROM xip83.envelope_horizons() h"
 					" FULL JOIN (SELECT originator_node_id, max(originator_sequence_id) AS m"
 					"              FROM xip83.envelopes GROUP BY 1) e USING (originator_node_id)"
 					" WHERE h.horizon IS DISTINCT FROM e.m") == 0,
@@ -78,35 +53,30 @@ CheckHorizons(PGconn *c, const char *when)
 int
 main(void)
 {
-	const char *pgctl = getenv("XIP83_PGCTL");
-	char		cmd[1024];
 	PGconn	   *c = tl_connect();
 	int			pid;
 
-	if (pgctl == NULL)
-		tl_fatal("XIP83_PGCTL is not set");
 	Write(c);
 	CheckHorizons(c, "before restart");
 
 	PQfinish(c);
-	snprintf(cmd, sizeof(cmd), "%s restart -m fast >/dev/null", pgctl);
-	TL_CHECK(system(cmd) == 0, "restart");
-	c = Reconnect();
+	tl_pgctl("restart -m fast");
+	c = tl_reconnect();
 	CheckHorizons(c, "after a restart");
 	Write(c);
 	CheckHorizons(c, "after writing again");
 
 	/* a crash: the postmaster re-creates shared memory */
-	pid = (int) Scalar(c, "SELECT pg_backend_pid()");
+	pid = (int) tl_scalar(c, "SELECT pg_backend_pid()");
 	PQclear(tl_exec(c, "BEGIN", 0, NULL));
 	PQclear(tl_exec(c, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
 					" VALUES ('\\x09', '\\x09', sha256('\\x0909'))", 0, NULL));
 	TL_CHECK(kill(pid, SIGKILL) == 0, "kill -9 a writer's backend");
 	PQfinish(c);
 	sleep(1);
-	c = Reconnect();
+	c = tl_reconnect();
 	CheckHorizons(c, "after a crash");
-	TL_CHECK(Scalar(c, "SELECT xip83.group_horizon() - (SELECT last_value FROM xip83.group_messages_id_seq)") <= 0,
+	TL_CHECK(tl_scalar(c, "SELECT xip83.group_horizon() - (SELECT last_value FROM xip83.group_messages_id_seq)") <= 0,
 			 "the horizon does not pass the sequence");
 
 	/* re-created tables start over */
@@ -114,7 +84,7 @@ main(void)
 	PQclear(tl_exec(c, "CREATE EXTENSION xip83", 0, NULL));
 	Write(c);
 	CheckHorizons(c, "after DROP and CREATE EXTENSION");
-	TL_CHECK(Scalar(c, "SELECT xip83.group_horizon()") == 50, "ids start at 1 again");
+	TL_CHECK(tl_scalar(c, "SELECT xip83.group_horizon()") == 50, "ids start at 1 again");
 	PQfinish(c);
 	return tl_done("t_live_reload");
 }

@@ -87,8 +87,8 @@ main(void)
 	NeedsPreload(conn, "SELECT xip83.group_ceiling()");
 	NeedsPreload(conn, "SELECT xip83.welcome_ceiling()");
 	NeedsPreload(conn, "SELECT * FROM xip83.originator_ceilings()");
-	NeedsPreload(conn, "SELECT * FROM xip83.live_group_messages(0, 10)");
-	NeedsPreload(conn, "SELECT * FROM xip83.live_envelopes(ARRAY[1], ARRAY[0]::bigint[], 10)");
+	NeedsPreload(conn, "SELECT * FROM xip83.live_group_messages(0, 10, 0)");
+	NeedsPreload(conn, "SELECT * FROM xip83.live_envelopes(ARRAY[1], ARRAY[0]::bigint[], 10, 0)");
 	NeedsPreload(conn, "SELECT * FROM xip83.feed_status");
 	PQfinish(conn);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int			tl_checks;
 int			tl_failures;
@@ -98,4 +99,51 @@ unsigned char *
 tl_bytea(const PGresult *res, int row, int col, size_t *len)
 {
 	return PQunescapeBytea((const unsigned char *) PQgetvalue(res, row, col), len);
+}
+
+/* Swallows server notices and the warnings sent when a server goes down. */
+static void
+tl_quiet(void *arg, const char *message)
+{
+	(void) arg;
+	(void) message;
+}
+
+PGconn *
+tl_reconnect(void)
+{
+	for (int i = 0; i < 600; i++)
+	{
+		PGconn	   *c = PQconnectdb("");
+
+		PQsetNoticeProcessor(c, tl_quiet, NULL);
+		if (PQstatus(c) == CONNECTION_OK)
+			return c;
+		PQfinish(c);
+		usleep(100000);
+	}
+	tl_fatal("could not reconnect");
+}
+
+int64_t
+tl_scalar(PGconn *conn, const char *sql)
+{
+	PGresult   *res = tl_exec(conn, sql, 0, NULL);
+	int64_t		v = tl_int(res, 0, 0);
+
+	PQclear(res);
+	return v;
+}
+
+void
+tl_pgctl(const char *args)
+{
+	const char *pgctl = getenv("XIP83_PGCTL");
+	char		cmd[1024];
+
+	if (pgctl == NULL)
+		tl_fatal("XIP83_PGCTL is not set");
+	snprintf(cmd, sizeof(cmd), "%s %s >/dev/null", pgctl, args);
+	if (system(cmd) != 0)
+		tl_fatal("pg_ctl %s failed", args);
 }

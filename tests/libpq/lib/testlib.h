@@ -28,6 +28,12 @@ PGconn	   *tl_connect(void);
 PGresult   *tl_exec(PGconn *conn, const char *sql, int nparams, const char *const *params);
 /* Runs SQL expected to fail with the given SQLSTATE; returns whether it did. */
 bool		tl_exec_fails(PGconn *conn, const char *sql, const char *sqlstate);
+/* Connects, retrying for a minute while the server restarts; notices are dropped. */
+PGconn	   *tl_reconnect(void);
+/* The first column of the first row of a query that must succeed. */
+int64_t		tl_scalar(PGconn *conn, const char *sql);
+/* Runs the driver's pg_ctl wrapper (XIP83_PGCTL) with arguments; fatal on failure. */
+void		tl_pgctl(const char *args);
 /* The test's exit status, with a summary line. */
 int			tl_done(const char *name);
 

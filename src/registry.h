@@ -1,0 +1,179 @@
+/*
+ * registry.h: the in-flight registry in shared memory, shared by the write
+ * path (positions.c) and the read path (horizon.c). Nothing else includes it.
+ *
+ * Position lines. Each database has lines of positions: group message ids
+ * (line 0), welcome ids (line 1), and one line per originator (its sequence
+ * ids). Per line the database entry keeps
+ *   high       the highest position of a COMMITTED write (raised by the
+ *              writer at commit, before its pins are cleared), and
+ *   published  the highest horizon ever handed out; it never goes back.
+ * A write that aborts never raises a line, so the horizon never passes a
+ * position that may still be written by a retry.
+ *
+ * Per backend a slot holds up to SLOT_PINS pins (line, low): low is a lower
+ * bound of every position its open transaction writes on that line. A
+ * transaction that writes more originator lines than that sets `freeze`,
+ * which holds every originator line of its database at its published horizon
+ * until it ends (correct, only slower to advance).
+ *
+ * Horizon of a line = min(high, min over pins of low - 1), raised to
+ * published. Invariant: while a pin with low L is set, published < L, or the
+ * write below L is a late write (see below). Pinning stores L = high + 1,
+ * issues a full barrier and re-reads high until it holds still; readers read
+ * every high, a full barrier, then the slots. A position below the pin is
+ * checked against published under the exclusive lock; readers hold the lock
+ * shared while they compute and publish, so the check cannot interleave.
+ *
+ * Late writes. A position at or below the published horizon (an originator
+ * writing out of order, an explicit id below the horizon, a deleted row
+ * written again) is stored, never refused: it goes into the database's late
+ * ring as (kind, originator, position, the writing (sub)transaction's xid)
+ * before the row is inserted. Live fetch (live.c) reads the ring after taking
+ * its snapshot and delivers late rows to consumers whose cursor passed them.
+ *
+ * Locking: `lock` (one LWLock) is taken shared by readers while computing and
+ * publishing and while reading the late ring; exclusive by the slow path, by
+ * entry set-up, originator registration, late-ring appends and a committed
+ * TRUNCATE's reset. The fast path of a writer takes no lock.
+ */
+#ifndef XIP83_REGISTRY_H
+#define XIP83_REGISTRY_H
+
+#include "postgres.h"
+
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+#include "utils/timestamp.h"
+
+#define LINE_GROUP		0
+#define LINE_WELCOME	1
+#define LINE_FIRST_ORIGINATOR 2
+#define SLOT_PINS		8
+#define LOW_NONE		PG_UINT64_MAX
+
+/* The kinds a late entry or a trigger names. */
+typedef enum PositionKind
+{
+	KIND_GROUP = 0,
+	KIND_WELCOME = 1,
+	KIND_ENVELOPE = 2
+} PositionKind;
+
+/* The two counters of one position line, and the originator it follows. */
+typedef struct PositionLine
+{
+	pg_atomic_uint64 high;		/* highest committed position */
+	pg_atomic_uint64 published; /* highest horizon handed out */
+	pg_atomic_uint32 writers;	/* open transactions that wrote here: not reusable */
+	int32		node;			/* originator lines: the node id */
+} PositionLine;
+
+/* One late write, in the order writers registered them. */
+typedef struct LateEntry
+{
+	uint64		seq;			/* ascending; 0 in a slot never written */
+	int32		kind;			/* PositionKind */
+	int32		node;			/* envelopes: the originator */
+	int64		position;		/* id, or sequence id */
+	TransactionId xid;			/* the row's xmin */
+} LateEntry;
+
+/* One database's lines and late ring. */
+typedef struct RegistryDb
+{
+	Oid			dboid;			/* InvalidOid: free (changes under lock) */
+	bool		ready;			/* loaded from the tables (under lock) */
+	bool		restored;		/* read back from the file of a clean shutdown */
+	bool		replayed;		/* late entries replayed from WAL by crash recovery */
+	bool		head_logged;	/* a head record vouches for the ring since the start */
+	pg_atomic_uint32 n_lines;	/* lines in use: 2 + originators */
+	pg_atomic_uint64 commit_lsn;	/* end of the newest commit that raised a high */
+	pg_atomic_uint64 late_writes;	/* late writes committed since start */
+	pg_atomic_uint64 last_use_ms;	/* last attach, for reclaiming idle entries */
+	uint64		late_next;		/* seq of the next late entry (under lock) */
+	uint64		late_first;		/* entries from this seq on are all known (under lock) */
+	uint64		late_evicted;	/* highest seq overwritten in the ring (under lock) */
+	LateEntry  *ring;			/* xip83.late_ring_size entries */
+	PositionLine *lines;		/* 2 + xip83.max_originators lines */
+} RegistryDb;
+
+/* One backend's pins, on lines of its database. */
+typedef struct RegistrySlot
+{
+	Oid			dboid;			/* database of the owner, set before any pin */
+	pg_atomic_uint32 freeze;	/* 1: holds every originator line at published */
+	uint32		line[SLOT_PINS];	/* written before its low */
+	pg_atomic_uint64 low[SLOT_PINS];	/* LOW_NONE when unused */
+} RegistrySlot;
+
+typedef struct Registry
+{
+	LWLock	   *lock;
+	int			n_slots;
+	int			n_dbs;
+	int			n_lines;		/* per database */
+	int			ring_size;
+	RegistryDb *dbs;
+	RegistrySlot *slots;
+} Registry;
+
+extern Registry *Reg;
+
+/* Capacities (PGC_POSTMASTER settings, src/xip83.c). */
+extern int	xip83_max_databases;
+extern int	xip83_max_originators;
+extern int	xip83_late_ring_size;
+
+/* Called when a slot's pins are cleared: a horizon may have moved. */
+typedef void (*RegistryWakeFn) (void);
+extern RegistryWakeFn registry_wake;
+
+/* Shared memory, from _PG_init and the shmem hooks while preloading. */
+extern Size RegistryShmemSize(void);
+extern void RegistryShmemRequest(void);
+extern void RegistryShmemInit(void);
+
+/* The late ring in WAL (registry_wal.c). */
+extern void RegistryRegisterRmgr(void);
+extern void RegistryLogLate(Oid dboid, const LateEntry *entry);
+extern void RegistryLogHead(RegistryDb *db);
+/* The entry of a database for WAL replay, made fresh when new; lock held exclusive. */
+extern RegistryDb *RegistryEntryForRedoLocked(Oid dboid);
+
+/* Reads back what a clean shutdown saved (registry_file.c); postmaster only. */
+extern void RegistryRestore(void);
+
+extern void RegistryRequirePreload(void);
+/* The current database's entry, loaded, and this backend's slot; refuses during recovery. */
+extern RegistryDb *RegistryAttach(void);
+extern RegistrySlot *RegistryMySlot(void);
+/* The existing entry of the current database without attaching, or NULL. */
+extern RegistryDb *RegistryLookupMine(void);
+/* Index of an originator's line, or -1; no lock needed. */
+extern int	RegistryFindOriginator(RegistryDb *db, int32 node);
+/*
+ * The line of an originator, adding it when new, counted as written by the
+ * caller's transaction (writers + 1) so that it is not reused for another
+ * originator until RegistryLineDone. Takes the lock.
+ */
+extern int	RegistryOriginatorLine(RegistryDb *db, int32 node);
+extern void RegistryLineDone(RegistryDb *db, int line);
+/*
+ * Stores a late entry in its ring slot (seq modulo the ring's size), noting
+ * what it overwrites; lock held exclusive.
+ */
+extern void RegistryRingPutLocked(RegistryDb *db, const LateEntry *e);
+/* Appends a late entry (takes the lock exclusive); returns its seq. */
+extern uint64 RegistryAddLate(RegistryDb *db, PositionKind kind, int32 node, int64 position,
+							  TransactionId xid);
+/* Whether a pin of another backend of this database is set on any line. */
+extern bool RegistryDbHasPinsLocked(Oid dboid);
+/* A sequence's last value, read off its page (bookkeeping: no privilege check). */
+extern int64 RegistrySequenceLastValue(Oid seqid);
+/* The write path's transaction and object-access hooks (positions.c). */
+extern void PositionsInstallHooks(void);
+/* Starts a database's lines over at 0 (a committed TRUNCATE); lock held exclusive. */
+extern void RegistryResetKindLocked(RegistryDb *db, PositionKind kind);
+
+#endif							/* XIP83_REGISTRY_H */
