@@ -36,8 +36,10 @@ EXTRA_CLEAN  = $(BUILD)
 # make SANITIZE=1: the extension and the libpq programs with AddressSanitizer
 # and UBSan. The server must then run with the ASan runtime preloaded:
 # `XIP83_SANITIZE=1 bash tests/driver.sh check` does it all (tests/sanitize/sanitize.sh).
+# UBSan does not recover: the first report aborts (gcc would otherwise warn,
+# -Werror, about the null arguments of the paths after a recovered report).
 ifeq ($(SANITIZE),1)
-SANITIZE_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer
+SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 PG_CFLAGS   += $(SANITIZE_FLAGS)
 SHLIB_LINK  += $(SANITIZE_FLAGS)
 endif
