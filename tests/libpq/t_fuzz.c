@@ -73,45 +73,6 @@ typedef struct Phase
 
 /* ------------------------------------------------------------ small tools */
 
-typedef struct Str
-{
-	char	   *s;
-	size_t		len;
-	size_t		cap;
-} Str;
-
-static void
-str_add(Str *b, const char *fmt,...) __attribute__((format(printf, 2, 3)));
-
-static void
-str_add(Str *b, const char *fmt,...)
-{
-	va_list		ap;
-	int			n;
-
-	for (;;)
-	{
-		va_start(ap, fmt);
-		n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (b->s && b->len + n < b->cap)
-			break;
-		b->cap = (b->cap + n + 1) * 2;
-		b->s = realloc(b->s, b->cap);
-		if (b->s == NULL)
-			tl_fatal("out of memory");
-	}
-	b->len += n;
-}
-
-static void
-str_reset(Str *b)
-{
-	b->len = 0;
-	if (b->s)
-		b->s[0] = '\0';
-}
-
 static uint64_t rng_state;
 
 static uint64_t
@@ -244,11 +205,11 @@ static const char *const hostile_regclasses[] = {
 };
 
 static void
-gen_scalar(Str *b, const char *type)
+gen_scalar(TlBuf *b, const char *type)
 {
 	if (pick(10) == 0)
 	{
-		str_add(b, "NULL::%s", type);
+		tl_buf_add(b, "NULL::%s", type);
 		return;
 	}
 	if (strcmp(type, "bigint") == 0)
@@ -259,9 +220,9 @@ gen_scalar(Str *b, const char *type)
 			"(-9223372036854775807-1)", "-4611686018427387904"};
 
 		if (pick(3) == 0)
-			str_add(b, "%d::bigint", pick(20));
+			tl_buf_add(b, "%d::bigint", pick(20));
 		else
-			str_add(b, "%s::bigint", PICK(v));
+			tl_buf_add(b, "%s::bigint", PICK(v));
 	}
 	else if (strcmp(type, "integer") == 0)
 	{
@@ -270,43 +231,43 @@ gen_scalar(Str *b, const char *type)
 			"(-2147483647-1)", "1000000000"};
 
 		if (pick(3) == 0)
-			str_add(b, "%d::integer", pick(10));
+			tl_buf_add(b, "%d::integer", pick(10));
 		else
-			str_add(b, "%s::integer", PICK(v));
+			tl_buf_add(b, "%s::integer", PICK(v));
 	}
 	else if (strcmp(type, "smallint") == 0)
 	{
 		static const char *const v[] = {"0", "1", "-1", "2", "32767", "(-32767-1)"};
 
-		str_add(b, "%s::smallint", PICK(v));
+		tl_buf_add(b, "%s::smallint", PICK(v));
 	}
 	else if (strcmp(type, "boolean") == 0)
-		str_add(b, "%s", pick(2) ? "true" : "false");
+		tl_buf_add(b, "%s", pick(2) ? "true" : "false");
 	else if (strcmp(type, "bytea") == 0)
 	{
 		switch (pick(8))
 		{
 			case 0:
-				str_add(b, "'\\x'::bytea");
+				tl_buf_add(b, "'\\x'::bytea");
 				break;
 			case 1:
-				str_add(b, "'\\x00'::bytea");
+				tl_buf_add(b, "'\\x00'::bytea");
 				break;
 			case 2:
-				str_add(b, "decode(repeat('ab', %d), 'hex')", pick(4) ? 4000 : 300000);
+				tl_buf_add(b, "decode(repeat('ab', %d), 'hex')", pick(4) ? 4000 : 300000);
 				break;
 			case 3:
 				{
 					int			n = 1 + pick(40);
 
-					str_add(b, "'\\x");
+					tl_buf_add(b, "'\\x");
 					for (int i = 0; i < n; i++)
-						str_add(b, "%02x", (unsigned) (rnd() & 0xff));
-					str_add(b, "'::bytea");
+						tl_buf_add(b, "%02x", (unsigned) (rnd() & 0xff));
+					tl_buf_add(b, "'::bytea");
 					break;
 				}
 			default:
-				str_add(b, "'\\x0a0%d'::bytea", 1 + pick(3));
+				tl_buf_add(b, "'\\x0a0%d'::bytea", 1 + pick(3));
 		}
 	}
 	else if (strcmp(type, "text") == 0)
@@ -322,70 +283,70 @@ gen_scalar(Str *b, const char *type)
 				"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_";
 			int			n = pick(64);
 
-			str_add(b, "'");
+			tl_buf_add(b, "'");
 			for (int i = 0; i < n; i++)
-				str_add(b, "%c", b64[pick((int) sizeof(b64) - 1)]);
-			str_add(b, "'");
+				tl_buf_add(b, "%c", b64[pick((int) sizeof(b64) - 1)]);
+			tl_buf_add(b, "'");
 		}
 		else
-			str_add(b, "%s", PICK(v));
+			tl_buf_add(b, "%s", PICK(v));
 	}
 	else if (strcmp(type, "regclass") == 0)
 	{
 		const char *v = PICK(hostile_regclasses);
 
 		if (strcmp(v, "HIDDEN") == 0)
-			str_add(b, "%u::oid::regclass", hidden_oid);
+			tl_buf_add(b, "%u::oid::regclass", hidden_oid);
 		else
-			str_add(b, "%s::regclass", v);
+			tl_buf_add(b, "%s::regclass", v);
 	}
 	else
-		str_add(b, "NULL::%s", type);
+		tl_buf_add(b, "NULL::%s", type);
 }
 
 /* An array literal of `elem` elements; `len` is the case's common length. */
 static void
-gen_array(Str *b, const char *elem, int len)
+gen_array(TlBuf *b, const char *elem, int len)
 {
 	int			n;
 
 	switch (pick(12))
 	{
 		case 0:
-			str_add(b, "NULL::%s[]", elem);
+			tl_buf_add(b, "NULL::%s[]", elem);
 			return;
 		case 1:
-			str_add(b, "'{}'::%s[]", elem);
+			tl_buf_add(b, "'{}'::%s[]", elem);
 			return;
 		case 2:
-			str_add(b, "'{NULL}'::%s[]", elem);
+			tl_buf_add(b, "'{NULL}'::%s[]", elem);
 			return;
 		case 3:					/* two-dimensional */
-			str_add(b, "ARRAY[[");
+			tl_buf_add(b, "ARRAY[[");
 			gen_scalar(b, elem);
-			str_add(b, ",");
+			tl_buf_add(b, ",");
 			gen_scalar(b, elem);
-			str_add(b, "],[");
+			tl_buf_add(b, "],[");
 			gen_scalar(b, elem);
-			str_add(b, ",");
+			tl_buf_add(b, ",");
 			gen_scalar(b, elem);
-			str_add(b, "]]::%s[]", elem);
+			tl_buf_add(b, "]]::%s[]", elem);
 			return;
 		case 4:					/* very long */
 			n = pick(4) ? 2000 : 50000;
 			if (strcmp(elem, "bytea") == 0)
-				str_add(b, "(SELECT array_agg(int8send(g)) FROM generate_series(1, %d) g)", n);
+				tl_buf_add(b, "(SELECT array_agg(int8send(g)) FROM generate_series(1, %d) g)", n);
 			else if (strcmp(elem, "boolean") == 0)
-				str_add(b, "array_fill(true, ARRAY[%d])", n);
+				tl_buf_add(b, "array_fill(true, ARRAY[%d])", n);
 			else
-				str_add(b, "(SELECT array_agg(g::%s) FROM generate_series(1, %d) g)",
+				tl_buf_add(b, "(SELECT array_agg(g::%s) FROM generate_series(1, %d) g)",
 						elem, strcmp(elem, "smallint") == 0 ? 2000 : n);
 			return;
 		case 5:					/* lower bound not 1 */
-			str_add(b, "('[%d:%d]={NULL}'::%s[] || ARRAY[", pick(2) ? -3 : 0,
+			tl_buf_add(b, "('[%d:%d]={NULL}'::%s[] || ARRAY[", pick(2) ? -3 : 0,
 					pick(2) ? -3 : 0, elem);
 			gen_scalar(b, elem);
-			str_add(b, "]::%s[])", elem);
+			tl_buf_add(b, "]::%s[])", elem);
 			return;
 		case 6:
 		case 7:
@@ -396,21 +357,21 @@ gen_array(Str *b, const char *elem, int len)
 	}
 	if (n == 0)
 	{
-		str_add(b, "ARRAY[]::%s[]", elem);
+		tl_buf_add(b, "ARRAY[]::%s[]", elem);
 		return;
 	}
-	str_add(b, "ARRAY[");
+	tl_buf_add(b, "ARRAY[");
 	for (int i = 0; i < n; i++)
 	{
 		if (i)
-			str_add(b, ",");
+			tl_buf_add(b, ",");
 		gen_scalar(b, elem);
 	}
-	str_add(b, "]::%s[]", elem);
+	tl_buf_add(b, "]::%s[]", elem);
 }
 
 static void
-gen_arg(Str *b, const char *type, int len)
+gen_arg(TlBuf *b, const char *type, int len)
 {
 	size_t		tl = strlen(type);
 
@@ -538,8 +499,8 @@ skip_case(const Phase *ph, const char *id, const char *known)
 static void
 fuzz_calls(Phase *ph, int count)
 {
-	Str			args = {0};
-	Str			sql = {0};
+	TlBuf		args = {0};
+	TlBuf		sql = {0};
 	char		id[128];
 
 	/* round by round over the functions: out of time, each has had its share */
@@ -554,28 +515,28 @@ fuzz_calls(Phase *ph, int count)
 			/* without arguments, the four call forms are all there is to try */
 			if (fn->nargs == 0 && i >= 4)
 				continue;
-			str_reset(&args);
+			tl_buf_reset(&args);
 			for (int a = 0; a < nargs; a++)
 			{
 				if (a)
-					str_add(&args, ", ");
+					tl_buf_add(&args, ", ");
 				gen_arg(&args, fn->types[a], len);
 			}
-			str_reset(&sql);
+			tl_buf_reset(&sql);
 			known = known_call(fn, args.s ? args.s : "");
 			snprintf(id, sizeof(id), "%.63s#%d", fn->name, i);
 			switch (pick(4))
 			{
 				case 0:			/* value-per-call in a target list, stopped early */
-					str_add(&sql, "SELECT xip83.%s(%s) LIMIT %d", fn->name,
+					tl_buf_add(&sql, "SELECT xip83.%s(%s) LIMIT %d", fn->name,
 							args.s ? args.s : "", pick(3));
 					break;
 				case 1:			/* rolled back */
-					str_add(&sql, "BEGIN; SELECT count(*) FROM xip83.%s(%s) AS f; ROLLBACK",
+					tl_buf_add(&sql, "BEGIN; SELECT count(*) FROM xip83.%s(%s) AS f; ROLLBACK",
 							fn->name, args.s ? args.s : "");
 					break;
 				default:
-					str_add(&sql, "SELECT count(*) FROM xip83.%s(%s) AS f", fn->name,
+					tl_buf_add(&sql, "SELECT count(*) FROM xip83.%s(%s) AS f", fn->name,
 							args.s ? args.s : "");
 			}
 			if (skip_case(ph, id, known))
@@ -637,7 +598,7 @@ static const char *const trigger_args[] = {
 static void
 fuzz_triggers(Phase *ph)
 {
-	Str			sql = {0};
+	TlBuf		sql = {0};
 	char		id[256];
 
 	for (int f = 0; f < nfns; f++)
@@ -658,16 +619,16 @@ fuzz_triggers(Phase *ph)
 						if (skip_case(ph, id, known))
 							continue;
 						/* the trigger lives only as long as the statement that fires it */
-						str_reset(&sql);
-						str_add(&sql, "CREATE TRIGGER fz_trg %s ON %s %s EXECUTE FUNCTION "
+						tl_buf_reset(&sql);
+						tl_buf_add(&sql, "CREATE TRIGGER fz_trg %s ON %s %s EXECUTE FUNCTION "
 								"xip83.%s(%s); %s; DROP TRIGGER IF EXISTS fz_trg ON %s",
 								trigger_timings[w][0], ht->name, trigger_timings[w][1],
 								fns[f].name, trigger_args[a], ht->stmts[s], ht->name);
 						run_sql(ph, id, known, sql.s);
 						/* a failed statement leaves the trigger behind */
 						PQclear(PQexec(ph->conn, "ROLLBACK"));
-						str_reset(&sql);
-						str_add(&sql, "DROP TRIGGER IF EXISTS fz_trg ON %s", ht->name);
+						tl_buf_reset(&sql);
+						tl_buf_add(&sql, "DROP TRIGGER IF EXISTS fz_trg ON %s", ht->name);
 						PQclear(PQexec(ph->conn, sql.s));
 					}
 		}
@@ -689,14 +650,14 @@ static void
 snapshot(PGconn *su, Registry *r)
 {
 	PGresult   *res;
-	Str			b = {0};
+	TlBuf		b = {0};
 
 	res = tl_exec(su, "SELECT group_horizon, welcome_horizon, originator_node_ids::text,"
 				  " originator_horizons::text, epoch FROM xip83.feed_status", 0, NULL);
 	r->group_horizon = tl_int(res, 0, 0);
 	r->welcome_horizon = tl_int(res, 0, 1);
 	snprintf(r->epoch, sizeof(r->epoch), "%s", PQgetvalue(res, 0, 4));
-	str_add(&b, "horizons %s %s originators %s at %s", PQgetvalue(res, 0, 0),
+	tl_buf_add(&b, "horizons %s %s originators %s at %s", PQgetvalue(res, 0, 0),
 			PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3));
 	PQclear(res);
 	res = tl_exec(su, "SELECT c.oid::regclass::text FROM pg_class c"
@@ -709,7 +670,7 @@ snapshot(PGconn *su, Registry *r)
 
 		snprintf(q, sizeof(q), "SELECT last_value, is_called FROM %s", PQgetvalue(res, i, 0));
 		s = tl_exec(su, q, 0, NULL);
-		str_add(&b, "; %s %s %s", PQgetvalue(res, i, 0), PQgetvalue(s, 0, 0),
+		tl_buf_add(&b, "; %s %s %s", PQgetvalue(res, i, 0), PQgetvalue(s, 0, 0),
 				PQgetvalue(s, 0, 1));
 		PQclear(s);
 	}
@@ -917,18 +878,8 @@ main(void)
 	printf("t_fuzz: %ld cases run, %ld known-bug cases skipped, %ld failed, %ld s%s\n",
 		   cases_run, cases_skipped, cases_failed, (long) (time(NULL) - t0),
 		   out_of_time ? " (time budget reached)" : "");
-	/* what the known bugs leave behind (a poisoned registry) must not reach the next test */
+	/* what a failure leaves behind (a poisoned registry) must not reach the next test */
 	if (tl_failures > 0)
-	{
-		const char *pgctl = getenv("XIP83_PGCTL");
-		char		cmd[512];
-
-		if (pgctl)
-		{
-			snprintf(cmd, sizeof(cmd), "%s restart -m fast >/dev/null", pgctl);
-			if (system(cmd) != 0)
-				fprintf(stderr, "t_fuzz: restart after the run failed\n");
-		}
-	}
+		tl_pgctl("restart -m fast");
 	return tl_done("t_fuzz");
 }
