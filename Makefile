@@ -2,36 +2,65 @@
 #
 #   make                 extension library, xip83-tail and test programs
 #   make install         into the PostgreSQL found by pg_config
+#   make installcheck    regression, isolation and TAP tests (PGXS) against the
+#                        installed extension and the server at PGHOST/PGPORT,
+#                        which must preload xip83 (tests/xip83.conf)
+#   make tempcheck       the same, regression and isolation in a temporary
+#                        instance (pg_regress --temp-instance), as a non-root user
+#   make installcheck-libpq  the libpq programs tests/libpq/t_*.c against PGHOST
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
 #   make cppcheck        static analysis of src/ (tests/cppcheck.sh)
 #   make SANITIZE=1      ASan + UBSan build; XIP83_SANITIZE=1 tests/driver.sh check runs it
+#
+# Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
+# specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c.
 
 EXTVERSION   = 0.1.0
 PG_CONFIG   ?= pg_config
 BUILD        = build
 
+# A VPATH build (make -f SRC/Makefile VPATH=SRC, as pg_buildext runs it) finds
+# sources under $(S) and writes everything else here. File lists keep names
+# relative to the source tree; make finds each prerequisite through VPATH.
+S            = $(if $(VPATH),$(VPATH)/)
+srcfiles     = $(patsubst $(S)%,%,$(sort $(wildcard $(addprefix $(S),$(1)))))
+
 # Generated protobuf-c code lives in the build tree and is never edited.
-PROTOS       = $(shell find proto -name '*.proto' | sort)
+PROTOS       = $(shell cd '$(S).' && find proto -name '*.proto' | sort)
 PROTO_C      = $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.c,$(PROTOS))
 PROTO_H      = $(PROTO_C:.c=.h)
 
 MODULE_big   = xip83
-OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c))) $(PROTO_C:.c=.o)
+OBJS         = $(patsubst %.c,%.o,$(call srcfiles,src/*.c)) $(PROTO_C:.c=.o)
 
 # The install script is assembled from one file per concern, in name order.
-INSTALL_PARTS = $(sort $(wildcard control/xip83--$(EXTVERSION)/*.sql))
+INSTALL_PARTS = $(call srcfiles,control/xip83--$(EXTVERSION)/*.sql)
 DATA_built   = $(BUILD)/xip83--$(EXTVERSION).sql
-DATA         = control/xip83.control $(wildcard control/xip83--*--*.sql)
+# (never released: no upgrade scripts exist yet; any control/xip83--A--B.sql is installed)
+DATA         = control/xip83.control $(call srcfiles,control/xip83--*--*.sql)
 MODULEDIR    = extension
 
 PROTOBUF_CFLAGS := $(shell pkg-config --cflags libprotobuf-c)
 PROTOBUF_LIBS   := $(shell pkg-config --libs libprotobuf-c)
-PG_CPPFLAGS  = -I$(BUILD)/proto -Isrc $(PROTOBUF_CFLAGS)
+PG_CPPFLAGS  = -I$(BUILD)/proto -I$(S)src $(PROTOBUF_CFLAGS)
 PG_CFLAGS    = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK   = $(PROTOBUF_LIBS)
 
-EXTRA_CLEAN  = $(BUILD)
+# ---------------------------------------------------------------- tests
+REGRESS      = $(patsubst sql/%.sql,%,$(call srcfiles,sql/*.sql))
+ISOLATION    = $(patsubst specs/%.spec,%,$(call srcfiles,specs/*.spec))
+TAP_TESTS    = 1
+# Every suite needs xip83 preloaded (the horizon registry and the notifier live
+# in shared memory): --temp-config applies it to temporary instances, and
+# --load-extension creates the extension in each test database. No
+# NO_INSTALLCHECK: the suites change nothing outside their own databases, so
+# they may run against any server that preloads xip83.
+REGRESS_OPTS   = --temp-config=$(srcdir)/tests/xip83.conf --load-extension=xip83
+ISOLATION_OPTS = --temp-config=$(srcdir)/tests/xip83.conf --load-extension=xip83
+
+EXTRA_CLEAN  = $(BUILD) results output_iso tmp_check tmp_check_iso tmp_instance \
+               regression.diffs regression.out
 
 # make SANITIZE=1: the extension and the libpq programs with AddressSanitizer
 # and UBSan. The server must then run with the ASan runtime preloaded:
@@ -50,34 +79,50 @@ include $(PGXS)
 # PGXS tracks no header dependencies here (Debian builds without
 # --enable-depend): every object depends on every header, which is cheap at
 # this size and never leaves a stale object after a struct changes.
-$(OBJS): $(PROTO_H) $(wildcard src/*.h)
+$(OBJS): $(PROTO_H) $(call srcfiles,src/*.h)
+
+# Objects built against one PostgreSQL major version are never linked into
+# another's: when PG_CONFIG names another major than the last build's, the
+# module's objects go before anything is made. (A stamp file as a prerequisite
+# would not do: PGXS declares every target .SECONDARY.)
+PG_STAMP     = $(BUILD)/built-for-pg
+ifneq ($(shell cat '$(PG_STAMP)' 2>/dev/null),$(MAJORVERSION))
+$(shell rm -f $(OBJS) $(OBJS:.o=.bc) $(shlib); mkdir -p $(BUILD); echo '$(MAJORVERSION)' >'$(PG_STAMP)')
+endif
+
+# PGXS's compile rule makes no directories, and a VPATH build starts without
+# src/ (a rule for it would not run: VPATH finds the source tree's src/).
+ifdef VPATH
+$(shell mkdir -p $(sort $(dir $(OBJS))))
+endif
 
 $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/proto
-	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
+	protoc-c --proto_path=$(S)proto --c_out=$(BUILD)/proto $<
 
 # The directory is a prerequisite too: removing a part changes its mtime.
 $(BUILD)/xip83--$(EXTVERSION).sql: $(INSTALL_PARTS) control/xip83--$(EXTVERSION)
 	@mkdir -p $(BUILD)
 	( printf '%s\n' '-- generated from control/xip83--$(EXTVERSION)/*.sql; edit those' \
 	         '\echo Use "CREATE EXTENSION xip83" to load this file. \quit'; \
-	  for f in $(INSTALL_PARTS); do printf '\n-- %s\n' "$$f"; cat "$$f"; done ) > $@
+	  for f in $(INSTALL_PARTS); do printf '\n-- %s\n' "$$f"; cat "$(S)$$f"; done ) > $@
 
 # ---------------------------------------------------------------- client side
 # libpq programs: the feed library under src/client, tools, and test programs.
 PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --includedir) \
-               -I$(BUILD)/proto -Isrc/client -Itests/libpq/lib $(PROTOBUF_CFLAGS) $(SANITIZE_FLAGS)
+               -I$(BUILD)/proto -I$(S)src/client -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
+               $(SANITIZE_FLAGS)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
-CLIENT_SRC   = $(sort $(filter-out src/client/xip83_tail.c,$(wildcard src/client/*.c)))
+CLIENT_SRC   = $(filter-out src/client/xip83_tail.c,$(call srcfiles,src/client/*.c))
 CLIENT_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(CLIENT_SRC)) $(patsubst %.c,$(BUILD)/client/%.o,$(PROTO_C))
-TESTLIB_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/libpq/lib/*.c))
-LIBPQ_TESTS  = $(patsubst tests/libpq/%.c,$(BUILD)/tests/%,$(wildcard tests/libpq/t_*.c))
-BENCHES      = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/*.c))
-TOOLS        = $(if $(wildcard src/client/xip83_tail.c),$(BUILD)/xip83-tail)
+TESTLIB_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,tests/libpq/lib/*.c))
+LIBPQ_TESTS  = $(patsubst tests/libpq/%.c,$(BUILD)/tests/%,$(call srcfiles,tests/libpq/t_*.c))
+BENCHES      = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests/bench/*.c))
+TOOLS        = $(if $(call srcfiles,src/client/xip83_tail.c),$(BUILD)/xip83-tail)
 
 all: $(TOOLS) $(LIBPQ_TESTS) $(BENCHES)
 
-$(BUILD)/src/client/%.o: src/client/%.c $(PROTO_H) $(wildcard src/client/*.h)
+$(BUILD)/src/client/%.o: src/client/%.c $(PROTO_H) $(call srcfiles,src/client/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
@@ -85,18 +130,18 @@ $(BUILD)/client/$(BUILD)/proto/%.o: $(BUILD)/proto/%.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(wildcard tests/libpq/lib/*.h)
+$(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(call srcfiles,tests/libpq/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
 $(BUILD)/xip83-tail: src/client/xip83_tail.c $(CLIENT_OBJ)
 	$(CC) $(PQ_CFLAGS) -o $@ $^ $(PQ_LIBS)
 
-$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(wildcard tests/libpq/lib/*.h)
+$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
-$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(wildcard tests/libpq/lib/*.h)
+$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
@@ -117,7 +162,26 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c src/frames_json.c src/frames_json.h $(PROTO_C) $
 
 install: install-tools
 install-tools: $(TOOLS)
+	$(if $(TOOLS),$(MKDIR_P) '$(DESTDIR)$(bindir)')
 	$(if $(TOOLS),$(INSTALL_PROGRAM) $(TOOLS) '$(DESTDIR)$(bindir)/')
+
+# PGXS's installcheck runs the three kinds in one recipe and stops at the first
+# that fails; these run one kind each (tests/driver.sh runs all three).
+installcheck-regress:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+installcheck-isolation:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+installcheck-tap:
+	$(prove_installcheck)
+
+# PGXS offers no `make check` for an extension: this is its equivalent, after
+# `make install`, as a user that may run the server (not root).
+tempcheck:
+	$(MAKE) installcheck EXTRA_REGRESS_OPTS='--temp-instance=$(CURDIR)/tmp_instance $(EXTRA_REGRESS_OPTS)'
+
+# One program, one test: each gets a fresh database with the extension.
+installcheck-libpq: $(LIBPQ_TESTS)
+	PATH="$(bindir):$$PATH" bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS)
 
 test:
 	bash tests/driver.sh check
@@ -129,4 +193,5 @@ demo:
 cppcheck:
 	bash tests/cppcheck.sh
 
-.PHONY: test demo install-tools cppcheck
+.PHONY: test demo install-tools installcheck-regress installcheck-isolation installcheck-tap \
+        tempcheck installcheck-libpq cppcheck

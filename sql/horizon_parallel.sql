@@ -24,8 +24,13 @@ SELECT proname, proparallel FROM pg_proc
 -- A wrapper that lies about its parallel safety, run in a worker: refused.
 CREATE FUNCTION lying_horizon() RETURNS bigint LANGUAGE sql PARALLEL SAFE
     AS 'SELECT xip83.group_horizon()';
-SET force_parallel_mode = on;
+-- (force_parallel_mode is called debug_parallel_query since 16)
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'on', false)
+       AS forced;
 SELECT lying_horizon() >= 0 AS read_in_worker;
-RESET force_parallel_mode;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'off', false)
+       AS unforced;
 DROP FUNCTION lying_horizon();
 DROP TABLE parallel_probe;

@@ -2,7 +2,9 @@
 -- table and on production's partitioned meta/blob layout; bad input, layout
 -- errors, privileges and row-level security.
 \set ECHO none
-\i tests/wave_d14n_reference.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set reference_sql :abs_srcdir '/tests/wave_d14n_reference.sql'
+\i :reference_sql
 \set ECHO all
 
 -- Three originators; topics '\x00' || int4; originator 30 has its sequences

@@ -14,6 +14,7 @@
 
 #include "access/genam.h"
 #include "access/relscan.h"
+#include "access/skey.h"
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
@@ -27,16 +28,23 @@
 PG_FUNCTION_INFO_V1(group_ceiling);
 PG_FUNCTION_INFO_V1(welcome_ceiling);
 
-/* The highest visible id in one leaf, or 0 when it has none. */
+/*
+ * The highest visible id in one leaf, or 0 when it has none. A node's table
+ * may allow NULL ids, which an ascending btree keeps last: a backward scan
+ * meets them first, so the probe asks for non-NULL ids only.
+ */
 static int64
 LeafMaxId(SourceLeaf *leaf, Snapshot snapshot)
 {
-	IndexScanDesc scan = index_beginscan(leaf->heap, leaf->walk_index, snapshot, 0, 0);
+	IndexScanDesc scan = xip83_index_beginscan(leaf->heap, leaf->walk_index, snapshot, 1, 0);
 	TupleTableSlot *slot = table_slot_create(leaf->heap, NULL);
+	ScanKeyData notnull;
 	int64		max = 0;
 	bool		isnull;
 
-	index_rescan(scan, NULL, 0, NULL, 0);
+	ScanKeyEntryInitialize(&notnull, SK_ISNULL | SK_SEARCHNOTNULL, 1, InvalidStrategy,
+						   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
+	index_rescan(scan, &notnull, 1, NULL, 0);
 	if (index_getnext_slot(scan, BackwardScanDirection, slot))
 	{
 		Datum		id = slot_getattr(slot, leaf->attnos[V3_COL_ID], &isnull);

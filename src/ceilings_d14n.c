@@ -112,7 +112,7 @@ KeyProbeFirst(KeyProbes *probes, SourceLeaf *leaf, ScanKey keys, ScanDirection d
 	CHECK_FOR_INTERRUPTS();
 	if (lp->scan == NULL)
 	{
-		lp->scan = index_beginscan(leaf->heap, leaf->index, probes->snapshot, probes->nkeys, 0);
+		lp->scan = xip83_index_beginscan(leaf->heap, leaf->index, probes->snapshot, probes->nkeys, 0);
 		lp->slot = table_slot_create(leaf->heap, NULL);
 	}
 	index_rescan(lp->scan, keys, probes->nkeys, NULL, 0);
@@ -156,6 +156,18 @@ KeyColumn(const SourceLeaf *leaf, TupleTableSlot *slot, int col)
 	return col == ENVELOPE_COL_ORIGINATOR ? DatumGetInt32(d) : DatumGetInt64(d);
 }
 
+/*
+ * Fills a scan key "originator_sequence_id IS NOT NULL". A node's table may
+ * allow NULL sequence ids, which an ascending btree keeps after every other
+ * sequence of an originator: a backward probe would meet them first.
+ */
+static void
+SequenceNotNullKey(ScanKey key)
+{
+	ScanKeyEntryInitialize(key, SK_ISNULL | SK_SEARCHNOTNULL, 2, InvalidStrategy,
+						   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
+}
+
 /* Orders ceilings by originator. */
 static int
 CompareOriginators(const void *a, const void *b)
@@ -177,13 +189,14 @@ HighestSequenceOf(KeyProbes *probes, int32 originator)
 	{
 		SourceLeaf *leaf = &source->leaves[i];
 		TupleTableSlot *slot;
-		ScanKeyData key;
+		ScanKeyData keys[2];
 
 		/* bands hold [position_lo, position_hi): skip those that cannot beat best */
 		if (!SourceLeafMayHoldOriginator(leaf, originator) || leaf->position_hi - 1 <= best)
 			continue;
-		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(originator));
-		slot = KeyProbeFirst(probes, leaf, &key, BackwardScanDirection);
+		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(originator));
+		SequenceNotNullKey(&keys[1]);
+		slot = KeyProbeFirst(probes, leaf, keys, BackwardScanDirection);
 		if (slot != NULL)
 			best = Max(best, KeyColumn(leaf, slot, ENVELOPE_COL_SEQUENCE));
 	}
@@ -242,13 +255,14 @@ AllCeilings(KeyProbes *probes, int *n)
 			continue;
 		for (;;)
 		{
-			ScanKeyData key;
+			ScanKeyData keys[2];
 			TupleTableSlot *slot;
 			int32		originator;
 
 			/* the highest key at or below hi; below lo there is nothing of this leaf's */
-			ScanKeyInit(&key, 1, BTLessEqualStrategyNumber, F_INT4LE, Int32GetDatum(hi));
-			slot = KeyProbeFirst(probes, leaf, &key, BackwardScanDirection);
+			ScanKeyInit(&keys[0], 1, BTLessEqualStrategyNumber, F_INT4LE, Int32GetDatum(hi));
+			SequenceNotNullKey(&keys[1]);
+			slot = KeyProbeFirst(probes, leaf, keys, BackwardScanDirection);
 			if (slot == NULL)
 				break;
 			originator = (int32) KeyColumn(leaf, slot, ENVELOPE_COL_ORIGINATOR);
@@ -393,7 +407,7 @@ originator_ceilings(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 	source = SourceOpen(PG_GETARG_OID(1), &ceilings_spec);
-	probes = KeyProbesBegin(source, GetActiveSnapshot(), 1);
+	probes = KeyProbesBegin(source, GetActiveSnapshot(), 2);
 	ceilings = PG_ARGISNULL(0) ? AllCeilings(probes, &n) : ListedCeilings(probes, &nodes, &n);
 	EmitCeilings(rsinfo, ceilings, n);
 	KeyProbesEnd(probes);

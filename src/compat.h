@@ -1,45 +1,50 @@
 /*
- * compat.h: the few server APIs that changed between the PostgreSQL majors
- * xip83 builds against, behind one name each.
+ * compat.h: the few server APIs that differ between the supported PostgreSQL
+ * major versions (15 and 18 are built and tested; 16 and 17 only through the
+ * same guards). Each guard names the version that changed the API.
+ *
+ * Macros only: each expands at its use site, whose file includes the server
+ * header that declares the real function.
  */
 #ifndef XIP83_COMPAT_H
 #define XIP83_COMPAT_H
 
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "storage/proc.h"
-#include "utils/rel.h"
-#include "utils/relcache.h"
-
-/* index_beginscan gained an instrumentation argument in 18. */
+/* 18: index_beginscan takes an IndexScanInstrumentation pointer (may be NULL). */
 #if PG_VERSION_NUM >= 180000
-#define compat_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+#define xip83_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
 	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys))
 #else
-#define compat_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+#define xip83_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
 	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
 #endif
 
-/* RelationGetPrimaryKeyIndex gained deferrable_ok in 17. */
-#if PG_VERSION_NUM >= 170000
-#define compat_primary_key_index(rel) RelationGetPrimaryKeyIndex((rel), false)
-#else
-#define compat_primary_key_index(rel) RelationGetPrimaryKeyIndex(rel)
+/* 17: IsBackgroundWorker gave way to AmBackgroundWorkerProcess() (miscadmin.h). */
+#if PG_VERSION_NUM < 170000
+#define AmBackgroundWorkerProcess() (IsBackgroundWorker)
 #endif
 
-/* The process number of this backend (MyProcNumber since 17). */
+/* 17: RelationGetPrimaryKeyIndex gained deferrable_ok (utils/relcache.h). */
 #if PG_VERSION_NUM >= 170000
-#define compat_my_proc_number() ((int) MyProcNumber)
+#define xip83_primary_key_index(rel) RelationGetPrimaryKeyIndex((rel), false)
 #else
-#define compat_my_proc_number() (MyProc->pgprocno)
+#define xip83_primary_key_index(rel) RelationGetPrimaryKeyIndex(rel)
 #endif
 
-/* Background worker test (IsBackgroundWorker is gone since 17). */
+/* 17: a backend's process number is MyProcNumber (storage/proc.h). */
 #if PG_VERSION_NUM >= 170000
-#define compat_am_background_worker() AmBackgroundWorkerProcess()
+#define xip83_my_proc_number() ((int) MyProcNumber)
 #else
-#define compat_am_background_worker() IsBackgroundWorker
+#define xip83_my_proc_number() (MyProc->pgprocno)
+#endif
+
+/* 16: pg_namespace_aclcheck gave way to object_aclcheck (utils/acl.h, catalog/pg_namespace.h). */
+#if PG_VERSION_NUM >= 160000
+#define xip83_namespace_aclcheck(nsp, role, mode) \
+	object_aclcheck(NamespaceRelationId, (nsp), (role), (mode))
+#else
+#define xip83_namespace_aclcheck(nsp, role, mode) pg_namespace_aclcheck((nsp), (role), (mode))
 #endif
 
 #endif							/* XIP83_COMPAT_H */

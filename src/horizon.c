@@ -37,6 +37,7 @@
 
 #include "horizon.h"
 #include "notifier.h"
+#include "source.h"
 
 PG_FUNCTION_INFO_V1(group_horizon);
 PG_FUNCTION_INFO_V1(welcome_horizon);
@@ -383,13 +384,8 @@ HorizonLateSince(PositionKind kind, uint64 after, LateBatch *out)
 static void
 RequireSelect(const char *table)
 {
-	Oid			nsp = get_namespace_oid("xip83", false);
-	Oid			relid = get_relname_relid(table, nsp);
+	Oid			relid = SourceOwnTable(table);
 
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation \"xip83.%s\" does not exist", table)));
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -104,13 +104,8 @@ static void
 LiveFetchBegin(LiveFetch *f, FunctionCallInfo fcinfo, const char *table,
 			   const char *const *columns, int n_columns, int limit)
 {
-	Oid			nsp = get_namespace_oid("xip83", false);
-	Oid			relid = get_relname_relid(table, nsp);
+	Oid			relid = SourceOwnTable(table);
 
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation \"xip83.%s\" does not exist", table)));
 	SourceOpenKeyed(relid, psprintf("xip83.%s", table), &f->heap, &f->index);
 	f->snapshot = RegisterSnapshot(HorizonReadSnapshot());
 	f->slot = table_slot_create(f->heap, NULL);
@@ -228,7 +223,7 @@ LiveFetchScan(LiveFetch *f, int32 originator, int64 lower, int64 upper,
 	ScanKeyInit(&keys[nkeys++], keycol, BTLessEqualStrategyNumber, F_INT8LE,
 				Int64GetDatum(upper));
 
-	scan = compat_index_beginscan(f->heap, f->index, f->snapshot, nkeys, 0);
+	scan = xip83_index_beginscan(f->heap, f->index, f->snapshot, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, f->slot))
 	{

@@ -28,7 +28,7 @@ LiveNoticeToBase64(const Xip83__V1__LiveNotice *notice)
 	int			rawlen = VARSIZE(raw) - VARHDRSZ;
 	int			cap = pg_b64_enc_len(rawlen) + 1;
 	char	   *text = palloc(cap);
-	int			len = pg_b64_encode(VARDATA(raw), rawlen, text, cap);
+	int			len = pg_b64_encode((void *) VARDATA(raw), rawlen, text, cap);
 
 	if (len < 0 || len > LIVE_NOTICE_MAX_PAYLOAD)
 		ereport(ERROR,
@@ -37,6 +37,14 @@ LiveNoticeToBase64(const Xip83__V1__LiveNotice *notice)
 	text[len] = '\0';
 	pfree(raw);
 	return text;
+}
+
+/* Whether the notifier sends this state: LIVE or STOPPING, never UNSPECIFIED. */
+static bool
+StateIsSent(int state)
+{
+	return state == XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE ||
+		state == XIP83__V1__LIVE_NOTICE__STATE__STATE_STOPPING;
 }
 
 /* Reads a non-negative bigint argument as a uint64 protobuf field. */
@@ -68,16 +76,21 @@ live_notice_encode(PG_FUNCTION_ARGS)
 	int			s;
 
 	notice.epoch = GetPosition(fcinfo, 0, "epoch");
+	if (notice.epoch == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"epoch\" must be at least 1"),
+				 errdetail("Every notifier epoch is; a notice without one is refused when decoded.")));
 	ArgRequire(fcinfo, 1, "state");
 	state = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	for (s = 0; s < (int) lengthof(state_names); s++)
 		if (strcmp(state, state_names[s]) == 0)
 			break;
-	if (s == (int) lengthof(state_names))
+	if (s == (int) lengthof(state_names) || !StateIsSent(s))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid live notice state \"%s\"", state),
-				 errhint("Use \"live\", \"stopping\" or \"unspecified\".")));
+				 errhint("Use \"live\" or \"stopping\".")));
 	notice.state = s;
 	notice.tick = GetPosition(fcinfo, 2, "tick");
 	notice.group_horizon = GetPosition(fcinfo, 3, "group_horizon");
@@ -137,21 +150,41 @@ live_notice_decode(PG_FUNCTION_ARGS)
 
 	ArgRequire(fcinfo, 0, "payload");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "live_notice_decode must return a composite type");
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("live_notice_decode must be declared to return a composite type")));
 
 	payload = PG_GETARG_TEXT_PP(0);
 	b64len = VARSIZE_ANY_EXHDR(payload);
 	raw = palloc(pg_b64_dec_len(b64len) + 1);
-	rawlen = pg_b64_decode(VARDATA_ANY(payload), b64len, raw, pg_b64_dec_len(b64len) + 1);
+	rawlen = pg_b64_decode(VARDATA_ANY(payload), b64len, (void *) raw,
+						   pg_b64_dec_len(b64len) + 1);
 	if (rawlen < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("live notice payload is not valid base64")));
+	if (rawlen == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("live notice payload is empty"),
+				 errdetail("Every notice carries at least an epoch and a state.")));
 	notice = xip83__v1__live_notice__unpack(PbAllocator(), rawlen, (uint8_t *) raw);
 	if (notice == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("live notice payload is not a valid LiveNotice message")));
+	/* a well-formed message the notifier never sends is no notice either */
+	if (notice->epoch == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("live notice payload is not a notice the notifier sends"),
+				 errdetail("It has no epoch.")));
+	if (!StateIsSent(notice->state))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("live notice payload is not a notice the notifier sends"),
+				 errdetail("Its state %d is neither live (1) nor stopping (2).",
+						   (int) notice->state)));
 
 	nodes = palloc(sizeof(Datum) * (notice->n_originator_horizons + 1));
 	horizons = palloc(sizeof(Datum) * (notice->n_originator_horizons + 1));
@@ -170,8 +203,7 @@ live_notice_decode(PG_FUNCTION_ARGS)
 	}
 
 	values[0] = PositionDatum(notice->epoch, "epoch");
-	values[1] = CStringGetTextDatum(notice->state < lengthof(state_names)
-									? state_names[notice->state] : "unknown");
+	values[1] = CStringGetTextDatum(state_names[notice->state]);
 	values[2] = PositionDatum(notice->tick, "tick");
 	values[3] = PositionDatum(notice->group_horizon, "group_horizon");
 	values[4] = PositionDatum(notice->welcome_horizon, "welcome_horizon");

@@ -171,7 +171,10 @@ MergeAddStream(MergeScan *merge, Datum topic, int32 originator, int64 floor,
 	if (floor >= ceiling || nleaves == 0)
 		return -1;
 	if (nleaves > PG_UINT16_MAX)
-		elog(ERROR, "a merge stream reads at most %d leaves", PG_UINT16_MAX);
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a wave scan reads at most %d partitions of one source", PG_UINT16_MAX),
+				 errdetail("The source has %d.", nleaves)));
 	if (merge->nstreams == merge->cap)
 	{
 		if (merge->cap > PG_INT32_MAX / 2)
@@ -379,7 +382,7 @@ Refill(MergeScan *merge, MergeStream *s)
 							 s->floor, s->ceiling);
 		if (ls->scan == NULL)
 		{
-			ls->scan = index_beginscan(leaf->heap, leaf->index, merge->snapshot, nkeys, 0);
+			ls->scan = xip83_index_beginscan(leaf->heap, leaf->index, merge->snapshot, nkeys, 0);
 			ls->scan->xs_want_itup = true;
 		}
 		index_rescan(ls->scan, keys, nkeys, NULL, 0);
@@ -611,8 +614,8 @@ NextFromWalk(MergeScan *merge, MergeRow *row)
 								 merge->walk_originator, merge->walk_position,
 								 merge->walk_hi);
 			if (ls->walk == NULL)
-				ls->walk = index_beginscan(leaf->heap, leaf->walk_index, merge->snapshot,
-										   nkeys, 0);
+				ls->walk = xip83_index_beginscan(leaf->heap, leaf->walk_index, merge->snapshot,
+												 nkeys, 0);
 			index_rescan(ls->walk, keys, nkeys, NULL, 0);
 			merge->walk_open = true;
 		}

@@ -195,7 +195,7 @@ NotifierEnsureRunning(void)
 	TimestampTz now;
 	bool		start = false;
 
-	if (Shared == NULL || compat_am_background_worker())
+	if (Shared == NULL || AmBackgroundWorkerProcess())
 		return;
 	e = MyEntry();
 	if (e == NULL || ((volatile NotifierDb *) e)->pid != 0)

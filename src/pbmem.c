@@ -4,6 +4,9 @@
 #include "postgres.h"
 
 #include "utils/memutils.h"
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"			/* VARSIZE and friends left postgres.h in 16 */
+#endif
 
 #include "pbmem.h"
 

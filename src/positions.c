@@ -93,15 +93,6 @@ InitLocal(void)
 	LocalInit = true;
 }
 
-/* The xip83 relation of that name, or InvalidOid. */
-static Oid
-OwnRelation(const char *name)
-{
-	Oid			nsp = get_namespace_oid("xip83", true);
-
-	return OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
-}
-
 /* Room for one more element of a backend-lifetime array. */
 static void *
 Grow(void *array, int n, int *cap, Size elem)
@@ -261,7 +252,7 @@ RegisterPosition(RegistryDb *db, int line, PositionKind kind, int32 node, uint64
 static void
 SequenceCatchUp(PositionKind kind, uint64 x)
 {
-	Oid			seq = OwnRelation(KindSequence[kind]);
+	Oid			seq = RegistryOwnRelation(KindSequence[kind]);
 
 	if (!OidIsValid(seq) || (int64) x <= RegistrySequenceLastValue(seq))
 		return;
@@ -282,7 +273,7 @@ NextId(FunctionCallInfo fcinfo, PositionKind kind)
 	seq = PG_GETARG_OID(0);
 	if (seq != known[kind])
 	{
-		known[kind] = OwnRelation(KindSequence[kind]);
+		known[kind] = RegistryOwnRelation(KindSequence[kind]);
 		if (seq != known[kind])
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -353,7 +344,7 @@ TriggerKind(TriggerData *trigdata, const char *fn)
 		TriggerMisuse(fn, "needs one argument: group, welcome or envelope");
 		kind = KIND_GROUP;		/* keep compiler quiet */
 	}
-	if (RelationGetRelid(trigdata->tg_relation) != OwnRelation(KindTable[kind]))
+	if (RelationGetRelid(trigdata->tg_relation) != RegistryOwnRelation(KindTable[kind]))
 		TriggerMisuse(fn, psprintf("only acts on xip83.%s", KindTable[kind]));
 	return kind;
 }
@@ -637,7 +628,7 @@ PositionsObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int su
 	if (db == NULL)
 		return;
 	for (int k = 0; k < 3; k++)
-		if (objectId == OwnRelation(KindTable[k]))
+		if (objectId == RegistryOwnRelation(KindTable[k]))
 		{
 			InitLocal();
 			XactDb = db;

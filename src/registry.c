@@ -458,9 +458,8 @@ RegistryResetKindLocked(RegistryDb *db, PositionKind kind)
 
 /* ---------------------------------------------------------------- loading */
 
-/* The xip83 relation of that name, or InvalidOid. */
-static Oid
-OwnRelation(const char *name)
+Oid
+RegistryOwnRelation(const char *name)
 {
 	Oid			nsp = get_namespace_oid("xip83", true);
 
@@ -500,7 +499,7 @@ static bool
 ProbeKey(Relation heap, Relation index, Snapshot snapshot, ScanKey keys, int nkeys,
 		 ScanDirection dir, AttrNumber col, int64 *out)
 {
-	IndexScanDesc scan = compat_index_beginscan(heap, index, snapshot, nkeys, 0);
+	IndexScanDesc scan = xip83_index_beginscan(heap, index, snapshot, nkeys, 0);
 	TupleTableSlot *slot = table_slot_create(heap, NULL);
 	bool		found = false;
 	bool		isnull;
@@ -526,13 +525,13 @@ ProbeKey(Relation heap, Relation index, Snapshot snapshot, ScanKey keys, int nke
 static bool
 OpenWithKey(const char *name, Relation *heap, Relation *index)
 {
-	Oid			relid = OwnRelation(name);
+	Oid			relid = RegistryOwnRelation(name);
 	Oid			pk;
 
 	if (!OidIsValid(relid))
 		return false;
 	*heap = table_open(relid, AccessShareLock);
-	pk = compat_primary_key_index(*heap);
+	pk = xip83_primary_key_index(*heap);
 	if (!OidIsValid(pk))
 	{
 		table_close(*heap, AccessShareLock);
@@ -555,7 +554,7 @@ LoadV3High(const char *table, const char *sequence, Snapshot snapshot)
 {
 	Relation	heap;
 	Relation	index;
-	int64		high = RegistrySequenceLastValue(OwnRelation(sequence));
+	int64		high = RegistrySequenceLastValue(RegistryOwnRelation(sequence));
 	int64		max;
 
 	if (!OpenWithKey(table, &heap, &index))
@@ -656,7 +655,7 @@ RegistryAttach(void)
 		MyDb = AcquireDb();
 	if (MySlot == NULL)
 	{
-		int			procno = compat_my_proc_number();
+		int			procno = xip83_my_proc_number();
 
 		if (procno < 0 || procno >= Reg->n_slots)
 			elog(ERROR, "xip83: process number %d outside the registry", procno);

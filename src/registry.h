@@ -169,6 +169,8 @@ extern uint64 RegistryAddLate(RegistryDb *db, PositionKind kind, int32 node, int
 							  TransactionId xid);
 /* Whether a pin of another backend of this database is set on any line. */
 extern bool RegistryDbHasPinsLocked(Oid dboid);
+/* The xip83 relation of that name, or InvalidOid (no error: bookkeeping). */
+extern Oid	RegistryOwnRelation(const char *name);
 /* A sequence's last value, read off its page (bookkeeping: no privilege check). */
 extern int64 RegistrySequenceLastValue(Oid seqid);
 /* The write path's transaction and object-access hooks (positions.c). */

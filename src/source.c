@@ -3,10 +3,11 @@
  *
  * Invariants: the privilege and row-level-security checks are made on the
  * relation the caller named, exactly where SQL would make them (a query on a
- * partitioned table checks the parent, never its partitions). Every leaf that
- * SourceOpen returns has passed the column and index checks; a Source is never
- * half built (any failure raises an ERROR and the resource owner releases what
- * was opened).
+ * partitioned table checks the parent, never its partitions), USAGE on its
+ * schema included, since a relation given by OID is never looked up by name.
+ * Every leaf that SourceOpen returns has passed the column and index checks; a
+ * Source is never half built (any failure raises an ERROR and the resource
+ * owner releases what was opened).
  *
  * Locking: AccessShareLock on the named relation, its partitions and their
  * indexes, taken in parent-to-leaf order as the executor does and kept until
@@ -22,6 +23,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "lib/stringinfo.h"
@@ -79,10 +81,22 @@ ColumnList(const char *const *columns, int n)
 	return buf.data;
 }
 
-/* Refuses callers that SQL would refuse: no SELECT, or row-level security on. */
+/*
+ * Refuses callers that SQL would refuse: no USAGE on the relation's schema (a
+ * relation given by OID skips the name lookup that checks it), no SELECT, or
+ * row-level security on.
+ */
 void
 SourceRequireReadable(Oid relid, const char *relname)
 {
+	Oid			nspid = get_rel_namespace(relid);
+
+	if (xip83_namespace_aclcheck(nspid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for schema %s", get_namespace_name(nspid)),
+				 errdetail("Reading table %s needs USAGE on its schema, as a query naming it would.",
+						   relname)));
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -398,7 +412,8 @@ SourceLeafMayHoldOriginator(const SourceLeaf *leaf, int32 originator)
 
 /*
  * Opens a plain table and its primary key for a primary-key range read,
- * after the checks every read makes (SELECT, row-level security).
+ * after the checks every read makes (USAGE on its schema, SELECT, row-level
+ * security).
  */
 void
 SourceOpenKeyed(Oid relid, const char *relname, Relation *heap, Relation *pk)
@@ -407,10 +422,23 @@ SourceOpenKeyed(Oid relid, const char *relname, Relation *heap, Relation *pk)
 
 	SourceRequireReadable(relid, relname);
 	*heap = table_open(relid, AccessShareLock);
-	pkid = compat_primary_key_index(*heap);
+	pkid = xip83_primary_key_index(*heap);
 	if (!OidIsValid(pkid))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("relation %s has no primary key", relname)));
 	*pk = index_open(pkid, AccessShareLock);
+}
+
+/* The xip83 table of that name (42P01 when it does not exist). */
+Oid
+SourceOwnTable(const char *table)
+{
+	Oid			relid = get_relname_relid(table, get_namespace_oid("xip83", false));
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation \"xip83.%s\" does not exist", table)));
+	return relid;
 }

@@ -2,7 +2,7 @@
  * source.h: resolving a `source` relation into what a scan reads.
  *
  * A source is a plain table or a partitioned one. Opening it checks, in this
- * order: the caller's SELECT privilege (42501), row-level security (refused
+ * order: the caller's USAGE on its schema and SELECT on it (42501), row-level security (refused
  * unless the caller bypasses it, 42501), the relation kind (42809), the
  * required columns and their types on every leaf (42703, 42804), and on every
  * leaf a valid, non-partial, ascending btree index whose leading columns are
@@ -26,6 +26,8 @@
 #include "postgres.h"
 
 #include "utils/rel.h"
+
+#include "compat.h"
 
 #define SOURCE_MAX_KEYS 3
 
@@ -84,6 +86,7 @@ extern void SourceRequireReadable(Oid relid, const char *relname);
 extern char *SourceCheckReadable(Oid relid, const SourceSpec *spec);
 extern Source *SourceOpen(Oid relid, const SourceSpec *spec);
 extern void SourceClose(Source *source);
+extern Oid	SourceOwnTable(const char *table);
 extern void SourceOpenKeyed(Oid relid, const char *relname, Relation *heap, Relation *pk);
 extern bool SourceLeafMayHoldOriginator(const SourceLeaf *leaf, int32 originator);
 

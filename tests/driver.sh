@@ -5,6 +5,18 @@
 #   bash tests/driver.sh demo     build, make install, throwaway cluster, the main job
 #   bash tests/driver.sh bench [NAME [ARGS]]  build, temp-install, throwaway cluster, tests/bench
 #   bash tests/driver.sh shell    a throwaway cluster left running for hand work
+#   bash tests/driver.sh package  build the .deb (debian/, pg_buildext), install it,
+#                                 CREATE EXTENSION and the pg_regress and isolation
+#                                 suites on a fresh cluster of Debian's server, remove it
+#
+# The server is the one PG_CONFIG names (default: Debian's PostgreSQL
+# $PG_MAJOR, 15 unless set, installed when missing). The tests themselves are
+# the Makefile's standard targets: installcheck-regress and
+# installcheck-isolation (PGXS: sql/, specs/, expected/) and
+# installcheck-libpq against this driver's cluster, then installcheck-tap
+# (t/*.pl, clusters of their own). What is left here is what PGXS cannot do:
+# installing packages, running the server and the TAP tests as an unprivileged
+# user, a private install of the server, counting, and the demo.
 #
 # PostgreSQL refuses to run as root, so as root the server runs as the
 # `postgres` system user (created as `xip83` when absent); clients connect over
@@ -21,12 +33,22 @@ die() { printf 'driver: %s\n' "$*" >&2; exit 2; }
 
 # ------------------------------------------------------------------ deps
 # What a fresh Debian machine lacks, installed only when missing.
-PG_MAJOR=${PG_MAJOR:-15}
+if [ -n "${PG_CONFIG:-}" ]; then
+	[ -x "$PG_CONFIG" ] || PG_CONFIG=$(command -v "$PG_CONFIG") || die "PG_CONFIG $PG_CONFIG not found"
+	PG_MAJOR=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+else
+	PG_MAJOR=${PG_MAJOR:-15}
+	PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
+fi
+# Debian's own server packages only for a server under /usr/lib/postgresql.
+debian_pg() { case "$PG_CONFIG" in /usr/lib/postgresql/*) return 0 ;; esac; return 1; }
 need_pkgs() {
 	local missing=()
-	command -v pg_config >/dev/null && [ -d "/usr/include/postgresql/$PG_MAJOR/server" ] \
-		|| missing+=("postgresql-server-dev-$PG_MAJOR")
-	[ -x "/usr/lib/postgresql/$PG_MAJOR/bin/postgres" ] || missing+=("postgresql-$PG_MAJOR")
+	if debian_pg; then
+		[ -x "$PG_CONFIG" ] && [ -d "/usr/include/postgresql/$PG_MAJOR/server" ] \
+			|| missing+=("postgresql-server-dev-$PG_MAJOR")
+		[ -x "/usr/lib/postgresql/$PG_MAJOR/bin/postgres" ] || missing+=("postgresql-$PG_MAJOR")
+	fi
 	[ -f /usr/include/postgresql/libpq-fe.h ] || missing+=(libpq-dev)
 	[ -f /usr/include/protobuf-c/protobuf-c.h ] || missing+=(libprotobuf-c-dev)
 	command -v protoc-c >/dev/null || missing+=(protobuf-c-compiler)
@@ -38,6 +60,8 @@ need_pkgs() {
 	command -v make >/dev/null || missing+=(make)
 	command -v gcc >/dev/null || missing+=(gcc)
 	command -v runuser >/dev/null || missing+=(util-linux)
+	command -v prove >/dev/null || missing+=(perl)
+	perl -MIPC::Run -e1 2>/dev/null || missing+=(libipc-run-perl)
 	printf '%s\n' "${missing[@]}"
 }
 install_deps() {
@@ -54,15 +78,15 @@ install_deps() {
 
 # ------------------------------------------------------------------ paths
 install_deps
-export PATH="/usr/lib/postgresql/$PG_MAJOR/bin:$PATH"
-PG_CONFIG=$(command -v pg_config)
+[ -x "$PG_CONFIG" ] || die "no pg_config at $PG_CONFIG"
+export PG_CONFIG
 PG_BINDIR=$($PG_CONFIG --bindir)
 PG_SHAREDIR=$($PG_CONFIG --sharedir)
 PG_PKGLIBDIR=$($PG_CONFIG --pkglibdir)
-PGXS_DIR=$(dirname "$($PG_CONFIG --pgxs)")/../..
+export PATH="$PG_BINDIR:$PATH"
 # Runtime state lives outside the checkout, so the server user can reach it
-# whatever the checkout's permissions; one directory per checkout.
-RUN=${XIP83_RUNDIR:-/tmp/xip83-$(printf '%s' "$top" | cksum | cut -d' ' -f1)}
+# whatever the checkout's permissions; one directory per checkout and major.
+RUN=${XIP83_RUNDIR:-/tmp/xip83-$(printf '%s' "$top" | cksum | cut -d' ' -f1)-pg$PG_MAJOR}
 mkdir -p "$RUN"
 chmod 755 "$RUN"
 
@@ -79,7 +103,7 @@ fi
 
 # ------------------------------------------------------------------ build
 build() {
-	log "building"
+	log "building against $PG_CONFIG"
 	make -s -j2 PG_CONFIG="$PG_CONFIG" all >"$RUN/build.log" 2>&1 \
 		|| { cat "$RUN/build.log"; die "build failed"; }
 }
@@ -108,8 +132,8 @@ SOCK=$RUN/sock
 PORT=5432
 SERVER_LOG=$RUN/server.log
 
-# Extra settings for the cluster come from tests/cluster.conf and, for one mode,
-# tests/cluster-<mode>.conf.
+# Settings for the cluster come from tests/xip83.conf (the suites' own) and,
+# for one mode, tests/cluster-<mode>.conf.
 cluster_init() {
 	log "initdb in $DATA (server user $SERVER_USER)"
 	rm -rf "$DATA" "$SOCK"
@@ -122,10 +146,7 @@ cluster_init() {
 		echo "listen_addresses = ''"
 		echo "unix_socket_directories = '$SOCK'"
 		echo "port = $PORT"
-		echo "shared_preload_libraries = 'xip83'"
-		echo "timezone = 'UTC'"
-		echo "log_timezone = 'UTC'"
-		cat tests/cluster.conf
+		cat tests/xip83.conf
 		[ -f "tests/cluster-$mode.conf" ] && cat "tests/cluster-$mode.conf"
 	} >>"$DATA/postgresql.conf"
 	# A helper for tests that restart or stop the server mid-test.
@@ -166,80 +187,60 @@ PASSED=0
 FAILED=0
 FAILED_NAMES=()
 
-# Counts pg_regress-style result lines ("name ... ok" / "... FAILED").
-count_regress_output() {
-	local out=$1 line name
+# Counts result lines: pg_regress up to 15 ("test name ... ok" / "... FAILED"),
+# pg_regress from 16 ("ok 1 - name" / "not ok 2 - name"), prove ("t/x.pl .. ok"
+# per file; a failed file is named in its summary, "t/x.pl (Wstat: ..."),
+# tests/libpq/run.sh ("test name ... ok").
+count_output() {
+	local out=$1 line
 	while IFS= read -r line; do
 		case "$line" in
-			*" ... ok"*) PASSED=$((PASSED + 1)) ;;
-			*" ... FAILED"* | *" ... failed"*)
+			*" ... ok"* | "ok "[0-9]*) PASSED=$((PASSED + 1)) ;;
+			*" ... FAILED"* | *" ... failed"* | "not ok "[0-9]*)
 				FAILED=$((FAILED + 1))
-				name=$(printf '%s' "$line" | sed -E 's/^ *(test|permutation)? *//; s/ +\.\.\..*//')
-				FAILED_NAMES+=("$name") ;;
+				FAILED_NAMES+=("$(printf '%s' "$line" | sed -E 's/^ *(test|permutation|not ok [0-9]+ +-)? *//; s/ +(\.\.\.|[0-9]+ ms).*//')") ;;
+			t/*.pl\ *.\ ok*) PASSED=$((PASSED + 1)) ;;
+			t/*.pl\ *"(Wstat: "*) FAILED=$((FAILED + 1)); FAILED_NAMES+=("${line%% *}") ;;
 		esac
 	done <"$out"
 }
 
-# Shows a runner's output and counts it; a runner that failed without naming
-# a failed test (it could not start) counts as one failure.
-step_result() {
-	local rc=$1 out=$2 runner=$3 before=$FAILED
-	cat "$out"
-	count_regress_output "$out"
-	if [ "$rc" != 0 ] && [ "$FAILED" = "$before" ]; then
-		FAILED=$((FAILED + 1)); FAILED_NAMES+=("$runner (exit $rc)")
+# Runs one make target, shows its output and counts it; a target that failed
+# without naming a failed test (it could not start) counts as one failure.
+# `as_server` targets run in $RUN/src, a copy of the checkout the server user
+# owns: pg_regress and prove write their results beside the tests, and TAP
+# clusters cannot run as root.
+run_target() {
+	local who=$1 target=$2 out=$RUN/$2.out rc before=$FAILED dir=$top
+	shift 2
+	log "make $target"
+	if [ "$who" = as_server ] && [ "$(id -u)" = 0 ]; then
+		dir=$RUN/src
+		rm -rf "$dir" && mkdir -p "$dir"
+		tar -C "$top" --exclude=./.git --exclude=./build --exclude=./results \
+			--exclude=./output_iso --exclude=./tmp_check -cf - . | tar -C "$dir" -xf -
+		chown -R "$SERVER_USER" "$dir"
+		as_server env PATH="$PATH" make -C "$dir" --no-print-directory PG_CONFIG="$PG_CONFIG" \
+			bindir="$BINDIR" "$target" "$@" >"$out" 2>&1
+	else
+		make -C "$dir" --no-print-directory PG_CONFIG="$PG_CONFIG" bindir="$BINDIR" \
+			"$target" "$@" >"$out" 2>&1
 	fi
-}
-
-run_regress() {
-	local tests
-	tests=$(ls sql/*.sql 2>/dev/null | xargs -n1 basename 2>/dev/null | sed 's/\.sql$//' | sort)
-	[ -n "$tests" ] || return 0
-	log "pg_regress: $(echo $tests)"
-	rm -rf build/regress && mkdir -p build/regress
-	# shellcheck disable=SC2086
-	"$PGXS_DIR/src/test/regress/pg_regress" --bindir="$BINDIR" --host="$SOCK" --port="$PORT" \
-		--user=postgres --inputdir=. --outputdir=build/regress --dbname=xip83_regress \
-		--load-extension=xip83 $tests >build/regress/out.txt 2>&1
-	step_result $? build/regress/out.txt pg_regress
-	[ -s build/regress/regression.diffs ] && cat build/regress/regression.diffs
-	return 0
-}
-
-run_isolation() {
-	local specs
-	specs=$(ls tests/specs/*.spec 2>/dev/null | xargs -n1 basename 2>/dev/null | sed 's/\.spec$//' | sort)
-	[ -n "$specs" ] || return 0
-	log "isolation: $(echo $specs)"
-	rm -rf build/isolation && mkdir -p build/isolation
-	# shellcheck disable=SC2086
-	"$PGXS_DIR/src/test/isolation/pg_isolation_regress" --bindir="$BINDIR" --host="$SOCK" \
-		--port="$PORT" --user=postgres --inputdir=tests --outputdir=build/isolation \
-		--dbname=xip83_isolation --load-extension=xip83 $specs >build/isolation/out.txt 2>&1
-	step_result $? build/isolation/out.txt pg_isolation_regress
-	[ -s build/isolation/regression.diffs ] && cat build/isolation/regression.diffs
-	return 0
-}
-
-# Each tests/libpq/t_*.c is one program, one test: exit 0 passes. It gets a
-# fresh database with the extension and may restart the server via XIP83_PGCTL.
-run_libpq() {
-	local t name rc
-	for t in build/tests/t_*; do
-		[ -x "$t" ] || continue
-		name=$(basename "$t")
-		fresh_db xip83_libpq
-		log "libpq: $name"
-		PGDATABASE=xip83_libpq timeout "${XIP83_TEST_TIMEOUT:-900}" "$t"
-		rc=$?
-		if [ $rc = 0 ]; then
-			PASSED=$((PASSED + 1)); echo "test $name ... ok"
-		else
-			FAILED=$((FAILED + 1)); FAILED_NAMES+=("$name"); echo "test $name ... FAILED (exit $rc)"
-		fi
-		# a test that left the server down must not take the others with it
-		"$BINDIR/pg_isready" -q || cluster_start
+	rc=$?
+	cat "$out"
+	count_output "$out"
+	if [ "$rc" != 0 ] && [ "$FAILED" = "$before" ]; then
+		FAILED=$((FAILED + 1)); FAILED_NAMES+=("make $target (exit $rc)")
+	fi
+	for d in "$dir/regression.diffs" "$dir/output_iso/regression.diffs"; do
+		[ -s "$d" ] && cat "$d"
 	done
+	if [ "$target" = installcheck-tap ] && [ "$rc" != 0 ]; then
+		for d in "$dir"/tmp_check/log/regress_log_*; do
+			[ -f "$d" ] && { echo "--- $d"; tail -n 40 "$d"; }
+		done
+	fi
+	return 0
 }
 
 . tests/sanitize/sanitize.sh	# XIP83_SANITIZE=1: ASan + UBSan build and server (see there)
@@ -247,16 +248,23 @@ run_libpq() {
 # ------------------------------------------------------------------ modes
 case "$mode" in
 	check)
+		# tests left where the driver used to look would silently not run
+		for f in tests/specs/*.spec tests/expected/*.out; do
+			[ -e "$f" ] || continue
+			FAILED=$((FAILED + 1)); FAILED_NAMES+=("$f: isolation specs belong in specs/, their outputs in expected/")
+		done
 		build
 		temp_install
 		cluster_init
 		cluster_start
-		run_regress
-		run_isolation
-		run_libpq
+		run_target as_server installcheck-regress
+		run_target as_server installcheck-isolation
+		run_target as_root installcheck-libpq
 		cluster_stop
+		# TAP tests make their own clusters from the private install
+		run_target as_server installcheck-tap
 		for n in "${FAILED_NAMES[@]}"; do echo "failed: $n"; done
-		echo "$PASSED passed, $FAILED failed"
+		echo "pg$PG_MAJOR: $PASSED passed, $FAILED failed"
 		[ "$FAILED" = 0 ] && [ "$PASSED" -gt 0 ]
 		exit $?
 		;;
@@ -282,7 +290,62 @@ case "$mode" in
 		cluster_init
 		cluster_start
 		fresh_db xip83_demo
-		PGDATABASE=xip83_demo bash tests/demo/run.sh "$BINDIR"
+		# the demo is one end-to-end check: it passes when every step did
+		if PGDATABASE=xip83_demo bash tests/demo/run.sh "$BINDIR"; then
+			echo "demo: 1 passed, 0 failed"
+		else
+			echo "demo: 0 passed, 1 failed"
+			exit 1
+		fi
+		;;
+	package)
+		[ "$(id -u)" = 0 ] || die "package: needs root (apt-get, dpkg -i)"
+		debian_pg || die "package: needs Debian's PostgreSQL (PG_CONFIG under /usr/lib/postgresql)"
+		pkgs=()
+		command -v dpkg-buildpackage >/dev/null || pkgs+=(dpkg-dev)
+		command -v dh >/dev/null || pkgs+=(debhelper)
+		[ -f /usr/share/perl5/Debian/Debhelper/Sequence/pgxs.pm ] || pkgs+=(postgresql-server-dev-all)
+		if [ ${#pkgs[@]} -gt 0 ]; then
+			log "installing: ${pkgs[*]}"
+			apt-get update -q >/dev/null || die "apt-get update failed"
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${pkgs[@]}" \
+				>/dev/null || die "apt-get install ${pkgs[*]} failed"
+		fi
+		# A copy of the checkout: the .deb lands beside the source tree.
+		pkgdir=$RUN/pkg
+		rm -rf "$pkgdir" && mkdir -p "$pkgdir/xip83"
+		tar -C "$top" --exclude=./.git --exclude=./build --exclude='*.o' --exclude='*.so' \
+			--exclude='*.bc' --exclude=./results --exclude=./output_iso --exclude=./tmp_check \
+			-cf - . | tar -C "$pkgdir/xip83" -xf -
+		log "dpkg-buildpackage -us -uc -b (log: $pkgdir/build.log)"
+		if (cd "$pkgdir/xip83" && dpkg-buildpackage -us -uc -b) >"$pkgdir/build.log" 2>&1; then
+			PASSED=$((PASSED + 1)); echo "test dpkg-buildpackage ... ok"
+		else
+			tail -n 60 "$pkgdir/build.log"
+			echo "test dpkg-buildpackage ... FAILED"
+			echo "package: 0 passed, 1 failed"
+			exit 1
+		fi
+		deb=$(ls "$pkgdir"/postgresql-"$PG_MAJOR"-xip83_*.deb)
+		dpkg -i "$deb" >"$pkgdir/install.log" 2>&1 || { cat "$pkgdir/install.log"; die "dpkg -i $deb failed"; }
+		trap 'cluster_stop; dpkg -r postgresql-'"$PG_MAJOR"'-xip83 >/dev/null 2>&1' EXIT
+		log "installed $(basename "$deb"): $(dpkg -S "$PG_PKGLIBDIR/xip83.so")"
+		BINDIR=$PG_BINDIR
+		cluster_init
+		cluster_start
+		if fresh_db xip83_pkg && [ "$("$BINDIR/psql" -X -At -d xip83_pkg -c \
+			"SELECT extversion FROM pg_extension WHERE extname = 'xip83'")" = 0.1.0 ]; then
+			PASSED=$((PASSED + 1)); echo "test create_extension ... ok"
+		else
+			FAILED=$((FAILED + 1)); FAILED_NAMES+=(create_extension); echo "test create_extension ... FAILED"
+		fi
+		run_target as_server installcheck-regress
+		run_target as_server installcheck-isolation
+		cluster_stop
+		for n in "${FAILED_NAMES[@]}"; do echo "failed: $n"; done
+		echo "package: $PASSED passed, $FAILED failed"
+		[ "$FAILED" = 0 ]
+		exit $?
 		;;
 	shell)
 		build
@@ -295,6 +358,6 @@ case "$mode" in
 		trap - EXIT
 		;;
 	*)
-		die "usage: tests/driver.sh check|demo|bench|shell"
+		die "usage: tests/driver.sh check|demo|bench|shell|package"
 		;;
 esac

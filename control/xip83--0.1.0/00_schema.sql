@@ -1,5 +1,5 @@
 -- Storage: the v3 and d14n tables, column for column as node servers know them
--- (SPEC.md section 2), so a node can map rows unchanged and keep inserting with
+-- (README.md, Storage), so a node can map rows unchanged and keep inserting with
 -- plain INSERT.
 
 CREATE TABLE xip83.group_messages (

@@ -13,3 +13,8 @@ CREATE FUNCTION xip83.live_notice_decode(
     OUT welcome_horizon bigint, OUT originator_node_ids int[], OUT originator_horizons bigint[])
 RETURNS record
 AS 'MODULE_PATHNAME', 'live_notice_decode' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION xip83.live_notice_encode(bigint, text, bigint, bigint, bigint, int[], bigint[]) IS
+'A LiveNotice as the base64 text NOTIFY xip83_live carries. epoch must be at least 1 and state "live" or "stopping", as the notifier sends them (22023 otherwise); reads no table or snapshot. Executable by PUBLIC.';
+COMMENT ON FUNCTION xip83.live_notice_decode(text) IS
+'The fields of a NOTIFY xip83_live payload. Raises 22P02 on anything the notifier could not have sent (not base64, not a LiveNotice, no epoch, no live/stopping state, an empty payload) and 22003 on out-of-range numbers; reads no table or snapshot. A notice is only a wake-up: read rows through the live fetch functions. Executable by PUBLIC.';

@@ -45,7 +45,10 @@ AS 'MODULE_PATHNAME', 'welcome_wave_rows' LANGUAGE C STABLE ROWS 100000;
 -- row; this SQL function is inlined by the planner, which puts the C function
 -- in a target list where it runs one row per call, so memory stays bounded
 -- and each FETCH costs only the rows it returns. Keep it STABLE and not
--- STRICT: either would stop the inlining.
+-- STRICT: either would stop the inlining. So would a SET clause: the body is
+-- parsed under the caller's search_path, so it names every function by schema
+-- and uses no operator. Inlined, it runs the C function as the caller, which
+-- is why *_wave_rows stay executable by PUBLIC (they check what the scans do).
 CREATE FUNCTION xip83.group_wave_stream(
     topics bytea[], floors bigint[], scan_cursor bigint, ceiling bigint,
     source regclass DEFAULT 'xip83.group_messages')
@@ -75,3 +78,20 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'group_ceiling' LANGUAGE C VOLATILE PARALLE
 
 CREATE FUNCTION xip83.welcome_ceiling(source regclass DEFAULT 'xip83.welcome_messages')
 RETURNS bigint AS 'MODULE_PATHNAME', 'welcome_ceiling' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION xip83.group_wave_scan(bytea[], bigint[], bigint, bigint, int, regclass) IS
+'One page of a group-message wave: rows of source with group_id = topics[i] and id > floors[i] for some i, id > scan_cursor, id <= ceiling, ascending id, at most page_limit rows. Snapshot: the statement''s, or one taken right after the horizon this session last read under it (README, "What every scan and fetch checks"). Executable by PUBLIC; the caller needs USAGE on the source''s schema and SELECT on it (42501), and row-level security is refused.';
+COMMENT ON FUNCTION xip83.welcome_wave_scan(bytea[], bigint[], bigint, bigint, int, regclass) IS
+'One page of a welcome wave, as group_wave_scan with installation_key for group_id. Same snapshot contract and privileges.';
+COMMENT ON FUNCTION xip83.group_wave_rows(bytea[], bigint[], bigint, bigint, regclass) IS
+'The whole group wave past scan_cursor, one row per call (value-per-call); the C function behind group_wave_stream. Reads every row under the snapshot of its first call. Executable by PUBLIC because the inlined stream runs it as the caller; same checks as group_wave_scan.';
+COMMENT ON FUNCTION xip83.welcome_wave_rows(bytea[], bigint[], bigint, bigint, regclass) IS
+'The whole welcome wave past scan_cursor, one row per call; the C function behind welcome_wave_stream. Same snapshot contract and privileges as group_wave_rows.';
+COMMENT ON FUNCTION xip83.group_wave_stream(bytea[], bigint[], bigint, bigint, regclass) IS
+'A whole group wave for a cursor: the rows of every page concatenated, each FETCH reading only what it returns. Inlined SQL (no SET clause, every name qualified); snapshot and privileges of group_wave_rows.';
+COMMENT ON FUNCTION xip83.welcome_wave_stream(bytea[], bigint[], bigint, bigint, regclass) IS
+'A whole welcome wave for a cursor; as group_wave_stream.';
+COMMENT ON FUNCTION xip83.group_ceiling(regclass) IS
+'The highest id a group wave may pin: group_horizon() over xip83.group_messages, else the highest non-NULL id visible to the statement''s snapshot (needs a unique index on (id)). Executable by PUBLIC; needs USAGE on the source''s schema and SELECT on it.';
+COMMENT ON FUNCTION xip83.welcome_ceiling(regclass) IS
+'The highest id a welcome wave may pin; as group_ceiling over xip83.welcome_messages.';

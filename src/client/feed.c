@@ -599,6 +599,20 @@ DrainNotices(Xip83Feed *f)
 	return fetch;
 }
 
+/* A query of start_at_horizon; NULL (reported, disconnected) when it failed. */
+static PGresult *
+HorizonQuery(Xip83Feed *f, const char *sql)
+{
+	PGresult   *res = PQexec(f->conn, sql);
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		return res;
+	fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
+	PQclear(res);
+	Disconnect(f, "cannot read horizons");
+	return NULL;
+}
+
 bool
 xip83_feed_start_at_horizon(Xip83Feed *f)
 {
@@ -607,35 +621,17 @@ xip83_feed_start_at_horizon(Xip83Feed *f)
 	if (f->conn == NULL && !Connect(f))
 		return false;
 	/* the late cursor first: late writes after it are news to this feed */
-	res = PQexec(f->conn, "SELECT xip83.late_cursor()");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
-		PQclear(res);
-		Disconnect(f, "cannot read horizons");
+	if ((res = HorizonQuery(f, "SELECT xip83.late_cursor()")) == NULL)
 		return false;
-	}
 	f->late[0] = f->late[1] = f->late[2] = atoll(PQgetvalue(res, 0, 0));
 	PQclear(res);
-	res = PQexec(f->conn, "SELECT xip83.group_horizon(), xip83.welcome_horizon()");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
-		PQclear(res);
-		Disconnect(f, "cannot read horizons");
+	if ((res = HorizonQuery(f, "SELECT xip83.group_horizon(), xip83.welcome_horizon()")) == NULL)
 		return false;
-	}
 	f->group_after = atoll(PQgetvalue(res, 0, 0));
 	f->welcome_after = atoll(PQgetvalue(res, 0, 1));
 	PQclear(res);
-	res = PQexec(f->conn, "SELECT originator_node_id, horizon FROM xip83.envelope_horizons()");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
-		PQclear(res);
-		Disconnect(f, "cannot read horizons");
+	if ((res = HorizonQuery(f, "SELECT originator_node_id, horizon FROM xip83.envelope_horizons()")) == NULL)
 		return false;
-	}
 	for (int r = 0; r < PQntuples(res); r++)
 		xip83_feed_set_cursor(f, XIP83_FEED_ENVELOPE, (int32_t) atol(PQgetvalue(res, r, 0)),
 							  atoll(PQgetvalue(res, r, 1)));

@@ -9,7 +9,9 @@
  * goes to stderr: "feed live", "feed offline (why)", "feed back". Built on
  * src/client/feed.c; see there for LISTEN, polling and reconnects.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,10 @@
 #include <time.h>
 
 #include "feed.h"
+
+/* Option limits: a day for intervals, the server's largest page setting. */
+#define MAX_MS		86400000
+#define MAX_PAGE	1000000
 
 static volatile sig_atomic_t stop_requested = 0;
 
@@ -35,13 +41,15 @@ OnSignal(int sig)
 	stop_requested = 1;
 }
 
-/* Prints one row. */
+/* Prints one row; none past --exit-after, though a fetch may deliver more. */
 static void
 PrintRow(void *arg, const Xip83FeedRow *row)
 {
 	TailOutput *out = arg;
 	static const char *const kinds[] = {"", "group", "welcome", "", "envelope"};
 
+	if (out->max_rows > 0 && out->printed >= out->max_rows)
+		return;
 	if (out->timestamps)
 	{
 		struct timespec ts;
@@ -54,9 +62,10 @@ PrintRow(void *arg, const Xip83FeedRow *row)
 	for (size_t i = 0; i < row->topic_len; i++)
 		printf("%02x", row->topic[i]);
 	if (row->kind == XIP83_FEED_ENVELOPE)
-		printf(" %d:%lld %zu\n", row->originator_node_id, (long long) row->position, row->data_len);
+		printf(" %d:%lld %zu%s\n", row->originator_node_id, (long long) row->position, row->data_len,
+			   row->late ? " late" : "");
 	else
-		printf(" %lld %zu\n", (long long) row->position, row->data_len);
+		printf(" %lld %zu%s\n", (long long) row->position, row->data_len, row->late ? " late" : "");
 	out->printed++;
 }
 
@@ -86,6 +95,52 @@ Usage(void)
 			"      --timestamps          prefix lines with monotonic microseconds\n");
 }
 
+/* Refuses a bad option value: a clear message on stderr, exit 2. */
+static void
+BadOption(const char *option, const char *value, const char *expected)
+{
+	fprintf(stderr, "xip83-tail: invalid value \"%s\" for %s: expected %s\n",
+			value, option, expected);
+	exit(2);
+}
+
+/*
+ * Parses a whole decimal number in [min, max]: digits only (no sign, space or
+ * trailing text), no overflow. Anything else exits 2 naming the option.
+ */
+static int64_t
+ParseNumber(const char *option, const char *s, int64_t min, int64_t max)
+{
+	char		expected[96];
+	char	   *end;
+	long long	v;
+
+	snprintf(expected, sizeof(expected), "a whole number from %lld to %lld",
+			 (long long) min, (long long) max);
+	if (s[0] < '0' || s[0] > '9')
+		BadOption(option, s, expected);
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		BadOption(option, s, expected);
+	return v;
+}
+
+/* Parses --originator-after N:S: an originator node id and a sequence id. */
+static void
+ParseOriginatorAfter(const char *s, int32_t *node, int64_t *after)
+{
+	const char *colon = strchr(s, ':');
+	char		nodepart[16];
+
+	if (colon == NULL || colon - s >= (long) sizeof(nodepart))
+		BadOption("--originator-after", s, "NODE:SEQUENCE, e.g. 100:5");
+	memcpy(nodepart, s, colon - s);
+	nodepart[colon - s] = '\0';
+	*node = (int32_t) ParseNumber("--originator-after (node)", nodepart, 0, INT32_MAX);
+	*after = ParseNumber("--originator-after (sequence)", colon + 1, 0, INT64_MAX);
+}
+
 /* Parses a comma-separated kind list. */
 static int
 ParseKinds(const char *s)
@@ -93,6 +148,8 @@ ParseKinds(const char *s)
 	int			kinds = 0;
 	char	   *copy = strdup(s);
 
+	if (strspn(s, ",") == strlen(s))
+		BadOption("--kinds", s, "a list of group, welcome, envelope");
 	for (char *t = strtok(copy, ","); t; t = strtok(NULL, ","))
 	{
 		if (strcmp(t, "group") == 0)
@@ -102,10 +159,7 @@ ParseKinds(const char *s)
 		else if (strcmp(t, "envelope") == 0)
 			kinds |= XIP83_FEED_ENVELOPE;
 		else
-		{
-			fprintf(stderr, "xip83-tail: unknown kind \"%s\"\n", t);
-			exit(2);
-		}
+			BadOption("--kinds", t, "group, welcome or envelope");
 	}
 	free(copy);
 	return kinds;
@@ -156,34 +210,31 @@ main(int argc, char **argv)
 				from_start = true;
 				break;
 			case 2:
-				group_after = atoll(optarg);
+				group_after = ParseNumber("--group-after", optarg, 0, INT64_MAX);
 				explicit_cursor = true;
 				break;
 			case 3:
-				welcome_after = atoll(optarg);
+				welcome_after = ParseNumber("--welcome-after", optarg, 0, INT64_MAX);
 				explicit_cursor = true;
 				break;
 			case 4:
-				if (n_orig == 64 || sscanf(optarg, "%d:%lld", &orig_nodes[n_orig],
-										   (long long *) &orig_afters[n_orig]) != 2)
-				{
-					Usage();
-					return 2;
-				}
+				if (n_orig == 64)
+					BadOption("--originator-after", optarg, "at most 64 originators");
+				ParseOriginatorAfter(optarg, &orig_nodes[n_orig], &orig_afters[n_orig]);
 				n_orig++;
 				explicit_cursor = true;
 				break;
 			case 5:
-				opt.poll_ms = atoi(optarg);
+				opt.poll_ms = (int) ParseNumber("--poll-ms", optarg, 1, MAX_MS);
 				break;
 			case 6:
-				opt.offline_after_ms = atoi(optarg);
+				opt.offline_after_ms = (int) ParseNumber("--offline-ms", optarg, 1, MAX_MS);
 				break;
 			case 7:
-				opt.page_rows = atoi(optarg);
+				opt.page_rows = (int) ParseNumber("--page", optarg, 1, MAX_PAGE);
 				break;
 			case 8:
-				out.max_rows = atoll(optarg);
+				out.max_rows = ParseNumber("--exit-after", optarg, 1, INT64_MAX);
 				break;
 			case 9:
 				out.timestamps = true;
@@ -192,6 +243,12 @@ main(int argc, char **argv)
 				Usage();
 				return c == 'h' ? 0 : 2;
 		}
+	}
+	if (optind < argc)
+	{
+		fprintf(stderr, "xip83-tail: unexpected argument \"%s\"\n", argv[optind]);
+		Usage();
+		return 2;
 	}
 	opt.on_row = PrintRow;
 	opt.on_status = PrintStatus;

@@ -1,6 +1,7 @@
 /*
  * bench_wave_d14n: the d14n wave scan and originator ceilings against the
- * reference SQL of SPEC.md section 3, on the same data, side by side.
+ * plain-SQL query nodes run today (the wave in tests/wave_d14n_reference.sql),
+ * on the same data, side by side.
  *
  *   bash tests/driver.sh bench bench_wave_d14n [ENVELOPES [TIMEOUT_S [LAYOUTS]]]
  *
@@ -263,7 +264,7 @@ BenchLayout(PGconn *conn, const char *layout, const char *meta, const char *blob
 		snprintf(join, sizeof(join),
 				 "JOIN %s b ON b.originator_node_id = m.originator_node_id"
 				 " AND b.originator_sequence_id = m.originator_sequence_id", blob);
-	/* SPEC.md section 3: unnested floors and ceilings joined to meta and blob */
+	/* the plain-SQL wave: unnested floors and ceilings joined to meta and blob */
 	snprintf(sql, sizeof(sql),
 			 "SELECT m.originator_node_id, m.originator_sequence_id, m.gateway_time, m.topic, %s"
 			 "  FROM unnest($1::bytea[], $2::int[], $3::bigint[]) AS f(topic, node, seq)"

@@ -353,7 +353,7 @@ ReadCursor(Delivery *d, bool watch_memory)
 
 /* --------------------------------------------------------------- methods */
 
-/* A's query: the merged keyset page of SPEC.md section 3. */
+/* A's query: the merged keyset page in plain SQL, as nodes page today. */
 static void
 KeysetSql(char *sql, size_t size, const Kind *k)
 {

@@ -18,7 +18,7 @@
  * XIP83_LIVE_MESSAGES sets the number of rows written (default 100000).
  */
 #include "testlib.h"
-#include "feed.h"
+#include "feedrun.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -37,7 +37,6 @@ static atomic_llong rows_attempted;
 static atomic_llong envelopes_refused;
 static atomic_llong next_sequence[ORIGINATORS + 1];
 static atomic_int writers_done;
-static atomic_int consumer_stop;
 
 /* phases driven by main */
 static atomic_int hold_request;		/* writer 0: hold a transaction open */
@@ -59,8 +58,7 @@ static Seen seen_env[ORIGINATORS + 1];
 static atomic_llong consumed;
 static atomic_llong late_rows;
 static long order_violations;
-static atomic_int offline_reports;
-static atomic_int back_reports;
+static FeedRun run;
 
 /*
  * Appends a position, counting any that does not ascend; a late row must lie
@@ -99,66 +97,11 @@ OnRow(void *arg, const Xip83FeedRow *row)
 }
 
 static void
-OnStatus(void *arg, const char *status, const char *detail)
-{
-	(void) arg;
-	fprintf(stderr, "consumer: feed %s (%s)\n", status, detail);
-	if (strcmp(status, "offline") == 0)
-		atomic_fetch_add(&offline_reports, 1);
-	else if (strcmp(status, "back") == 0)
-		atomic_fetch_add(&back_reports, 1);
-}
-
-static void *
-Consumer(void *arg)
-{
-	Xip83FeedOptions opt = {0};
-	Xip83Feed  *feed;
-
-	(void) arg;
-	opt.on_row = OnRow;
-	opt.on_status = OnStatus;
-	opt.page_rows = 500;
-	opt.offline_after_ms = 3000;
-	feed = xip83_feed_new(&opt);
-	while (!atomic_load(&consumer_stop))
-		if (xip83_feed_step(feed, 100) < 0)
-			tl_fatal("consumer failed");
-	xip83_feed_free(feed);
-	return NULL;
-}
-
-static void
 SleepUs(long us)
 {
 	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
 
 	nanosleep(&ts, NULL);
-}
-
-/* Crash warnings sent to writers are expected here. */
-static void
-Quiet(void *arg, const char *message)
-{
-	(void) arg;
-	(void) message;
-}
-
-/* Connects, retrying while the server restarts. */
-static PGconn *
-ConnectRetry(void)
-{
-	for (int i = 0; i < 600; i++)
-	{
-		PGconn	   *c = PQconnectdb("");
-
-		PQsetNoticeProcessor(c, Quiet, NULL);
-		if (PQstatus(c) == CONNECTION_OK)
-			return c;
-		PQfinish(c);
-		SleepUs(100000);
-	}
-	tl_fatal("could not reconnect");
 }
 
 /* Runs a statement; false if it failed (the caller rolls back or reconnects). */
@@ -246,7 +189,7 @@ WriterMain(void *arg)
 {
 	Writer	   *w = arg;
 
-	w->conn = ConnectRetry();
+	w->conn = tl_reconnect();
 	while (atomic_load(&rows_attempted) < target_rows)
 	{
 		int			rows = 1 + rand_r(&w->seed) % 4;
@@ -274,7 +217,7 @@ WriterMain(void *arg)
 		if (PQstatus(w->conn) != CONNECTION_OK)
 		{
 			PQfinish(w->conn);
-			w->conn = ConnectRetry();
+			w->conn = tl_reconnect();
 		}
 		else if (PQtransactionStatus(w->conn) != PQTRANS_IDLE)
 			(void) Run(w->conn, "ROLLBACK", 0, NULL, NULL);
@@ -316,7 +259,7 @@ KillHeldWriter(bool crash)
 	else
 	{
 		fprintf(stderr, "terminating backend %d mid-transaction\n", pid);
-		c = ConnectRetry();
+		c = tl_reconnect();
 		snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)", pid);
 		PQclear(tl_exec(c, sql, 0, NULL));
 		PQfinish(c);
@@ -388,7 +331,11 @@ main(void)
 		atomic_store(&next_sequence[o], 1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 
-	pthread_create(&consumer, NULL, Consumer, NULL);
+	run.opt.on_row = OnRow;
+	run.opt.page_rows = 500;
+	run.opt.offline_after_ms = 3000;
+	run.step_ms = 100;
+	pthread_create(&consumer, NULL, feedrun_thread, &run);
 	for (int i = 0; i < WRITERS; i++)
 	{
 		w[i].id = i;
@@ -410,7 +357,7 @@ main(void)
 		pthread_join(writers[i], NULL);
 
 	/* the table is final now; wait for the consumer to deliver all of it */
-	c = ConnectRetry();
+	c = tl_reconnect();
 	stored_group = Stored(c, "SELECT id FROM xip83.group_messages ORDER BY id");
 	stored_welcome = Stored(c, "SELECT id FROM xip83.welcome_messages ORDER BY id");
 	stored_total = (int64_t) (stored_group.n + stored_welcome.n);
@@ -426,7 +373,7 @@ main(void)
 	for (int i = 0; i < 600 && atomic_load(&consumed) < stored_total; i++)
 		SleepUs(100000);
 	SleepUs(300000);			/* anything extra would show up now */
-	atomic_store(&consumer_stop, 1);
+	atomic_store(&run.stop, 1);
 	pthread_join(consumer, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 
@@ -440,8 +387,10 @@ main(void)
 		Compare(what, &seen_env[o], &stored_env[o]);
 	}
 	TL_CHECK(order_violations == 0, "%ld rows out of order", order_violations);
-	TL_CHECK(atomic_load(&offline_reports) >= 1, "the consumer reported the outage");
-	TL_CHECK(atomic_load(&back_reports) >= 1, "the consumer reported the feed back");
+	TL_CHECK(atomic_load(&run.offline) >= 1, "the consumer reported the outage");
+	TL_CHECK(atomic_load(&run.late_lost) == 0, "no late write was lost to a restart (%d reports)",
+			 atomic_load(&run.late_lost));
+	TL_CHECK(atomic_load(&run.back) >= 1, "the consumer reported the feed back");
 	TL_CHECK(stored_total > target_rows / 2, "most rows committed (%lld)", (long long) stored_total);
 	TL_CHECK(atomic_load(&envelopes_refused) == 0, "no write refused (%lld were)",
 			 (long long) atomic_load(&envelopes_refused));

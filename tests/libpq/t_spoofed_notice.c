@@ -9,7 +9,7 @@
  * notice.
  */
 #include "testlib.h"
-#include "feed.h"
+#include "feedrun.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,9 +21,7 @@
 #define ORIGINATORS 300
 #define ROUNDS 40
 
-static atomic_int stop_consumer;
-static atomic_int offline_reports;
-static atomic_int live_reports;
+static FeedRun run;
 static atomic_llong delivered;
 static atomic_llong out_of_order;
 static int64_t group_seen[1 << 16];
@@ -56,37 +54,6 @@ OnRow(void *arg, const Xip83FeedRow *row)
 		}
 	}
 	atomic_fetch_add(&delivered, 1);
-}
-
-static void
-OnStatus(void *arg, const char *status, const char *detail)
-{
-	(void) arg;
-	fprintf(stderr, "consumer: feed %s (%s)\n", status, detail);
-	if (strcmp(status, "offline") == 0)
-		atomic_fetch_add(&offline_reports, 1);
-	else
-		atomic_fetch_add(&live_reports, 1);
-}
-
-static void *
-Consumer(void *arg)
-{
-	Xip83FeedOptions opt = {0};
-	Xip83Feed  *feed;
-
-	(void) arg;
-	opt.on_row = OnRow;
-	opt.on_status = OnStatus;
-	opt.kinds = XIP83_FEED_GROUP | XIP83_FEED_ENVELOPE;
-	opt.page_rows = 200;
-	opt.offline_after_ms = 5000;
-	feed = xip83_feed_new(&opt);
-	while (!atomic_load(&stop_consumer))
-		if (xip83_feed_step(feed, 50) < 0)
-			tl_fatal("consumer failed");
-	xip83_feed_free(feed);
-	return NULL;
 }
 
 /* Forged notices and garbage, from the unprivileged role. */
@@ -130,13 +97,18 @@ main(void)
 			tl_fatal("spoofer cannot connect: %s", PQerrorMessage(h));
 	}
 
-	pthread_create(&consumer, NULL, Consumer, NULL);
-	for (int i = 0; i < 100 && atomic_load(&live_reports) == 0; i++)
+	run.opt.on_row = OnRow;
+	run.opt.kinds = XIP83_FEED_GROUP | XIP83_FEED_ENVELOPE;
+	run.opt.page_rows = 200;
+	run.opt.offline_after_ms = 5000;
+	run.step_ms = 50;
+	pthread_create(&consumer, NULL, feedrun_thread, &run);
+	for (int i = 0; i < 100 && atomic_load(&run.live) == 0; i++)
 	{
 		PQclear(tl_exec(c, "SELECT xip83.group_horizon()", 0, NULL));
 		usleep(50000);
 	}
-	TL_CHECK(atomic_load(&live_reports) > 0, "the feed went live");
+	TL_CHECK(atomic_load(&run.live) > 0, "the feed went live");
 
 	for (int round = 0; round < ROUNDS; round++)
 	{
@@ -161,7 +133,7 @@ main(void)
 	for (int i = 0; i < 200 && atomic_load(&delivered) < rows; i++)
 		usleep(50000);
 	usleep(300000);
-	atomic_store(&stop_consumer, 1);
+	atomic_store(&run.stop, 1);
 	pthread_join(consumer, NULL);
 
 	TL_CHECK(atomic_load(&delivered) == rows, "every row delivered once: %lld of %lld",
@@ -181,8 +153,8 @@ main(void)
 		missing += seq_seen[o] != ROUNDS - 1 + (o <= ORIGINATORS);
 	TL_CHECK(missing == 0 && seq_seen[ORIGINATORS + 1] == 1,
 			 "every originator's envelopes, the new one's too (%d originators wrong)", missing);
-	TL_CHECK(atomic_load(&offline_reports) == 0, "forged notices never took the feed offline (%d times)",
-			 atomic_load(&offline_reports));
+	TL_CHECK(atomic_load(&run.offline) == 0, "forged notices never took the feed offline (%d times)",
+			 atomic_load(&run.offline));
 	PQfinish(h);
 	PQclear(tl_exec(c, "REVOKE ALL ON SCHEMA xip83 FROM xip83_spoofer", 0, NULL));
 	PQclear(tl_exec(c, "DROP ROLE xip83_spoofer", 0, NULL));

@@ -13,7 +13,7 @@
 # does not track flags).
 #
 # Sourced after the driver's functions are defined; it wraps build,
-# cluster_init and cluster_stop and changes nothing else.
+# cluster_init, cluster_stop and run_target and changes nothing else.
 
 SANITIZE_STAMP=build/.sanitized
 
@@ -50,28 +50,47 @@ build() {
 		-o "$RUN/asan_first.so" tests/sanitize/asan_first.c || die "asan_first.so failed"
 }
 
+SANITIZE_PRELOAD="$SANITIZE_ASAN_LIB:$RUN/asan_first.so"
+
 # Every start of the server, the tests' restarts included, goes through the
 # pgctl helper: preload the runtime there.
 eval "sanitize_plain_$(declare -f cluster_init)"
 cluster_init() {
 	sanitize_plain_cluster_init
-	sed -i "2i export LD_PRELOAD='$SANITIZE_ASAN_LIB:$RUN/asan_first.so' ASAN_OPTIONS='$ASAN_OPTIONS' UBSAN_OPTIONS='$UBSAN_OPTIONS'" \
+	sed -i "2i export LD_PRELOAD='$SANITIZE_PRELOAD' ASAN_OPTIONS='$ASAN_OPTIONS' UBSAN_OPTIONS='$UBSAN_OPTIONS'" \
 		"$RUN/pgctl"
 	rm -f "$SERVER_LOG"			# reports of an earlier run are not this run's
 }
 
-# Reports in the server log fail the run, with the lines that say where.
+# Counts the sanitizer reports in server logs as failures, showing where they are.
+sanitize_scan() {
+	local label=$1 n
+	shift
+	n=$(cat "$@" 2>/dev/null | grep -c -E 'ERROR: AddressSanitizer|runtime error:')
+	if [ "$n" != 0 ]; then
+		echo "sanitizer reports in $label:"
+		grep -E -A 12 'ERROR: AddressSanitizer|runtime error:' "$@" 2>/dev/null | head -n 80
+		FAILED=$((FAILED + n)); FAILED_NAMES+=("sanitizer ($n reports in $label)")
+	else
+		log "no sanitizer reports in $label"
+	fi
+}
+
 eval "sanitize_plain_$(declare -f cluster_stop)"
 cluster_stop() {
-	local was=${STARTED:-0} n
+	local was=${STARTED:-0}
 	sanitize_plain_cluster_stop
-	[ "$was" = 1 ] && [ -f "$SERVER_LOG" ] || return 0
-	n=$(grep -c -E 'ERROR: AddressSanitizer|runtime error:' "$SERVER_LOG")
-	if [ "$n" != 0 ]; then
-		echo "sanitizer reports in $SERVER_LOG:"
-		grep -E -A 12 'ERROR: AddressSanitizer|runtime error:' "$SERVER_LOG" | head -n 80
-		FAILED=$((FAILED + n)); FAILED_NAMES+=("sanitizer ($n reports in the server log)")
-	else
-		log "no sanitizer reports in the server log"
-	fi
+	[ "$was" = 1 ] && [ -f "$SERVER_LOG" ] && sanitize_scan "the server log" "$SERVER_LOG"
+	return 0
+}
+
+# TAP tests start their own servers from the private install: every process
+# of the run gets the runtime (asan_first.so keeps psql and the server binaries
+# from hanging at start), and their server logs are scanned.
+eval "sanitize_plain_$(declare -f run_target)"
+run_target() {
+	[ "$2" = installcheck-tap ] || { sanitize_plain_run_target "$@"; return; }
+	rm -rf "$RUN/src/tmp_check" "$top/tmp_check"
+	LD_PRELOAD="$SANITIZE_PRELOAD" sanitize_plain_run_target "$@"
+	sanitize_scan "the TAP servers' logs" "$RUN"/src/tmp_check/log/*.log "$top"/tmp_check/log/*.log
 }
