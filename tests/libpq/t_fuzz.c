@@ -204,6 +204,40 @@ static const char *const hostile_regclasses[] = {
 	"HIDDEN", "NULL",
 };
 
+/* Literals of an integer type: the small range drawn from, and a pool of edges. */
+typedef struct IntPool
+{
+	const char *type;
+	int			small;
+	int			n;
+	const char *const *values;
+} IntPool;
+
+static const char *const bigint_values[] = {
+	"0", "1", "-1", "2", "3", "42", "1000", "2147483647", "2147483648",
+	"4611686018427387904", "9223372036854775806", "9223372036854775807",
+	"(-9223372036854775807-1)", "-4611686018427387904"};
+static const char *const integer_values[] = {
+	"0", "1", "-1", "2", "7", "100", "65", "256", "32767", "2147483647",
+	"(-2147483647-1)", "1000000000"};
+static const char *const smallint_values[] = {"0", "1", "-1", "2", "32767", "(-32767-1)"};
+
+#define POOL(type, small, values) {type, small, (int) (sizeof(values) / sizeof(values[0])), values}
+static const IntPool integer_pools[] = {
+	POOL("bigint", 20, bigint_values),
+	POOL("integer", 10, integer_values),
+	POOL("smallint", 0, smallint_values),
+};
+
+static const IntPool *
+find_int_pool(const char *type)
+{
+	for (size_t i = 0; i < sizeof(integer_pools) / sizeof(integer_pools[0]); i++)
+		if (strcmp(integer_pools[i].type, type) == 0)
+			return &integer_pools[i];
+	return NULL;
+}
+
 static void
 gen_scalar(TlBuf *b, const char *type)
 {
@@ -212,34 +246,15 @@ gen_scalar(TlBuf *b, const char *type)
 		tl_buf_add(b, "NULL::%s", type);
 		return;
 	}
-	if (strcmp(type, "bigint") == 0)
+	if (find_int_pool(type) != NULL)
 	{
-		static const char *const v[] = {
-			"0", "1", "-1", "2", "3", "42", "1000", "2147483647", "2147483648",
-			"4611686018427387904", "9223372036854775806", "9223372036854775807",
-			"(-9223372036854775807-1)", "-4611686018427387904"};
+		const IntPool *ip = find_int_pool(type);
 
-		if (pick(3) == 0)
-			tl_buf_add(b, "%d::bigint", pick(20));
+		/* small values hit stored rows; the pool, the edges of the type */
+		if (ip->small > 0 && pick(3) == 0)
+			tl_buf_add(b, "%d::%s", pick(ip->small), type);
 		else
-			tl_buf_add(b, "%s::bigint", PICK(v));
-	}
-	else if (strcmp(type, "integer") == 0)
-	{
-		static const char *const v[] = {
-			"0", "1", "-1", "2", "7", "100", "65", "256", "32767", "2147483647",
-			"(-2147483647-1)", "1000000000"};
-
-		if (pick(3) == 0)
-			tl_buf_add(b, "%d::integer", pick(10));
-		else
-			tl_buf_add(b, "%s::integer", PICK(v));
-	}
-	else if (strcmp(type, "smallint") == 0)
-	{
-		static const char *const v[] = {"0", "1", "-1", "2", "32767", "(-32767-1)"};
-
-		tl_buf_add(b, "%s::smallint", PICK(v));
+			tl_buf_add(b, "%s::%s", ip->values[pick(ip->n)], type);
 	}
 	else if (strcmp(type, "boolean") == 0)
 		tl_buf_add(b, "%s", pick(2) ? "true" : "false");
