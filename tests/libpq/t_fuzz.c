@@ -241,15 +241,15 @@ find_int_pool(const char *type)
 static void
 gen_scalar(TlBuf *b, const char *type)
 {
+	const IntPool *ip = find_int_pool(type);
+
 	if (pick(10) == 0)
 	{
 		tl_buf_add(b, "NULL::%s", type);
 		return;
 	}
-	if (find_int_pool(type) != NULL)
+	if (ip != NULL)
 	{
-		const IntPool *ip = find_int_pool(type);
-
 		/* small values hit stored rows; the pool, the edges of the type */
 		if (ip->small > 0 && pick(3) == 0)
 			tl_buf_add(b, "%d::%s", pick(ip->small), type);
