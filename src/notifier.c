@@ -449,11 +449,11 @@ HeartbeatWait(TimestampTz last_sent)
 }
 
 /*
- * After every checkpoint, the newest late sequence number goes to WAL, so
- * that crash recovery can vouch for the late ring (registry_wal.c).
+ * After every checkpoint, a copy of the late ring goes to WAL, so that crash
+ * recovery can restore it (registry_wal.c).
  */
 static void
-LogLateHeadAfterCheckpoint(void)
+LogLateRingAfterCheckpoint(void)
 {
 	static XLogRecPtr logged_after = InvalidXLogRecPtr;
 	XLogRecPtr	redo = GetRedoRecPtr();
@@ -461,7 +461,7 @@ LogLateHeadAfterCheckpoint(void)
 
 	if (redo == logged_after || (db = RegistryLookupMine()) == NULL)
 		return;
-	RegistryLogHead(db);
+	RegistryLogRing(db);
 	logged_after = redo;
 }
 
@@ -515,7 +515,7 @@ xip83_notifier_main(Datum main_arg)
 			proc_exit(0);
 		}
 		sent = NotifierTickSafely(tick_cxt, XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE);
-		LogLateHeadAfterCheckpoint();
+		LogLateRingAfterCheckpoint();
 		if (sent && xip83_notify_interval_ms > 0)
 			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 xip83_notify_interval_ms, PG_WAIT_EXTENSION);

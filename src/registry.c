@@ -206,7 +206,7 @@ ResetDbLocked(RegistryDb *db, Oid dboid)
 	db->ready = false;
 	db->restored = false;
 	db->replayed = false;
-	db->head_logged = false;
+	db->ring_logged = false;
 	/*
 	 * Late sequence numbers start at the clock in microseconds, so they keep
 	 * ascending across restarts (late writes are far rarer than one a
@@ -675,8 +675,8 @@ RegistryAttach(void)
 	pg_atomic_write_u64(&MyDb->last_use_ms, NowMs());
 	if (!MyDb->ready)
 		LoadDb(MyDb);
-	/* a ring restored from the shutdown file is vouched for in WAL at once */
-	if (MyDb->restored && !MyDb->head_logged)
-		RegistryLogHead(MyDb);
+	/* a ring restored from the shutdown file goes to WAL at once */
+	if (MyDb->restored && !MyDb->ring_logged)
+		RegistryLogRing(MyDb);
 	return MyDb;
 }

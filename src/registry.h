@@ -86,7 +86,7 @@ typedef struct RegistryDb
 	bool		ready;			/* loaded from the tables (under lock) */
 	bool		restored;		/* read back from the file of a clean shutdown */
 	bool		replayed;		/* late entries replayed from WAL by crash recovery */
-	bool		head_logged;	/* a head record vouches for the ring since the start */
+	bool		ring_logged;	/* a copy of the ring is in WAL since the start */
 	pg_atomic_uint32 n_lines;	/* lines in use: 2 + originators */
 	pg_atomic_uint64 commit_lsn;	/* end of the newest commit that raised a high */
 	pg_atomic_uint64 late_writes;	/* late writes committed since start */
@@ -137,7 +137,7 @@ extern void RegistryShmemInit(void);
 /* The late ring in WAL (registry_wal.c). */
 extern void RegistryRegisterRmgr(void);
 extern void RegistryLogLate(Oid dboid, const LateEntry *entry);
-extern void RegistryLogHead(RegistryDb *db);
+extern void RegistryLogRing(RegistryDb *db);
 /* The entry of a database for WAL replay, made fresh when new; lock held exclusive. */
 extern RegistryDb *RegistryEntryForRedoLocked(Oid dboid);
 

@@ -31,13 +31,15 @@
 
 #define XIP83_RMGR_ID RM_EXPERIMENTAL_ID
 #define XLOG_XIP83_LATE 0x00
-#define XLOG_XIP83_HEAD 0x10
+#define XLOG_XIP83_RING 0x10
 
-/* One late entry, or (HEAD) the newest sequence number of a database. */
+/* One late entry, or (RING) the bounds of a copy of the ring that follows. */
 typedef struct xl_xip83_late
 {
 	Oid			dboid;
-	LateEntry	entry;			/* HEAD: only entry.seq, the head */
+	LateEntry	entry;			/* RING: unused */
+	uint64		late_first;		/* RING: the ring's bounds */
+	uint64		late_evicted;
 } xl_xip83_late;
 
 void
@@ -53,21 +55,43 @@ RegistryLogLate(Oid dboid, const LateEntry *entry)
 	(void) XLogInsert(XIP83_RMGR_ID, XLOG_XIP83_LATE);
 }
 
+static int
+CompareSeq(const void *a, const void *b)
+{
+	uint64		x = ((const LateEntry *) a)->seq;
+	uint64		y = ((const LateEntry *) b)->seq;
+
+	return (x > y) - (x < y);
+}
+
 void
-RegistryLogHead(RegistryDb *db)
+RegistryLogRing(RegistryDb *db)
 {
 	xl_xip83_late rec;
 	XLogRecPtr	lsn;
+	LateEntry  *copy = palloc(sizeof(LateEntry) * Reg->ring_size);
+	int			n = 0;
 
 	memset(&rec, 0, sizeof(rec));
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 	rec.dboid = db->dboid;
+	rec.late_first = db->late_first;
+	rec.late_evicted = db->late_evicted;
 	rec.entry.seq = db->late_next - 1;
 	XLogBeginInsert();
 	XLogRegisterData((char *) &rec, sizeof(rec));
-	lsn = XLogInsert(XIP83_RMGR_ID, XLOG_XIP83_HEAD);
-	db->head_logged = true;
+	lsn = XLogInsert(XIP83_RMGR_ID, XLOG_XIP83_RING);
+	for (int i = 0; i < Reg->ring_size; i++)
+		if (db->ring[i].seq != 0)
+			copy[n++] = db->ring[i];
+	qsort(copy, n, sizeof(LateEntry), CompareSeq);
+	for (int i = 0; i < n; i++)
+		RegistryLogLate(db->dboid, &copy[i]);
+	if (n > 0)
+		lsn = GetXLogInsertRecPtr();
+	db->ring_logged = true;
 	LWLockRelease(Reg->lock);
+	pfree(copy);
 	/* rare (once a checkpoint): worth the flush, so that recovery can rely on it */
 	XLogFlush(lsn);
 }
@@ -98,9 +122,13 @@ Xip83Redo(XLogReaderState *record)
 			db->late_next = Max(db->late_next, seq + 1);
 			db->replayed = true;
 		}
-		else if (info == XLOG_XIP83_HEAD && !db->replayed)
+		else if (info == XLOG_XIP83_RING)
 		{
-			db->late_first = seq + 1;
+			if (!db->replayed)
+			{
+				db->late_first = rec->late_first;
+				db->late_evicted = rec->late_evicted;
+			}
 			db->late_next = Max(db->late_next, seq + 1);
 			db->replayed = true;
 		}
@@ -119,7 +147,8 @@ Xip83Desc(StringInfo buf, XLogReaderState *record)
 						 rec->dboid, rec->entry.seq, rec->entry.kind, rec->entry.node,
 						 rec->entry.position, rec->entry.xid);
 	else
-		appendStringInfo(buf, "db %u late head " UINT64_FORMAT, rec->dboid, rec->entry.seq);
+		appendStringInfo(buf, "db %u late ring head " UINT64_FORMAT " first " UINT64_FORMAT " evicted " UINT64_FORMAT,
+						 rec->dboid, rec->entry.seq, rec->late_first, rec->late_evicted);
 }
 
 static const char *
@@ -129,8 +158,8 @@ Xip83Identify(uint8 info)
 	{
 		case XLOG_XIP83_LATE:
 			return "LATE";
-		case XLOG_XIP83_HEAD:
-			return "HEAD";
+		case XLOG_XIP83_RING:
+			return "RING";
 	}
 	return NULL;
 }

@@ -50,3 +50,16 @@ SELECT pg_catalog.pg_extension_config_dump('xip83.group_messages_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('xip83.welcome_messages', '');
 SELECT pg_catalog.pg_extension_config_dump('xip83.welcome_messages_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('xip83.envelopes', '');
+
+COMMENT ON SCHEMA xip83 IS
+  'xip83: XIP-83 wave scans, commit-order-safe horizons, the live feed and ready-to-send frames.';
+COMMENT ON TABLE xip83.group_messages IS
+  'v3 group messages, one id sequence for all groups (the v3 node''s group_messages layout). Writes register their ids with the live feed.';
+COMMENT ON TABLE xip83.welcome_messages IS
+  'v3 welcome messages, one id sequence for all installations (the v3 node''s welcome_messages layout). Writes register their ids with the live feed.';
+COMMENT ON TABLE xip83.envelopes IS
+  'd14n envelopes keyed by (originator_node_id, originator_sequence_id). Writes register their positions with the live feed.';
+COMMENT ON SEQUENCE xip83.group_messages_id_seq IS
+  'Ids of xip83.group_messages, drawn through xip83.next_group_id; no cache, so ids are handed out in order.';
+COMMENT ON SEQUENCE xip83.welcome_messages_id_seq IS
+  'Ids of xip83.welcome_messages, drawn through xip83.next_welcome_id; no cache, so ids are handed out in order.';

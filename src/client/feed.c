@@ -536,7 +536,11 @@ DecodeNotice(const char *payload)
 	return notice;
 }
 
-/* Looks up the notifier's backend pid (0 when none runs); rate-limited. */
+/*
+ * Looks up the notifier's backend pid (0 when none runs), at most every
+ * PID_RECHECK_MS once one is known, so that forged notices cannot make the
+ * feed query the server for each of them.
+ */
 static void
 CheckNotifierPid(Xip83Feed *f)
 {
@@ -544,11 +548,12 @@ CheckNotifierPid(Xip83Feed *f)
 
 	if (NowMs() - f->pid_checked_ms < PID_RECHECK_MS && f->pid_checked_ms != 0)
 		return;
-	f->pid_checked_ms = NowMs();
 	res = PQexec(f->conn, "SELECT coalesce(notifier_pid, 0) FROM xip83.feed_status()");
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 		f->notifier_pid = atoi(PQgetvalue(res, 0, 0));
 	PQclear(res);
+	/* while no notifier is known (it is starting), the next notice checks again */
+	f->pid_checked_ms = f->notifier_pid != 0 ? NowMs() : 0;
 }
 
 /*

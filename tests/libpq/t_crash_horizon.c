@@ -13,13 +13,16 @@
  *     horizon even after the top envelope is deleted.
  *  4. Late writes survive restarts: a late cursor taken before a clean
  *     restart or a crash still delivers the late row (the ring is saved at
- *     shutdown and replayed from WAL); a cursor older than what recovery can
- *     vouch for (from before a checkpoint) gets SQLSTATE X83L0, never a
- *     silent gap.
+ *     shutdown, copied to WAL after every checkpoint and replayed); a cursor
+ *     older than the ring remembers (it overflowed) gets SQLSTATE X83L0,
+ *     never a silent gap.
+ *  5. The notifier killed with SIGKILL (a crash restart of the cluster):
+ *     horizons hold, a new notifier starts on the next use with a new epoch.
  */
 #include "testlib.h"
 
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -194,7 +197,7 @@ LateAcrossRestarts(PGconn *c)
 	c = Restart(c, "fast");
 	TL_CHECK(LateDelivered(c, 5, cursor) == 1, "and after a clean restart (saved at shutdown)");
 
-	/* a checkpoint, vouched for by the notifier's head record, then a crash */
+	/* a checkpoint, after which the notifier copies the ring to WAL, then a crash */
 	LateEnvelope(c, 10);
 	Exec(c, "CHECKPOINT");
 	for (int i = 0; i < 30; i++)
@@ -203,12 +206,51 @@ LateAcrossRestarts(PGconn *c)
 		usleep(100000);
 	}
 	c = Restart(c, "immediate");
-	snprintf(sql, sizeof(sql), "SELECT 1 FROM xip83.live_envelopes('{8}', '{12}', 100, %lld)",
+	TL_CHECK(LateDelivered(c, 12, cursor) == 2,
+			 "late envelopes from before the checkpoint are delivered after the crash");
+
+	/* more late writes than the ring holds: an older cursor is told, a current one is not */
+	cursor = tl_scalar(c, "SELECT xip83.late_cursor()");
+	Exec(c, "INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic,"
+		 " originator_envelope) VALUES (8, 100000, '\\x03bb', '\\x01')");
+	(void) tl_scalar(c, "SELECT count(*) FROM xip83.envelope_horizons()");
+	Exec(c, "INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic,"
+		 " originator_envelope) SELECT 8, s, '\\x03bb', '\\x02' FROM generate_series(20000, 24200) s");
+	snprintf(sql, sizeof(sql), "SELECT 1 FROM xip83.live_envelopes('{8}', '{100000}', 100, %lld)",
 			 (long long) cursor);
-	TL_CHECK(tl_exec_fails(c, sql, "X83L0"),
-			 "a late cursor from before the checkpoint is refused with X83L0 after the crash");
-	TL_CHECK(LateDelivered(c, 12, tl_scalar(c, "SELECT xip83.late_cursor()")) == 0,
-			 "a caught-up cursor is not");
+	TL_CHECK(tl_exec_fails(c, sql, "X83L0"), "after the ring overflowed an older late cursor gets X83L0");
+	TL_CHECK(LateDelivered(c, 100000, tl_scalar(c, "SELECT xip83.late_cursor()")) == 0,
+			 "a current one does not");
+	return c;
+}
+
+/* 5: SIGKILL of the notifier. */
+static PGconn *
+NotifierKilled(PGconn *c)
+{
+	int64_t		h = tl_scalar(c, "SELECT xip83.group_horizon()");
+	int64_t		epoch;
+	int64_t		pid = 0;
+
+	for (int i = 0; i < 100 && pid == 0; i++)
+	{
+		pid = tl_scalar(c, "SELECT coalesce(notifier_pid, 0) FROM xip83.feed_status");
+		usleep(50000);
+	}
+	epoch = tl_scalar(c, "SELECT epoch FROM xip83.feed_status");
+	TL_CHECK(pid > 0 && kill((pid_t) pid, SIGKILL) == 0, "SIGKILL the notifier (%lld)", (long long) pid);
+	PQfinish(c);
+	usleep(500000);
+	c = tl_reconnect();
+	TL_CHECK(tl_scalar(c, "SELECT xip83.group_horizon()") >= h, "the horizon held");
+	pid = 0;
+	for (int i = 0; i < 100 && pid == 0; i++)
+	{
+		pid = tl_scalar(c, "SELECT coalesce(notifier_pid, 0) FROM xip83.feed_status");
+		usleep(50000);
+	}
+	TL_CHECK(pid > 0 && tl_scalar(c, "SELECT epoch FROM xip83.feed_status") > epoch,
+			 "a new notifier runs, with a new epoch");
 	return c;
 }
 
@@ -221,6 +263,7 @@ main(void)
 	c = AsyncCommits(c);
 	c = AbortedBatch(c);
 	c = LateAcrossRestarts(c);
+	c = NotifierKilled(c);
 	PQfinish(c);
 	return tl_done("t_crash_horizon");
 }
