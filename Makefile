@@ -10,6 +10,8 @@
 #   make installcheck-libpq  the libpq programs tests/libpq/t_*.c against PGHOST
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
+#   make cppcheck        static analysis of src/ (tests/cppcheck.sh)
+#   make SANITIZE=1      ASan + UBSan build; XIP83_SANITIZE=1 tests/driver.sh check runs it
 #
 # Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
 # specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c.
@@ -60,6 +62,17 @@ ISOLATION_OPTS = --temp-config=$(srcdir)/tests/xip83.conf --load-extension=xip83
 EXTRA_CLEAN  = $(BUILD) results output_iso tmp_check tmp_check_iso tmp_instance \
                regression.diffs regression.out
 
+# make SANITIZE=1: the extension and the libpq programs with AddressSanitizer
+# and UBSan. The server must then run with the ASan runtime preloaded:
+# `XIP83_SANITIZE=1 bash tests/driver.sh check` does it all (tests/sanitize/sanitize.sh).
+# UBSan does not recover: the first report aborts (gcc would otherwise warn,
+# -Werror, about the null arguments of the paths after a recovered report).
+ifeq ($(SANITIZE),1)
+SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+PG_CFLAGS   += $(SANITIZE_FLAGS)
+SHLIB_LINK  += $(SANITIZE_FLAGS)
+endif
+
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
@@ -97,7 +110,8 @@ $(BUILD)/xip83--$(EXTVERSION).sql: $(INSTALL_PARTS) control/xip83--$(EXTVERSION)
 # ---------------------------------------------------------------- client side
 # libpq programs: the feed library under src/client, tools, and test programs.
 PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --includedir) \
-               -I$(BUILD)/proto -I$(S)src/client -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS)
+               -I$(BUILD)/proto -I$(S)src/client -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
+               $(SANITIZE_FLAGS)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
 CLIENT_SRC   = $(filter-out src/client/xip83_tail.c,$(call srcfiles,src/client/*.c))
 CLIENT_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(CLIENT_SRC)) $(patsubst %.c,$(BUILD)/client/%.o,$(PROTO_C))
@@ -175,5 +189,9 @@ test:
 demo:
 	bash tests/driver.sh demo
 
+# cppcheck over src/ with the PostgreSQL include paths (tests/cppcheck.sh)
+cppcheck:
+	bash tests/cppcheck.sh
+
 .PHONY: test demo install-tools installcheck-regress installcheck-isolation installcheck-tap \
-        tempcheck installcheck-libpq
+        tempcheck installcheck-libpq cppcheck

@@ -247,7 +247,6 @@ AllCeilings(KeyProbes *probes, int *n)
 		SourceLeaf *leaf = &source->leaves[i];
 		int32		lo,
 					hi;
-		TupleTableSlot *slot;
 
 		if (!LeafOriginatorRange(leaf, &lo, &hi))
 			continue;
@@ -257,6 +256,7 @@ AllCeilings(KeyProbes *probes, int *n)
 		for (;;)
 		{
 			ScanKeyData keys[2];
+			TupleTableSlot *slot;
 			int32		originator;
 
 			/* the highest key at or below hi; below lo there is nothing of this leaf's */

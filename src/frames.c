@@ -351,6 +351,7 @@ FramerPack(Framer *framer, Frame *out)
 		body.mutate_id = framer->mutate_id;
 		v1.response_case = XIP83__FRAMES__ENVELOPE_FRAME__V1__RESPONSE_ENVELOPES;
 		v1.envelopes = &body;
+		/* cppcheck-suppress unreadVariable ; packing reads it through .base */
 		frame.version_case = XIP83__FRAMES__ENVELOPE_FRAME__VERSION_V1;
 		frame.v1 = &v1;
 		out->bytes = PbPackToBytea(&frame.base);
@@ -376,6 +377,7 @@ FramerPack(Framer *framer, Frame *out)
 		body.mutate_id = framer->mutate_id;
 		v1.response_case = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_MESSAGES;
 		v1.messages = &body;
+		/* cppcheck-suppress unreadVariable ; packing reads it through .base */
 		frame.version_case = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__VERSION_V1;
 		frame.v1 = &v1;
 		out->bytes = PbPackToBytea(&frame.base);

@@ -51,6 +51,7 @@ PackResponse(ResponseV1 *v1)
 {
 	Response	response = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__INIT;
 
+	/* cppcheck-suppress unreadVariable ; packing reads it through .base */
 	response.version_case = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__VERSION_V1;
 	response.v1 = v1;
 	PG_RETURN_BYTEA_P(PbPackToBytea(&response.base));

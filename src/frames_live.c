@@ -48,7 +48,8 @@ typedef struct LiveAdvance
 
 /* Counts a row into the advance of the frame it is in. */
 static void
-AdvanceAdd(LiveAdvance *adv, FrameKind kind, int late_col, Datum *values, bool *nulls)
+AdvanceAdd(LiveAdvance *adv, FrameKind kind, int late_col, const Datum *values,
+		   const bool *nulls)
 {
 	if (!nulls[late_col])
 		adv->late_cursor = DatumGetInt64(values[late_col]);

@@ -297,7 +297,7 @@ LeafMayHold(const SourceLeaf *leaf, int nprefix, int32 originator, int64 floor, 
 
 /* Appends one index entry to a stream's batch, growing it for equal runs. */
 static void
-AppendItem(MergeScan *merge, MergeStream *s, int64 position, ItemPointer tid)
+AppendItem(MergeScan *merge, MergeStream *s, int64 position, const ItemPointerData *tid)
 {
 	MergeItem  *item;
 

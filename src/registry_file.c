@@ -184,7 +184,6 @@ RegistryRestore(void)
 {
 	FILE	   *f;
 	uint32		header[2];
-	int			d = 0;
 
 	if (IsUnderPostmaster)
 		return;
@@ -193,6 +192,9 @@ RegistryRestore(void)
 	if (f == NULL)
 		return;
 	if (ReadAll(f, header, sizeof(header)) && header[0] == REGISTRY_MAGIC)
+	{
+		int			d = 0;
+
 		for (uint32 i = 0; i < header[1] && d < Reg->n_dbs; i++, d++)
 			if (!RestoreDb(f, &Reg->dbs[d]))
 			{
@@ -203,6 +205,7 @@ RegistryRestore(void)
 				Reg->dbs[d].restored = false;
 				break;
 			}
+	}
 	FreeFile(f);
 	unlink(REGISTRY_FILE);
 }

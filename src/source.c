@@ -257,7 +257,7 @@ ChildBounds(Relation parent, PartitionDesc desc, int part, const SourceSpec *spe
 
 /* Fails with the CREATE INDEX to run when a leaf has no usable scan index. */
 static void
-ReportMissingIndex(const Source *source, Relation parent, Relation leaf)
+ReportMissingIndex(const Source *source, const RelationData *parent, Relation leaf)
 {
 	const SourceSpec *spec = source->spec;
 	char	   *columns = ColumnList(spec->key_columns, spec->nkeys);

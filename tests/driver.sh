@@ -243,6 +243,8 @@ run_target() {
 	return 0
 }
 
+. tests/sanitize/sanitize.sh	# XIP83_SANITIZE=1: ASan + UBSan build and server (see there)
+
 # ------------------------------------------------------------------ modes
 case "$mode" in
 	check)

@@ -53,38 +53,11 @@ rnd_int(int n)
 	return (int) (rnd() % (uint64_t) n);
 }
 
-/* A growing string. */
-typedef struct Buf
-{
-	char	   *s;
-	size_t		len,
-				cap;
-} Buf;
-
 static void
-buf_add(Buf *b, const char *fmt,...)
-{
-	va_list		ap;
-	int			n;
-
-	for (;;)
-	{
-		va_start(ap, fmt);
-		n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (b->s && b->len + n < b->cap)
-			break;
-		b->cap = (b->cap + n + 1) * 2;
-		b->s = realloc(b->s, b->cap);
-	}
-	b->len += n;
-}
-
-static void
-buf_hex(Buf *b, const uint8_t *data, size_t len)
+buf_hex(TlBuf *b, const uint8_t *data, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
-		buf_add(b, "%02x", data[i]);
+		tl_buf_add(b, "%02x", data[i]);
 }
 
 /* A topic of kind k, number i: kind byte then the number. */
@@ -171,7 +144,7 @@ load_envelopes(void)
 			char		nodes[16],
 						seqs[24],
 						tops[16];
-			Buf			env = {0};
+			TlBuf		env = {0};
 			const char *params[5];
 
 			topic_bytes(2, t, topic, &tlen);
@@ -196,7 +169,7 @@ load_envelopes(void)
 			proof.transaction_hash.len = rnd_int(100) == 0 ? 1800 : (size_t) rnd_int(64);
 			oe.proof_case = XMTP__XMTPV4__ENVELOPES__ORIGINATOR_ENVELOPE__PROOF_BLOCKCHAIN_PROOF;
 			oe.blockchain_proof = &proof;
-			buf_add(&env, "\\x");
+			tl_buf_add(&env, "\\x");
 			buf_hex(&env, oebuf, xmtp__xmtpv4__envelopes__originator_envelope__pack(&oe, oebuf));
 
 			snprintf(nodes, sizeof(nodes), "%d", node);
@@ -373,26 +346,26 @@ check_v3_frame(bool welcome, const unsigned char *frame, size_t len, int message
 
 /* Builds a random v3 wave's array arguments. */
 static void
-random_v3_wave(bool welcome, Buf *topics, Buf *floors, int64_t *ceiling)
+random_v3_wave(bool welcome, TlBuf *topics, TlBuf *floors, int64_t *ceiling)
 {
 	int			n = 1 + rnd_int(welcome ? WELCOME_TOPICS : GROUP_TOPICS);
 	int64_t		max_id = welcome ? 3000 : 9000;
 
-	buf_add(topics, "{");
-	buf_add(floors, "{");
+	tl_buf_add(topics, "{");
+	tl_buf_add(floors, "{");
 	for (int i = 0; i < n; i++)
 	{
 		uint8_t		t[4];
 		size_t		len;
 
 		topic_bytes(welcome ? 1 : 0, rnd_int((welcome ? WELCOME_TOPICS : GROUP_TOPICS) + 2), t, &len);
-		buf_add(topics, "%s\"\\\\x", i ? "," : "");
+		tl_buf_add(topics, "%s\"\\\\x", i ? "," : "");
 		buf_hex(topics, t, len);
-		buf_add(topics, "\"");
-		buf_add(floors, "%s%" PRId64, i ? "," : "", rnd_int(4) == 0 ? rnd() % max_id : 0);
+		tl_buf_add(topics, "\"");
+		tl_buf_add(floors, "%s%" PRId64, i ? "," : "", rnd_int(4) == 0 ? rnd() % max_id : 0);
 	}
-	buf_add(topics, "}");
-	buf_add(floors, "}");
+	tl_buf_add(topics, "}");
+	tl_buf_add(floors, "}");
 	*ceiling = rnd_int(5) == 0 ? (int64_t) (rnd() % max_id) : max_id;
 }
 
@@ -404,7 +377,7 @@ v3_waves(bool welcome)
 {
 	for (int w = 0; w < WAVES; w++)
 	{
-		Buf			topics = {0},
+		TlBuf		topics = {0},
 					floors = {0};
 		int64_t		ceiling;
 		char		ceil_s[24],
@@ -518,7 +491,7 @@ d14n_waves(void)
 {
 	for (int w = 0; w < WAVES; w++)
 	{
-		Buf			topics = {0},
+		TlBuf		topics = {0},
 					nodes = {0},
 					floors = {0},
 					cnodes = {0},
@@ -535,33 +508,33 @@ d14n_waves(void)
 		PGresult   *ref;
 		int			next = 0;
 
-		buf_add(&topics, "{");
-		buf_add(&nodes, "{");
-		buf_add(&floors, "{");
+		tl_buf_add(&topics, "{");
+		tl_buf_add(&nodes, "{");
+		tl_buf_add(&floors, "{");
 		for (int i = 0; i < n; i++)
 		{
 			uint8_t		t[4];
 			size_t		len;
 
 			topic_bytes(2, rnd_int(ENV_TOPICS), t, &len);
-			buf_add(&topics, "%s\"\\\\x", i ? "," : "");
+			tl_buf_add(&topics, "%s\"\\\\x", i ? "," : "");
 			buf_hex(&topics, t, len);
-			buf_add(&topics, "\"");
-			buf_add(&nodes, "%s%d", i ? "," : "", 1 + rnd_int(ORIGINATORS));
-			buf_add(&floors, "%s%d", i ? "," : "", rnd_int(3) == 0 ? rnd_int(300) : 0);
+			tl_buf_add(&topics, "\"");
+			tl_buf_add(&nodes, "%s%d", i ? "," : "", 1 + rnd_int(ORIGINATORS));
+			tl_buf_add(&floors, "%s%d", i ? "," : "", rnd_int(3) == 0 ? rnd_int(300) : 0);
 		}
-		buf_add(&topics, "}");
-		buf_add(&nodes, "}");
-		buf_add(&floors, "}");
-		buf_add(&cnodes, "{");
-		buf_add(&ceils, "{");
+		tl_buf_add(&topics, "}");
+		tl_buf_add(&nodes, "}");
+		tl_buf_add(&floors, "}");
+		tl_buf_add(&cnodes, "{");
+		tl_buf_add(&ceils, "{");
 		for (int o = 1; o <= ORIGINATORS; o++)
 		{
-			buf_add(&cnodes, "%s%d", o > 1 ? "," : "", o);
-			buf_add(&ceils, "%s%d", o > 1 ? "," : "", rnd_int(4) == 0 ? rnd_int(400) : 400);
+			tl_buf_add(&cnodes, "%s%d", o > 1 ? "," : "", o);
+			tl_buf_add(&ceils, "%s%d", o > 1 ? "," : "", rnd_int(4) == 0 ? rnd_int(400) : 400);
 		}
-		buf_add(&cnodes, "}");
-		buf_add(&ceils, "}");
+		tl_buf_add(&cnodes, "}");
+		tl_buf_add(&ceils, "}");
 		snprintf(limit_s, sizeof(limit_s), "%d", page_limit);
 		snprintf(mutate_s, sizeof(mutate_s), "%" PRIu64, mutate_id);
 		snprintf(max_s, sizeof(max_s), "%d", max_bytes);
@@ -661,7 +634,7 @@ protoc_decode(const char *type, const char *file, const unsigned char *data, siz
 	int			fd = mkstemp(path);
 	char		cmd[512];
 	FILE	   *p;
-	Buf			out = {0};
+	TlBuf		out = {0};
 	char		line[4096];
 
 	if (fd < 0 || write(fd, data, len) != (ssize_t) len)
@@ -671,9 +644,9 @@ protoc_decode(const char *type, const char *file, const unsigned char *data, siz
 	p = popen(cmd, "r");
 	if (p == NULL)
 		tl_fatal("popen protoc");
-	buf_add(&out, "");
+	tl_buf_add(&out, "%s", "");	/* allocates: the output may be empty */
 	while (fgets(line, sizeof(line), p))
-		buf_add(&out, "%s", line);
+		tl_buf_add(&out, "%s", line);
 	TL_CHECK(pclose(p) == 0, "protoc --decode=%s ran: %s", type, out.s);
 	unlink(path);
 	return out.s;
@@ -805,7 +778,7 @@ fuzz_decoders(void)
 		unsigned char *seed = tl_bytea(seeds, s, 0, &len);
 		unsigned char *m = malloc(len + 8);
 		size_t		mlen = len;
-		Buf			hex = {0};
+		TlBuf		hex = {0};
 		const char *params[2];
 		PGresult   *res;
 		const char *state;
@@ -831,7 +804,7 @@ fuzz_decoders(void)
 					m[mlen++] = (uint8_t) rnd();
 				break;
 		}
-		buf_add(&hex, "\\x");
+		tl_buf_add(&hex, "\\x");
 		buf_hex(&hex, m, mlen);
 		params[0] = hex.s;
 		params[1] = d14n ? "d14n" : "v3";

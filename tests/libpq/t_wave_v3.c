@@ -436,9 +436,10 @@ CheckHorizonCeiling(PGconn *conn, const Kind *kind)
 static void
 HugeArrays(PGconn *conn)
 {
+	/* a snprintf format: "%%" is the SQL modulo */
 	const char *million =
 		"SELECT count(*), coalesce(sum(id), 0) FROM xip83.group_wave_scan("
-		" ARRAY(SELECT substring(int8send(i) from 9 - (1 + i % 3)) FROM generate_series(0, 999999) i),"
+		" ARRAY(SELECT substring(int8send(i) from 9 - (1 + i %% 3)) FROM generate_series(0, 999999) i),"
 		" array_fill(%s::bigint, ARRAY[1000000]), 0, xip83.group_ceiling(), 500)";
 	char		sql[1024];
 	PGresult   *got;

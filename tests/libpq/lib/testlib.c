@@ -125,6 +125,37 @@ tl_reconnect(void)
 	tl_fatal("could not reconnect");
 }
 
+void
+tl_buf_add(TlBuf *b, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	for (;;)
+	{
+		va_start(ap, fmt);
+		n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			tl_fatal("vsnprintf failed");
+		if (b->s && b->len + n < b->cap)
+			break;
+		b->cap = (b->cap + n + 1) * 2;
+		b->s = realloc(b->s, b->cap);
+		if (b->s == NULL)
+			tl_fatal("out of memory");
+	}
+	b->len += n;
+}
+
+void
+tl_buf_reset(TlBuf *b)
+{
+	b->len = 0;
+	if (b->s)
+		b->s[0] = '\0';
+}
+
 int64_t
 tl_scalar(PGconn *conn, const char *sql)
 {

@@ -37,6 +37,18 @@ void		tl_pgctl(const char *args);
 /* The test's exit status, with a summary line. */
 int			tl_done(const char *name);
 
+/* A growing string: zero-initialized, appended to with tl_buf_add; free(b.s). */
+typedef struct TlBuf
+{
+	char	   *s;
+	size_t		len;
+	size_t		cap;
+} TlBuf;
+
+void		tl_buf_add(TlBuf *b, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+/* Empties it, keeping the memory. */
+void		tl_buf_reset(TlBuf *b);
+
 /* Field helpers on a successful result. */
 int64_t		tl_int(const PGresult *res, int row, int col);
 bool		tl_bool(const PGresult *res, int row, int col);

@@ -6,7 +6,6 @@
 
 #include "testlib.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,54 +81,32 @@ wd_wave_free(WdWave *w)
 	wd_wave_init(w);
 }
 
-/* Appends printf output to a text buffer. */
-static void
-Append(WdText *t, const char *fmt,...)
-{
-	va_list		ap;
-	int			need;
-
-	for (;;)
-	{
-		va_start(ap, fmt);
-		need = vsnprintf(t->data + t->len, t->cap - t->len, fmt, ap);
-		va_end(ap);
-		if (t->data && (size_t) need < t->cap - t->len)
-			break;
-		t->cap = (t->cap + need + 1) * 2;
-		t->data = realloc(t->data, t->cap);
-		if (t->data == NULL)
-			tl_fatal("out of memory");
-	}
-	t->len += need;
-}
-
 void
 wd_wave_params(const WdWave *w, char *params[5])
 {
-	WdText		t[5] = {{0}};
+	TlBuf		t[5] = {{0}};
 
 	for (int k = 0; k < 5; k++)
-		Append(&t[k], "{");
+		tl_buf_add(&t[k], "{");
 	for (int i = 0; i < w->nentries; i++)
 	{
 		const char *sep = i ? "," : "";
 
-		Append(&t[0], "%s\"\\\\x00%08x\"", sep, (unsigned) w->topic_ids[i]);
-		Append(&t[1], "%s%d", sep, w->nodes[i]);
-		Append(&t[2], "%s%lld", sep, (long long) w->floors[i]);
+		tl_buf_add(&t[0], "%s\"\\\\x00%08x\"", sep, (unsigned) w->topic_ids[i]);
+		tl_buf_add(&t[1], "%s%d", sep, w->nodes[i]);
+		tl_buf_add(&t[2], "%s%lld", sep, (long long) w->floors[i]);
 	}
 	for (int i = 0; i < w->nceilings; i++)
 	{
 		const char *sep = i ? "," : "";
 
-		Append(&t[3], "%s%d", sep, w->ceiling_nodes[i]);
-		Append(&t[4], "%s%lld", sep, (long long) w->ceilings[i]);
+		tl_buf_add(&t[3], "%s%d", sep, w->ceiling_nodes[i]);
+		tl_buf_add(&t[4], "%s%lld", sep, (long long) w->ceilings[i]);
 	}
 	for (int k = 0; k < 5; k++)
 	{
-		Append(&t[k], "}");
-		params[k] = t[k].data;
+		tl_buf_add(&t[k], "}");
+		params[k] = t[k].s;
 	}
 }
 

@@ -10,14 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A growing text buffer for array literals. */
-typedef struct WdText
-{
-	char	   *data;
-	size_t		len;
-	size_t		cap;
-} WdText;
-
 /* One wave: cursor entries and ceilings, as the SQL functions take them. */
 typedef struct WdWave
 {
