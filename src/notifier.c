@@ -348,6 +348,13 @@ Digest(const HorizonSet *h)
 	return d;
 }
 
+static bool
+SameDigest(const FeedDigest *a, const FeedDigest *b)
+{
+	return a->group == b->group && a->welcome == b->welcome &&
+		a->late_head == b->late_head && a->originators == b->originators;
+}
+
 /* Queues one notice (a wake-up: epoch, state, tick) in the current transaction. */
 static void
 QueueNotice(int state)
@@ -395,7 +402,7 @@ NotifierTick(int state)
 	StartTransactionCommand();
 	HorizonCollect(&now);
 	d = Digest(&now);
-	if (HaveLastSent && memcmp(&d, &LastSent, sizeof(d)) == 0 &&
+	if (HaveLastSent && SameDigest(&d, &LastSent) &&
 		state == XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE &&
 		!TimestampDifferenceExceeds(LastSentAt, GetCurrentTimestamp(),
 									xip83_notify_heartbeat_ms))
