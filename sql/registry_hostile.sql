@@ -131,3 +131,9 @@ REVOKE ALL ON SCHEMA xip83 FROM xip83_writer, xip83_hostile;
 REVOKE ALL ON SCHEMA public FROM xip83_hostile;
 DROP ROLE xip83_writer;
 DROP ROLE xip83_hostile;
+
+-- The first call of a fresh session with no sequence at all is refused, not
+-- an internal error.
+\c -
+SELECT xip83.next_group_id(0);
+SELECT xip83.next_welcome_id(0);

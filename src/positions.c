@@ -279,7 +279,7 @@ NextId(FunctionCallInfo fcinfo, PositionKind kind)
 
 	ArgRequire(fcinfo, 0, "seq");
 	seq = PG_GETARG_OID(0);
-	if (seq != known[kind])
+	if (!OidIsValid(seq) || seq != known[kind])
 	{
 		known[kind] = RegistryOwnRelation(KindSequence[kind]);
 		if (seq != known[kind])
