@@ -132,7 +132,7 @@ $(BUILD)/client/$(BUILD)/proto/%.o: $(BUILD)/proto/%.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(call srcfiles,tests/libpq/lib/*.h)
+$(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(PROTO_H) $(call srcfiles,tests/libpq/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
