@@ -332,7 +332,7 @@ TestSeam(PGconn *conn)
 		s.topic_wave[0][i] = 1;
 	}
 	wave1[5] = Add(names[0], 3, 0);
-	wave1[6] = Add(names[2], 3, 5);
+	wave1[6] = Add(names[2], 3, 200);	/* the lower cursor (0) must win */
 	ReadFor(&p, &s, 200);
 	sp_mutate(&p, wave1, 7, NULL, NULL, 0, false, 1);
 	ReadFor(&p, &s, 300);
