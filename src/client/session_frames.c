@@ -111,28 +111,38 @@ xip83_send_catchup_complete(Xip83Out *out, uint64_t mutate_id)
 	return SendResponse(out, &v1);
 }
 
-bool
-xip83_send_ping(Xip83Out *out, uint64_t nonce)
+/* Ping and Pong carry the same nonce message: only the arm differs. */
+static bool
+SendNonce(Xip83Out *out, bool pong, uint64_t nonce)
 {
 	Xmtp__Mls__Api__V1__SubscribeResponse__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__INIT;
 	Xmtp__Mls__Api__V1__Ping ping = XMTP__MLS__API__V1__PING__INIT;
+	Xmtp__Mls__Api__V1__Pong pong_msg = XMTP__MLS__API__V1__PONG__INIT;
 
-	ping.nonce = nonce;
-	v1.response_case = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_PING;
-	v1.ping = &ping;
+	ping.nonce = pong_msg.nonce = nonce;
+	if (pong)
+	{
+		v1.response_case = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_PONG;
+		v1.pong = &pong_msg;
+	}
+	else
+	{
+		v1.response_case = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_PING;
+		v1.ping = &ping;
+	}
 	return SendResponse(out, &v1);
+}
+
+bool
+xip83_send_ping(Xip83Out *out, uint64_t nonce)
+{
+	return SendNonce(out, false, nonce);
 }
 
 bool
 xip83_send_pong(Xip83Out *out, uint64_t nonce)
 {
-	Xmtp__Mls__Api__V1__SubscribeResponse__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__INIT;
-	Xmtp__Mls__Api__V1__Pong pong = XMTP__MLS__API__V1__PONG__INIT;
-
-	pong.nonce = nonce;
-	v1.response_case = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_PONG;
-	v1.pong = &pong;
-	return SendResponse(out, &v1);
+	return SendNonce(out, true, nonce);
 }
 
 /* One row packed as a GroupMessage or WelcomeMessage (malloc'd). */

@@ -174,28 +174,34 @@ sp_mutate(SessionProc *p, const SpAdd *adds, size_t n_adds, const unsigned char 
 	free(rm);
 }
 
-void
-sp_ping(SessionProc *p, uint64_t nonce)
+/* Ping and Pong carry the same nonce message: only the arm differs. */
+static void
+SendNonce(SessionProc *p, bool pong, uint64_t nonce)
 {
 	Xmtp__Mls__Api__V1__SubscribeRequest__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__INIT;
 	Xmtp__Mls__Api__V1__Ping ping = XMTP__MLS__API__V1__PING__INIT;
+	Xmtp__Mls__Api__V1__Pong pong_msg = XMTP__MLS__API__V1__PONG__INIT;
 
-	ping.nonce = nonce;
-	v1.request_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_PING;
-	v1.ping = &ping;
+	ping.nonce = pong_msg.nonce = nonce;
+	v1.request_case = pong ? XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_PONG
+		: XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_PING;
+	if (pong)
+		v1.pong = &pong_msg;
+	else
+		v1.ping = &ping;
 	SendRequest(p, &v1);
+}
+
+void
+sp_ping(SessionProc *p, uint64_t nonce)
+{
+	SendNonce(p, false, nonce);
 }
 
 void
 sp_pong(SessionProc *p, uint64_t nonce)
 {
-	Xmtp__Mls__Api__V1__SubscribeRequest__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__INIT;
-	Xmtp__Mls__Api__V1__Pong pong = XMTP__MLS__API__V1__PONG__INIT;
-
-	pong.nonce = nonce;
-	v1.request_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_PONG;
-	v1.pong = &pong;
-	SendRequest(p, &v1);
+	SendNonce(p, true, nonce);
 }
 
 /* A whole response from the buffer, or NULL when more bytes are needed. */
