@@ -15,8 +15,9 @@
  *    position is a no-op; history_only replays and never goes live.
  * 3. INVALID_ARGUMENT: adds with mutate_id 0, unknown version arm, no
  *    request arm, unknown topic kind, mutate_id of a wave in flight.
- * 4. Keepalive: a client Ping is answered; an idle stream is pinged; a Ping
- *    left unanswered ends the stream with DEADLINE_EXCEEDED.
+ * 4. Keepalive: a client Ping is answered; frames sent reset the idle timer;
+ *    an idle stream is pinged; a Ping left unanswered ends the stream with
+ *    DEADLINE_EXCEEDED.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -655,6 +656,25 @@ TestKeepalive(void)
 	LogResponse(log, sp_read(&p, 5000));
 	TL_CHECK(log->n == 1 && log->ev[0].type == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_PONG
 			 && log->ev[0].nonce == 77, "client Ping 77 not answered with Pong 77");
+	/* traffic resets the timer: a Pong every 100 ms keeps Pings away */
+	{
+		int			pings = 0;
+
+		for (int i = 0; i < 8; i++)
+		{
+			usleep(100 * 1000);
+			sp_ping(&p, 100 + (uint64_t) i);
+			log->n = 0;
+			while (log->n == 0 || log->ev[log->n - 1].type != XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_PONG)
+			{
+				if ((r = sp_read(&p, 5000)) == NULL)
+					tl_fatal("no Pong for Ping %d", 100 + i);
+				LogResponse(log, r);
+				pings += log->ev[log->n - 1].type == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_PING;
+			}
+		}
+		TL_CHECK(pings == 0, "%d Pings while a frame went out every 100 ms (interval 300)", pings);
+	}
 	/* idle: the server pings after the interval; answered, the stream lives on */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = sp_read(&p, 5000);
