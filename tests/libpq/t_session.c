@@ -11,10 +11,13 @@
  *    topic before its wave's CatchupComplete; TopicsLive precedes it; one
  *    CatchupComplete per Mutate; duplicate adds replay once; close is OK.
  * 2. Mutate rules: a waveless Mutate is acked at once; remove stops delivery;
- *    remove then re-add replays history; re-adding a live topic at its
- *    position is a no-op; history_only replays and never goes live.
+ *    a late write to a live topic arrives once; remove then re-add replays
+ *    history; re-adding a live topic at its position is a no-op;
+ *    history_only replays and never goes live; a half-close finishes the
+ *    wave in flight, then closes OK.
  * 3. INVALID_ARGUMENT: adds with mutate_id 0, unknown version arm, no
- *    request arm, unknown topic kind, mutate_id of a wave in flight.
+ *    request arm, unknown topic kind, mutate_id of a wave in flight;
+ *    RESOURCE_EXHAUSTED past 100,000 adds.
  * 4. Keepalive: a client Ping is answered; frames sent reset the idle timer;
  *    an idle stream is pinged; a Ping left unanswered ends the stream with
  *    DEADLINE_EXCEEDED.
@@ -33,6 +36,7 @@
 #define MAX_ID (1 << 20)
 #define WRITERS 4
 #define GROUPS 10
+#define XIP83_TEST_MAX_ADDS 100000	/* adds per Mutate the engine accepts */
 
 static const char *argv0;
 
@@ -536,6 +540,40 @@ TestRules(PGconn *conn)
 	TL_CHECK(Count(log, MESSAGES, 0, "r1") == 1, "the live topic's new row did not arrive live");
 	TL_CHECK(Count(log, MESSAGES, 0, "r0") == 0, "a removed topic's row was delivered");
 
+	/*
+	 * A late write to a live topic: an id given back by a rolled-back insert,
+	 * stored after the horizon passed it, reaches the client once, live.
+	 */
+	{
+		PGresult   *res;
+		char		late_id[32];
+		const char *params[1] = {late_id};
+		int64_t		late_before = tl_scalar(conn, "SELECT late_writes FROM xip83.feed_status()");
+
+		PQclear(tl_exec(conn, "BEGIN", 0, NULL));
+		res = tl_exec(conn, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+					  " VALUES ('r1', 'rolled back', sha256('r1rolled back')) RETURNING id", 0, NULL);
+		snprintf(late_id, sizeof(late_id), "%s", PQgetvalue(res, 0, 0));
+		PQclear(res);
+		PQclear(tl_exec(conn, "ROLLBACK", 0, NULL));
+		InsertN(conn, "r1", 1);
+		/* once the session has the newer row, the horizon has passed the gap */
+		log->n = 0;
+		while (Count(log, MESSAGES, 0, "r1") < 1 && (r = sp_read(&p, 5000)) != NULL)
+			LogResponse(log, r);
+		PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+						" VALUES ($1::bigint, 'r1', 'late', sha256('r1late'))", 1, params));
+		while (Count(log, MESSAGES, 0, "r1") < 2 && (r = sp_read(&p, 5000)) != NULL)
+			LogResponse(log, r);
+		/* anything more would come within a few polls */
+		while ((r = sp_read(&p, 300)) != NULL)
+			LogResponse(log, r);
+		TL_CHECK(tl_scalar(conn, "SELECT late_writes FROM xip83.feed_status()") > late_before,
+				 "the explicit id was not a late write: the check below proves nothing");
+		TL_CHECK(Count(log, MESSAGES, 0, "r1") == 2, "late write: %d live rows of r1 (expected 2)",
+				 Count(log, MESSAGES, 0, "r1"));
+	}
+
 	/* remove then re-add replays history again (all 6 rows of r0) */
 	adds[0] = Add("\0r0", 3, 0);
 	sp_mutate(&p, adds, 1, NULL, NULL, 0, false, 11);
@@ -630,6 +668,18 @@ TestRefusals(void)
 	sp_close(&p);
 	sp_finish(&p, 10000, NULL, NULL);
 	TL_CHECK(strcmp(p.status, "OK") == 0 && p.exit_code == 0, "valid stream: STATUS %s", p.status);
+
+	/* one add past the limit, before any coalescing */
+	{
+		SpAdd	   *many = calloc(XIP83_TEST_MAX_ADDS + 1, sizeof(SpAdd));
+
+		for (int i = 0; i <= XIP83_TEST_MAX_ADDS; i++)
+			many[i] = add;
+		sp_start(&p, argv0, "v3", 30000);
+		sp_mutate(&p, many, XIP83_TEST_MAX_ADDS + 1, NULL, NULL, 0, false, 7);
+		ExpectStatus(&p, "RESOURCE_EXHAUSTED", "100,001 adds");
+		free(many);
+	}
 
 	sp_start(&p, argv0, "d14n", 30000);
 	ExpectStatus(&p, "UNIMPLEMENTED", "d14n");
