@@ -366,7 +366,8 @@ Finish(Xip83Session *s, Xip83Wave *w)
 	size_t		n_live = 0;
 	bool		ok = true;
 
-	qsort(w->folded, w->n_folded, sizeof(Xip83Folded), FoldedOrder);
+	if (w->n_folded > 1)
+		qsort(w->folded, w->n_folded, sizeof(Xip83Folded), FoldedOrder);
 	for (size_t i = 0; ok && i < w->n_folded; i++)
 	{
 		const Xip83V3Row *row = &w->folded[i].row;
