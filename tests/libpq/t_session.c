@@ -13,8 +13,9 @@
  * 2. Mutate rules: a waveless Mutate is acked at once; remove stops delivery;
  *    a late write to a live topic arrives once; remove then re-add replays
  *    history; re-adding a live topic at its position is a no-op;
- *    history_only replays and never goes live; a half-close finishes the
- *    wave in flight, then closes OK.
+ *    history_only replays and never goes live; two waves in flight at once
+ *    keep their tags apart; a half-close finishes the wave in flight, then
+ *    closes OK.
  * 3. INVALID_ARGUMENT: adds with mutate_id 0, unknown version arm, no
  *    request arm, unknown topic kind, mutate_id of a wave in flight;
  *    RESOURCE_EXHAUSTED past 100,000 adds.
@@ -602,6 +603,30 @@ TestRules(PGconn *conn)
 	TL_CHECK(Count(log, MESSAGES, 0, "r1") == 1 && Count(log, MESSAGES, 0, "h0") == 0,
 			 "after history_only: r1 live %d, h0 live %d", Count(log, MESSAGES, 0, "r1"),
 			 Count(log, MESSAGES, 0, "h0"));
+
+	/* two waves in flight at once (one write): each tagged with its own id */
+	{
+		SpAdd		a20 = Add("\0r0", 3, 0);
+		SpAdd		a21 = Add("\0h0", 3, 0);
+		int			acked = 0;
+
+		p.hold = true;
+		sp_mutate(&p, &a20, 1, NULL, NULL, 0, false, 20);
+		sp_mutate(&p, &a21, 1, NULL, NULL, 0, false, 21);
+		sp_release(&p);
+		log->n = 0;
+		while (acked < 2 && (r = sp_read(&p, 5000)) != NULL)
+		{
+			LogResponse(log, r);
+			acked += log->ev[log->n - 1].type == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE;
+		}
+		TL_CHECK(acked == 2 && Count(log, MESSAGES, 20, "r0") == 6 && Count(log, MESSAGES, 21, "h0") == 4
+				 && Count(log, MESSAGES, 20, "h0") == 0 && Count(log, MESSAGES, 21, "r0") == 0
+				 && Count(log, TOPICS_LIVE, 0, NULL) == 2,
+				 "two waves: %d acks, r0 %d/6 tagged 20, h0 %d/4 tagged 21, %d TopicsLive", acked,
+				 Count(log, MESSAGES, 20, "r0"), Count(log, MESSAGES, 21, "h0"),
+				 Count(log, TOPICS_LIVE, 0, NULL));
+	}
 
 	/* half-close with a wave in flight: it finishes, then OK */
 	adds[0] = Add("\0h0", 3, 0);
