@@ -18,7 +18,7 @@
  *    closes OK.
  * 3. INVALID_ARGUMENT: adds with mutate_id 0, unknown version arm, no
  *    request arm, unknown topic kind, mutate_id of a wave in flight;
- *    RESOURCE_EXHAUSTED past 100,000 adds.
+ *    RESOURCE_EXHAUSTED past 100,000 adds and past 256 waves in flight.
  * 4. Keepalive: a client Ping is answered; frames sent reset the idle timer;
  *    an idle stream is pinged; a Ping left unanswered ends the stream with
  *    DEADLINE_EXCEEDED.
@@ -705,6 +705,20 @@ TestRefusals(void)
 		ExpectStatus(&p, "RESOURCE_EXHAUSTED", "100,001 adds");
 		free(many);
 	}
+
+	/* 257 waves in one write (under PIPE_BUF, so all start before any finishes) */
+	sp_start(&p, argv0, "v3", 30000);
+	p.hold = true;
+	for (int i = 1; i <= 257; i++)
+	{
+		char		topic[3] = {0x00, (char) (i & 0xff), (char) (i >> 8)};
+		SpAdd		a = Add(topic, 3, 0);
+
+		sp_mutate(&p, &a, 1, NULL, NULL, 0, false, (uint64_t) i);
+	}
+	TL_CHECK(p.held_len <= 4096, "257 Mutates take %zu bytes: not one atomic write", p.held_len);
+	sp_release(&p);
+	ExpectStatus(&p, "RESOURCE_EXHAUSTED", "257 waves in flight");
 
 	sp_start(&p, argv0, "d14n", 30000);
 	ExpectStatus(&p, "UNIMPLEMENTED", "d14n");
