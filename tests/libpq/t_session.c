@@ -14,7 +14,7 @@
  *    a late write to a live topic arrives once; remove then re-add replays
  *    history; re-adding a live topic at its position is a no-op;
  *    history_only replays and never goes live; two waves in flight at once
- *    keep their tags apart; a half-close finishes the wave in flight, then
+ *    keep their tags apart; a topic removed mid-wave stops at once; a half-close finishes the wave in flight, then
  *    closes OK.
  * 3. INVALID_ARGUMENT: adds with mutate_id 0, unknown version arm, no
  *    request arm, unknown topic kind, mutate_id of a wave in flight;
@@ -626,6 +626,35 @@ TestRules(PGconn *conn)
 				 "two waves: %d acks, r0 %d/6 tagged 20, h0 %d/4 tagged 21, %d TopicsLive", acked,
 				 Count(log, MESSAGES, 20, "r0"), Count(log, MESSAGES, 21, "h0"),
 				 Count(log, TOPICS_LIVE, 0, NULL));
+	}
+
+	/* a topic removed while its wave is in flight: no more of its rows, not in TopicsLive */
+	{
+		SpAdd		both[2] = {Add("\0r0", 3, 0), Add("\0r1", 3, 0)};
+		int			first_ack = -1,
+					acked = 0;
+
+		p.hold = true;
+		sp_mutate(&p, both, 2, NULL, NULL, 0, false, 30);
+		sp_mutate(&p, NULL, 0, rm, rm_len, 1, false, 0);
+		sp_release(&p);
+		log->n = 0;
+		while (acked < 2 && (r = sp_read(&p, 5000)) != NULL)
+		{
+			LogResponse(log, r);
+			if (log->ev[log->n - 1].type == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE
+				&& acked++ == 0)
+				first_ack = (int) log->ev[log->n - 1].tag;
+		}
+		TL_CHECK(acked == 2 && first_ack == 0, "remove mid-wave: %d acks, the first for %d (expected 0)",
+				 acked, first_ack);
+		TL_CHECK(Count(log, MESSAGES, 30, "r0") == 0 && Count(log, MESSAGES, 30, "r1") > 0,
+				 "remove mid-wave: r0 %d rows (expected 0), r1 %d", Count(log, MESSAGES, 30, "r0"),
+				 Count(log, MESSAGES, 30, "r1"));
+		for (int i = 0; i < log->n; i++)
+			if (log->ev[i].type == TOPICS_LIVE)
+				TL_CHECK(log->ev[i].n_topics == 1, "remove mid-wave: TopicsLive of %d topics",
+						 log->ev[i].n_topics);
 	}
 
 	/* half-close with a wave in flight: it finishes, then OK */
