@@ -18,7 +18,9 @@
  *    closes OK.
  * 3. INVALID_ARGUMENT: adds with mutate_id 0, unknown version arm, no
  *    request arm, unknown topic kind, mutate_id of a wave in flight;
- *    RESOURCE_EXHAUSTED past 100,000 adds and past 256 waves in flight.
+ *    malformed bytes and a truncated request; RESOURCE_EXHAUSTED past
+ *    100,000 adds and past 256 waves in flight.
+ * 5. Frames: three 900 kB messages come in frames under 2 MiB, none split.
  * 4. Keepalive: a client Ping is answered; frames sent reset the idle timer;
  *    an idle stream is pinged; a Ping left unanswered ends the stream with
  *    DEADLINE_EXCEEDED.
@@ -735,6 +737,20 @@ TestRefusals(void)
 		free(many);
 	}
 
+	/* bytes that are no SubscribeRequest; a length prefix cut by the half-close */
+	{
+		static const unsigned char garbage[] = {0xff, 0xff, 0xff};
+		static const unsigned char cut[] = {0x05, 0x0a};
+
+		sp_start(&p, argv0, "v3", 30000);
+		sp_send_raw(&p, garbage, sizeof(garbage));
+		ExpectStatus(&p, "INVALID_ARGUMENT", "malformed request");
+		sp_start(&p, argv0, "v3", 30000);
+		if (write(p.to_child, cut, sizeof(cut)) != (ssize_t) sizeof(cut))
+			tl_fatal("write failed");
+		ExpectStatus(&p, "INVALID_ARGUMENT", "truncated request");
+	}
+
 	/* 257 waves in one write (under PIPE_BUF, so all start before any finishes) */
 	sp_start(&p, argv0, "v3", 30000);
 	p.hold = true;
@@ -814,6 +830,42 @@ TestKeepalive(void)
 	free(log);
 }
 
+/* Three 900 kB messages: a frame stays under 2 MiB and never splits one. */
+static void
+TestFrameLimit(PGconn *conn)
+{
+	SessionProc p;
+	SpAdd		big = Add("\0big", 4, 0);
+	SpResponse *r;
+	int			frames = 0,
+				rows = 0,
+				oversized = 0;
+	bool		acked = false;
+
+	PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+					" SELECT 'big', d, sha256('big'::bytea || d) FROM"
+					" (SELECT convert_to(repeat(i::text, 900000), 'UTF8') d FROM generate_series(1, 3) i) x",
+					0, NULL));
+	sp_start(&p, argv0, "v3", 30000);
+	sp_mutate(&p, &big, 1, NULL, NULL, 0, false, 40);
+	while (!acked && (r = sp_read(&p, 10000)) != NULL)
+	{
+		if (r->v1 && r->v1->response_case == MESSAGES)
+		{
+			frames++;
+			rows += (int) r->v1->messages->n_group_messages;
+			oversized += xmtp__mls__api__v1__subscribe_response__get_packed_size(r) > 2 * 1024 * 1024;
+		}
+		acked = r->v1 && r->v1->response_case == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE;
+		sp_free(r);
+	}
+	TL_CHECK(acked && rows == 3 && frames >= 2 && oversized == 0,
+			 "frame limit: %d rows in %d frames, %d over 2 MiB, acked %d", rows, frames, oversized,
+			 acked);
+	sp_close(&p);
+	sp_finish(&p, 10000, NULL, NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -824,6 +876,7 @@ main(int argc, char **argv)
 	TestRefusals();
 	TestKeepalive();
 	TestRules(conn);
+	TestFrameLimit(conn);
 	TestSeam(conn);
 	PQfinish(conn);
 	return tl_done("t_session");
