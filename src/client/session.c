@@ -150,12 +150,12 @@ Run(Xip83Session *s, Keepalive *ka)
 
 	while (ok && !s->failed)
 	{
-		const unsigned char *msg;
-		size_t		len;
-		int			rc;
-
 		if (!in.eof)
 		{
+			const unsigned char *msg;
+			size_t		len;
+			int			rc = 0;
+
 			if (!xip83_wire_fill(&in))
 			{
 				ok = xip83_session_fail(s, "INTERNAL", "reading requests failed");

@@ -59,13 +59,13 @@ Xip83Topic *
 xip83_topics_put(Xip83Topics *set, const unsigned char *t, size_t len)
 {
 	Xip83Topic **p;
-	Xip83Topic *e;
+	Xip83Topic *e = xip83_topics_get(set, t, len);
 
+	if (e != NULL)
+		return e;
 	if (set->count >= set->n_slots && !Grow(set))
 		return NULL;
 	p = Slot(set, t, len);
-	if (*p)
-		return *p;
 	if ((e = calloc(1, sizeof(*e))) == NULL || (e->bytes = malloc(len ? len : 1)) == NULL)
 	{
 		free(e);

@@ -362,8 +362,6 @@ FoldedOrder(const void *a, const void *b)
 static bool
 Finish(Xip83Session *s, Xip83Wave *w)
 {
-	const unsigned char **live;
-	size_t		n_live = 0;
 	bool		ok = true;
 
 	if (w->n_folded > 1)
@@ -379,6 +377,9 @@ Finish(Xip83Session *s, Xip83Wave *w)
 		return false;
 	if (!w->history_only)
 	{
+		const unsigned char **live;
+		size_t		n_live = 0;
+
 		if ((live = calloc(w->n_topics + 1, sizeof(*live))) == NULL)
 			return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 		for (size_t i = 0; i < w->n_topics; i++)

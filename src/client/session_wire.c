@@ -90,7 +90,7 @@ xip83_wire_write(int fd, const unsigned char *msg, size_t len)
 	unsigned char prefix[10];
 	size_t		n = xip83_varint_put(prefix, len);
 	const unsigned char *parts[2] = {prefix, msg};
-	size_t		lens[2] = {n, len};
+	const size_t lens[2] = {n, len};
 
 	for (int k = 0; k < 2; k++)
 	{
