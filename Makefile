@@ -113,12 +113,14 @@ PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --
                -I$(BUILD)/proto -I$(S)src/client -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
                $(SANITIZE_FLAGS)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
-CLIENT_SRC   = $(filter-out src/client/xip83_tail.c,$(call srcfiles,src/client/*.c))
+CLIENT_MAINS = src/client/xip83_tail.c src/client/xip83_session.c
+CLIENT_SRC   = $(filter-out $(CLIENT_MAINS),$(call srcfiles,src/client/*.c))
 CLIENT_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(CLIENT_SRC)) $(patsubst %.c,$(BUILD)/client/%.o,$(PROTO_C))
 TESTLIB_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,tests/libpq/lib/*.c))
 LIBPQ_TESTS  = $(patsubst tests/libpq/%.c,$(BUILD)/tests/%,$(call srcfiles,tests/libpq/t_*.c))
 BENCHES      = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests/bench/*.c))
-TOOLS        = $(if $(call srcfiles,src/client/xip83_tail.c),$(BUILD)/xip83-tail)
+TOOLS        = $(if $(call srcfiles,src/client/xip83_tail.c),$(BUILD)/xip83-tail) \
+               $(if $(call srcfiles,src/client/xip83_session.c),$(BUILD)/xip83-session)
 
 all: $(TOOLS) $(LIBPQ_TESTS) $(BENCHES)
 
@@ -130,11 +132,14 @@ $(BUILD)/client/$(BUILD)/proto/%.o: $(BUILD)/proto/%.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(call srcfiles,tests/libpq/lib/*.h)
+$(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(PROTO_H) $(call srcfiles,tests/libpq/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
 $(BUILD)/xip83-tail: src/client/xip83_tail.c $(CLIENT_OBJ)
+	$(CC) $(PQ_CFLAGS) -o $@ $^ $(PQ_LIBS)
+
+$(BUILD)/xip83-session: src/client/xip83_session.c $(CLIENT_OBJ)
 	$(CC) $(PQ_CFLAGS) -o $@ $^ $(PQ_LIBS)
 
 $(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h)

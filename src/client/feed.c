@@ -331,6 +331,9 @@ KindIndex(int kind)
 	return kind == XIP83_FEED_GROUP ? 0 : kind == XIP83_FEED_WELCOME ? 1 : 2;
 }
 
+/* Where FetchPage's group and welcome queries put the columns of a v3 row. */
+static const Xip83V3Cols live_v3_cols = {{1, 5, 2, 3, 6, 7, 8, 9}};
+
 /*
  * One page of one kind; delivers it and moves the cursors: a position cursor
  * to the highest position received (late rows lie below it), the late
@@ -396,9 +399,10 @@ FetchPage(Xip83Feed *f, int kind)
 		params[1] = limit;
 		params[2] = late;
 		sql = kind == XIP83_FEED_GROUP
-			? "SELECT 0, id, group_id, data, late_cursor"
-			"  FROM xip83.live_group_messages($1::bigint, $2::int, $3::bigint)"
-			: "SELECT 0, id, installation_key, data, late_cursor"
+			? "SELECT 0, id, group_id, data, late_cursor, created_at, is_commit, sender_hmac,"
+			"  should_push FROM xip83.live_group_messages($1::bigint, $2::int, $3::bigint)"
+			: "SELECT 0, id, installation_key, data, late_cursor, created_at, hpke_public_key,"
+			"  wrapper_algorithm, welcome_metadata, message_type"
 			"  FROM xip83.live_welcome_messages($1::bigint, $2::int, $3::bigint)";
 		res = PQexecParams(f->conn, sql, 3, NULL, params, NULL, NULL, 1);
 	}
@@ -408,6 +412,7 @@ FetchPage(Xip83Feed *f, int kind)
 	for (int r = 0; r < n; r++)
 	{
 		Xip83FeedRow row;
+		Xip83V3Row	v3;
 		const char *topic = PQgetvalue(res, r, 2);
 		size_t		topic_len = PQgetlength(res, r, 2);
 		int64_t    *cursor;
@@ -427,6 +432,13 @@ FetchPage(Xip83Feed *f, int kind)
 		}
 		row.data = (const unsigned char *) PQgetvalue(res, r, 3);
 		row.data_len = PQgetlength(res, r, 3);
+		row.v3 = NULL;
+		if (kind != XIP83_FEED_ENVELOPE)
+		{
+			xip83_v3row_read(res, r, kind == XIP83_FEED_GROUP ? XIP83_V3_GROUP : XIP83_V3_WELCOME,
+							 &live_v3_cols, &v3);
+			row.v3 = &v3;
+		}
 		if (kind == XIP83_FEED_GROUP)
 			cursor = &f->group_after;
 		else if (kind == XIP83_FEED_WELCOME)
@@ -712,4 +724,15 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 	/* originators are learned from the server, never from a notice */
 	rc = FetchAll(f, true);
 	return rc == -2 ? -1 : rc < 0 ? 0 : rc;
+}
+
+int
+xip83_feed_fetch(Xip83Feed *f)
+{
+	int			rc;
+
+	if (f->conn == NULL && !Connect(f))
+		return -1;
+	rc = FetchAll(f, true);
+	return rc;
 }

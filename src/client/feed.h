@@ -28,6 +28,8 @@
 
 #include <libpq-fe.h>
 
+#include "v3row.h"
+
 #define XIP83_FEED_GROUP	1
 #define XIP83_FEED_WELCOME	2
 #define XIP83_FEED_ENVELOPE 4
@@ -44,6 +46,7 @@ typedef struct Xip83FeedRow
 	const unsigned char *data;	/* payload (data / originator_envelope) */
 	size_t		data_len;
 	bool		late;			/* a late write: at or below rows delivered before */
+	const Xip83V3Row *v3;		/* group messages and welcomes: every column; else NULL */
 } Xip83FeedRow;
 
 typedef void (*Xip83FeedRowFn) (void *arg, const Xip83FeedRow *row);
@@ -83,6 +86,13 @@ extern bool xip83_feed_start_at_horizon(Xip83Feed *feed);
  * new. Returns the rows delivered, or -1 after a fatal error (printed).
  */
 extern int	xip83_feed_step(Xip83Feed *feed, int timeout_ms);
+/*
+ * Fetches everything up to the current horizons now, without waiting for a
+ * notice: afterwards every row committed before the call has been delivered.
+ * Returns the rows delivered; -1 when the server could not be reached (try
+ * again later), -2 after a fatal error (printed).
+ */
+extern int	xip83_feed_fetch(Xip83Feed *feed);
 /* Whether the feed currently hears LIVE notices. */
 extern bool xip83_feed_is_live(const Xip83Feed *feed);
 /* Rows delivered since the feed was created. */

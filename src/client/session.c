@@ -1,0 +1,233 @@
+/*
+ * session.c: the session engine's loop (see session.h): requests in,
+ * Started first, the live lane, keepalive, and the close. The wave lane and
+ * the seam are in session_wave.c.
+ *
+ * The live lane follows every group message and welcome from the horizons
+ * read when the session starts (feed.h: notices only wake it; positions come
+ * from the horizons) and passes on the rows of live topics in feed order:
+ * ascending id per kind across all of them, tagged 0. Rows of a topic gated
+ * in a wave are folded into that wave; rows of other topics are dropped.
+ */
+#include "session.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session_internal.h"
+#include "session_wire.h"
+
+/* Longest wait for the feed while idle: how late a request may be noticed. */
+#define IDLE_STEP_MS 5
+
+bool
+xip83_session_fail(Xip83Session *s, const char *code, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	if (s->failed)
+		return false;
+	s->failed = true;
+	n = snprintf(s->status, sizeof(s->status), "%s ", code);
+	va_start(ap, fmt);
+	vsnprintf(s->status + n, sizeof(s->status) - (size_t) n, fmt, ap);
+	va_end(ap);
+	/* libpq messages end in a newline: one status line */
+	for (char *p = s->status; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	return false;
+}
+
+static void
+OnRow(void *arg, const Xip83FeedRow *row)
+{
+	Xip83Session *s = arg;
+	Xip83Topic *t;
+	Xip83Wave  *w;
+
+	if (s->failed || row->v3 == NULL)
+		return;
+	if ((t = xip83_topics_get(&s->topics, row->topic, row->topic_len)) == NULL)
+		return;
+	if (t->live)
+	{
+		if (row->position > t->position)
+			t->position = row->position;
+		if (!xip83_batch_add(&s->out, &s->live, row->v3))
+			xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
+		return;
+	}
+	/* gated: the wave replays up to its floor's successors itself */
+	if ((w = xip83_wave_find(s, t->wave)) != NULL && row->position > t->floor)
+		(void) xip83_wave_fold(s, w, row->v3);
+}
+
+static void
+OnStatus(void *arg, const char *status, const char *detail)
+{
+	Xip83Session *s = arg;
+
+	(void) detail;
+	/* late writes we owe the client are gone: only a new stream can recover */
+	if (strcmp(status, "late-lost") == 0)
+		s->late_lost = true;
+}
+
+static bool
+HandleMutate(Xip83Session *s, const Xip83Request *req)
+{
+	if (req->mutate_id != 0 && xip83_wave_find(s, req->mutate_id) != NULL)
+		return xip83_session_fail(s, "INVALID_ARGUMENT", "mutate_id %llu is a wave in flight",
+								  (unsigned long long) req->mutate_id);
+	/* removes first: a topic removed and added in one Mutate replays from its new cursor */
+	for (size_t i = 0; i < req->n_removes; i++)
+		xip83_topics_del(&s->topics, req->removes[i], req->remove_lens[i]);
+	return xip83_wave_start(s, req);
+}
+
+typedef struct Keepalive
+{
+	int			interval_ms;
+	bool		outstanding;
+	uint64_t	nonce;
+	int64_t		sent_ms;
+} Keepalive;
+
+static bool
+HandleRequest(Xip83Session *s, Keepalive *ka, const unsigned char *msg, size_t len)
+{
+	Xip83Request req;
+	char		err[256];
+	const char *code = xip83_request_parse(msg, len, &req, err, sizeof(err));
+	bool		ok;
+
+	if (code != NULL)
+		ok = xip83_session_fail(s, code, "%s", err);
+	else if (req.kind == XIP83_REQ_PING)
+		ok = xip83_send_pong(&s->out, req.nonce);
+	else if (req.kind == XIP83_REQ_PONG)
+	{
+		if (ka->outstanding && req.nonce == ka->nonce)
+			ka->outstanding = false;
+		ok = true;
+	}
+	else
+		ok = HandleMutate(s, &req);
+	xip83_request_free(&req);
+	return ok;
+}
+
+/* Ping after an idle interval; a Ping unanswered for another interval ends the stream. */
+static bool
+KeepaliveTick(Xip83Session *s, Keepalive *ka, bool half_closed)
+{
+	int64_t		now = xip83_now_ms();
+
+	if (half_closed)
+		return true;			/* the client sends nothing more: no Pong will come */
+	if (ka->outstanding)
+		return now - ka->sent_ms < ka->interval_ms
+			|| xip83_session_fail(s, "DEADLINE_EXCEEDED", "no Pong for Ping %llu within %d ms",
+								  (unsigned long long) ka->nonce, ka->interval_ms);
+	if (now - s->out.last_send_ms < ka->interval_ms)
+		return true;
+	ka->nonce++;
+	ka->outstanding = true;
+	ka->sent_ms = now;
+	return xip83_send_ping(&s->out, ka->nonce);
+}
+
+static bool
+Run(Xip83Session *s, Keepalive *ka)
+{
+	Xip83WireIn in = {.fd = s->opt.in_fd};
+	bool		ok = true;
+
+	while (ok && !s->failed)
+	{
+		if (!in.eof)
+		{
+			const unsigned char *msg;
+			size_t		len;
+			int			rc = 0;
+
+			if (!xip83_wire_fill(&in))
+			{
+				ok = xip83_session_fail(s, "INTERNAL", "reading requests failed");
+				break;
+			}
+			while (ok && (rc = xip83_wire_next(&in, &msg, &len)) == 1)
+				ok = HandleRequest(s, ka, msg, len);
+			if (ok && rc < 0)
+				ok = xip83_session_fail(s, "INVALID_ARGUMENT", "malformed length prefix");
+			if (ok && in.eof && in.len > in.consumed)
+				ok = xip83_session_fail(s, "INVALID_ARGUMENT", "truncated request at end of stream");
+		}
+		if (!ok)
+			break;
+		if (in.eof && s->n_waves == 0)
+			break;				/* half-closed and every wave finished */
+		if (!KeepaliveTick(s, ka, in.eof))
+			break;
+		ok = xip83_wave_step(s);
+		if (ok && xip83_feed_step(s->feed, s->n_waves ? 0 : IDLE_STEP_MS) < 0)
+			ok = xip83_session_fail(s, "UNAVAILABLE", "live feed failed");
+		if (ok && !xip83_batch_flush(&s->out, &s->live))
+			ok = xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
+		if (ok && s->late_lost)
+			ok = xip83_session_fail(s, "UNAVAILABLE", "late writes were lost: resubscribe");
+		if (ok && s->out.failed)
+			ok = xip83_session_fail(s, "CANCELLED", "the client stopped reading");
+	}
+	free(in.buf);
+	return ok && !s->failed;
+}
+
+int
+xip83_session_run(const Xip83SessionOptions *options, char *status, size_t status_len)
+{
+	Xip83Session *s = calloc(1, sizeof(*s));
+	Xip83FeedOptions fo = {0};
+	Keepalive	ka = {0};
+	bool		ok = false;
+
+	if (s == NULL)
+	{
+		snprintf(status, status_len, "RESOURCE_EXHAUSTED out of memory");
+		return 1;
+	}
+	s->opt = *options;
+	ka.interval_ms = s->opt.keepalive_ms > 0 ? s->opt.keepalive_ms : 30000;
+	s->out.fd = s->opt.out_fd;
+	fcntl(s->opt.in_fd, F_SETFL, fcntl(s->opt.in_fd, F_GETFL) | O_NONBLOCK);
+	fo.conninfo = s->opt.conninfo;
+	fo.kinds = XIP83_FEED_GROUP | XIP83_FEED_WELCOME;
+	fo.on_row = OnRow;
+	fo.on_status = OnStatus;
+	fo.arg = s;
+	s->wave_conn = PQconnectdb(s->opt.conninfo);
+	if (PQstatus(s->wave_conn) != CONNECTION_OK)
+		xip83_session_fail(s, "UNAVAILABLE", "%s", PQerrorMessage(s->wave_conn));
+	else if ((s->feed = xip83_feed_new(&fo)) == NULL || !xip83_feed_start_at_horizon(s->feed))
+		xip83_session_fail(s, "UNAVAILABLE", "live feed: cannot read the horizons");
+	/* Started before anything else the stream carries */
+	else if (!xip83_send_started(&s->out, (uint32_t) ka.interval_ms))
+		xip83_session_fail(s, "CANCELLED", "the client stopped reading");
+	else
+		ok = Run(s, &ka);
+	snprintf(status, status_len, "%s", ok ? "OK" : s->status);
+	for (int i = 0; i < s->n_waves; i++)
+		xip83_wave_free(s->waves[i]);
+	xip83_batch_free(&s->live);
+	xip83_topics_free(&s->topics);
+	if (s->feed)
+		xip83_feed_free(s->feed);
+	PQfinish(s->wave_conn);
+	free(s);
+	return ok ? 0 : 1;
+}

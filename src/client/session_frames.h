@@ -1,0 +1,52 @@
+/*
+ * session_frames.h: the v3 SubscribeResponse frames the session engine sends.
+ * Delivery frames are built incrementally: rows are appended to a batch as
+ * encoded GroupMessage / WelcomeMessage fields of one Messages, and the batch
+ * is sent as a frame when it is flushed or when the next row would push the
+ * frame past the frame limit (a row is never split; a larger row goes alone).
+ */
+#ifndef XIP83_SESSION_FRAMES_H
+#define XIP83_SESSION_FRAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "v3row.h"
+
+#define XIP83_MAX_FRAME (2 * 1024 * 1024)
+
+/* Where frames go: a file descriptor, and the time of the last frame (keepalive). */
+typedef struct Xip83Out
+{
+	int			fd;
+	int64_t		last_send_ms;
+	bool		failed;			/* a write failed: the client is gone */
+	int64_t		frames;
+} Xip83Out;
+
+typedef struct Xip83Batch
+{
+	unsigned char *buf;			/* the Messages body so far */
+	size_t		len;
+	size_t		cap;
+	uint64_t	mutate_id;		/* 0: the live lane */
+	int			count;
+} Xip83Batch;
+
+extern int64_t xip83_now_ms(void);
+
+/* Appends a row; flushes first when the frame would grow past the limit. */
+extern bool xip83_batch_add(Xip83Out *out, Xip83Batch *batch, const Xip83V3Row *row);
+/* Sends the batch as one Messages frame tagged batch->mutate_id, if it holds rows. */
+extern bool xip83_batch_flush(Xip83Out *out, Xip83Batch *batch);
+extern void xip83_batch_free(Xip83Batch *batch);
+
+extern bool xip83_send_started(Xip83Out *out, uint32_t keepalive_ms);
+extern bool xip83_send_topics_live(Xip83Out *out, const unsigned char *const *topics,
+								   const size_t *lens, size_t n);
+extern bool xip83_send_catchup_complete(Xip83Out *out, uint64_t mutate_id);
+extern bool xip83_send_ping(Xip83Out *out, uint64_t nonce);
+extern bool xip83_send_pong(Xip83Out *out, uint64_t nonce);
+
+#endif							/* XIP83_SESSION_FRAMES_H */

@@ -1,0 +1,68 @@
+/*
+ * sessionproc.h: build/xip83-session as a child process for the libpq
+ * tests: real SubscribeRequest bytes in (length-delimited, packed with the
+ * protobuf-c code), every SubscribeResponse out, decoded; its STATUS line and
+ * exit code at the end.
+ */
+#ifndef XIP83_SESSIONPROC_H
+#define XIP83_SESSIONPROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "xip83/mls_api.pb-c.h"
+
+typedef Xmtp__Mls__Api__V1__SubscribeResponse SpResponse;
+
+typedef struct SessionProc
+{
+	pid_t		pid;
+	int			to_child;		/* its stdin; -1 after the half-close */
+	int			from_child;		/* its stdout */
+	int			err_child;		/* its stderr */
+	unsigned char *buf;			/* stdout bytes not decoded yet */
+	size_t		len;
+	size_t		cap;
+	bool		eof;
+	bool		hold;			/* sp_send_raw collects instead of writing */
+	unsigned char *held;
+	size_t		held_len;
+	char		status[1024];	/* the STATUS line, after sp_finish */
+	int			exit_code;
+} SessionProc;
+
+/* One add of a Mutate. */
+typedef struct SpAdd
+{
+	const unsigned char *topic;
+	size_t		len;
+	uint64_t	cursor;
+} SpAdd;
+
+/* Starts the session next to the test program (argv0's ../xip83-session). */
+extern void sp_start(SessionProc *p, const char *argv0, const char *binding, int keepalive_ms);
+/* Writes one request's bytes with their length prefix. */
+extern void sp_send_raw(SessionProc *p, const unsigned char *msg, size_t len);
+/* Writes what was collected while hold was set, in one write; clears hold. */
+extern void sp_release(SessionProc *p);
+/* Packs and sends a Mutate. */
+extern void sp_mutate(SessionProc *p, const SpAdd *adds, size_t n_adds,
+					  const unsigned char *const *removes, const size_t *remove_lens,
+					  size_t n_removes, bool history_only, uint64_t mutate_id);
+extern void sp_ping(SessionProc *p, uint64_t nonce);
+extern void sp_pong(SessionProc *p, uint64_t nonce);
+/* The next response within timeout_ms, or NULL (timeout or end of stream); free with sp_free. */
+extern SpResponse *sp_read(SessionProc *p, int timeout_ms);
+extern void sp_free(SpResponse *r);
+/* Half-closes (end of stdin). */
+extern void sp_close(SessionProc *p);
+/*
+ * Waits for the process to exit (within timeout_ms, else kills it) and reads
+ * its STATUS line; responses still unread are passed to on_response.
+ */
+extern void sp_finish(SessionProc *p, int timeout_ms, void (*on_response) (void *, SpResponse *),
+					  void *arg);
+
+#endif							/* XIP83_SESSIONPROC_H */
