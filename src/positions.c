@@ -39,6 +39,7 @@
 #include "utils/rel.h"
 
 #include "args.h"
+#include "recent.h"
 #include "registry.h"
 
 PG_FUNCTION_INFO_V1(next_group_id);
@@ -80,7 +81,6 @@ static bool LocalInit = false;
 static int64 LastDrawn[2];		/* the id each default drew last: already registered */
 static object_access_hook_type prev_object_access_hook = NULL;
 
-static const char *const KindTable[3] = {"group_messages", "welcome_messages", "envelopes"};
 static const char *const KindSequence[2] = {"group_messages_id_seq", "welcome_messages_id_seq"};
 
 static void
@@ -281,7 +281,7 @@ NextId(FunctionCallInfo fcinfo, PositionKind kind)
 							kind == KIND_GROUP ? "next_group_id" : "next_welcome_id",
 							KindSequence[kind]),
 					 errdetail("It is the id default of xip83.%s, and registers every id it hands out.",
-							   KindTable[kind])));
+							   RegistryKindTable[kind])));
 	}
 	if (Reg == NULL)
 		PG_RETURN_INT64(nextval_internal(seq, true));
@@ -344,8 +344,8 @@ TriggerKind(TriggerData *trigdata, const char *fn)
 		TriggerMisuse(fn, "needs one argument: group, welcome or envelope");
 		kind = KIND_GROUP;		/* keep compiler quiet */
 	}
-	if (RelationGetRelid(trigdata->tg_relation) != RegistryOwnRelation(KindTable[kind]))
-		TriggerMisuse(fn, psprintf("only acts on xip83.%s", KindTable[kind]));
+	if (RelationGetRelid(trigdata->tg_relation) != RegistryOwnRelation(RegistryKindTable[kind]))
+		TriggerMisuse(fn, psprintf("only acts on xip83.%s", RegistryKindTable[kind]));
 	return kind;
 }
 
@@ -377,6 +377,40 @@ RowPosition(HeapTuple tuple, TupleDesc desc, const char *column, Oid type)
 			 errmsg("register_position needs a column \"%s\" of type %s", column,
 					format_type_be(type))));
 	return 0;					/* keep compiler quiet */
+}
+
+/* The topic column of each kind, by PositionKind. */
+static const char *const KindTopic[3] = {"group_id", "installation_key", "topic"};
+
+/*
+ * Notes a row's topic and position in the kind's recent-writes table before
+ * the row can be seen, so that a wave never skips it (recent.h).
+ */
+static void
+NoteRecent(RegistryDb *db, PositionKind kind, HeapTuple tuple, TupleDesc desc, int32 node,
+		   uint64 position)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		bool		isnull;
+		Datum		d;
+		bytea	   *topic;
+
+		if (att->attisdropped || att->atttypid != BYTEAOID ||
+			strcmp(NameStr(att->attname), KindTopic[kind]) != 0)
+			continue;
+		d = heap_getattr(tuple, i + 1, desc, &isnull);
+		if (isnull)
+			return;				/* the table's NOT NULL refuses the row */
+		topic = DatumGetByteaPP(d);
+		RecentNote(RecentTableOf(db, kind),
+				   RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node), position);
+		return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+			 errmsg("register_position needs a column \"%s\" of type bytea", KindTopic[kind])));
 }
 
 /*
@@ -415,6 +449,7 @@ register_position(PG_FUNCTION_ARGS)
 		if (seq <= 0)
 			return PointerGetDatum(tuple);
 		db = RegistryAttach();
+		NoteRecent(db, kind, tuple, desc, node, (uint64) seq);
 		RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) seq);
 	}
 	else
@@ -425,12 +460,13 @@ register_position(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("message ids must be positive")));
+		db = RegistryAttach();
+		NoteRecent(db, kind, tuple, desc, 0, (uint64) id);
 		if (id == LastDrawn[kind] && TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		{
 			LastDrawn[kind] = 0;	/* drawn by the default just now: registered */
 			return PointerGetDatum(tuple);
 		}
-		db = RegistryAttach();
 		RegisterPosition(db, kind == KIND_GROUP ? LINE_GROUP : LINE_WELCOME, kind, 0,
 						 (uint64) id);
 		SequenceCatchUp(kind, (uint64) id);
@@ -481,6 +517,22 @@ ApplyResets(void)
 				RegistryResetKindLocked(XactDb, (PositionKind) k);
 		LWLockRelease(Reg->lock);
 	}
+}
+
+/*
+ * After the highs are raised: a reset kind's recent-writes table starts
+ * empty, low at what this transaction wrote after its TRUNCATE (the only rows
+ * left, all noted by nobody else while the lock is held).
+ */
+static void
+ApplyRecentResets(void)
+{
+	if (!AnyPendingReset())
+		return;
+	if (XactDb != NULL && XactDb->dboid == MyDatabaseId)
+		for (int k = 0; k < 3; k++)
+			if (PendingReset[k])
+				RecentResetKind(XactDb, (PositionKind) k);
 	memset(PendingReset, 0, sizeof(PendingReset));
 }
 
@@ -570,6 +622,7 @@ PositionsXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 			ApplyResets();
 			RaiseHighs();
+			ApplyRecentResets();
 			ClearPins();
 			break;
 		case XACT_EVENT_ABORT:
@@ -628,7 +681,7 @@ PositionsObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int su
 	if (db == NULL)
 		return;
 	for (int k = 0; k < 3; k++)
-		if (objectId == RegistryOwnRelation(KindTable[k]))
+		if (objectId == RegistryOwnRelation(RegistryKindTable[k]))
 		{
 			InitLocal();
 			XactDb = db;

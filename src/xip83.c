@@ -23,6 +23,7 @@
 #include "horizon.h"
 #include "merge.h"
 #include "notifier.h"
+#include "recent.h"
 #include "registry.h"
 #include "xip83.h"
 
@@ -50,6 +51,7 @@ Xip83ShmemRequest(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RegistryShmemRequest();
+	RecentShmemRequest();
 	NotifierShmemRequest();
 }
 
@@ -61,6 +63,7 @@ Xip83ShmemStartup(void)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	RegistryShmemInit();
+	RecentShmemInit();
 	NotifierShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -135,6 +138,14 @@ _PG_init(void)
 							"A consumer whose late cursor falls further behind must start over.",
 							&xip83_late_ring_size,
 							4096, 16, 1048576,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("xip83.recent_entries",
+							"Topics per database and kind whose latest writes waves can skip by.",
+							"Each takes 16 bytes (sized for 4/3 of it). When full, the older half is "
+							"dropped and topics below what it held descend their index again.",
+							&xip83_recent_entries,
+							12288, 64, 16777216,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 

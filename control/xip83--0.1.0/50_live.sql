@@ -95,7 +95,11 @@ CREATE FUNCTION xip83.feed_status(
     OUT originator_node_ids int[], OUT originator_horizons bigint[],
     OUT notifier_pid int, OUT epoch bigint, OUT state text, OUT ticks bigint,
     OUT last_notice_at timestamptz, OUT notifier_starting boolean,
-    OUT late_writes bigint, OUT late_cursor bigint, OUT late_ring_size int)
+    OUT late_writes bigint, OUT late_cursor bigint, OUT late_ring_size int,
+    OUT group_low_water bigint, OUT group_recent bigint,
+    OUT welcome_low_water bigint, OUT welcome_recent bigint,
+    OUT envelope_low_water bigint, OUT envelope_recent bigint,
+    OUT recent_entries int)
 RETURNS record
 AS 'MODULE_PATHNAME', 'feed_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
@@ -126,7 +130,7 @@ COMMENT ON FUNCTION xip83.live_welcome_messages(bigint, int, bigint) IS
 COMMENT ON FUNCTION xip83.live_envelopes(int[], bigint[], int, bigint) IS
   'The live fetch of envelopes: late envelopes of the listed originators, then per listed originator sequence ids in (after, horizon], ordered (originator, sequence); an originator listed twice counts once, with its lowest cursor. Needs SELECT on xip83.envelopes.';
 COMMENT ON FUNCTION xip83.feed_status() IS
-  'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size.';
+  'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size; per kind the recent-writes table''s low-water position (a wave skips a topic whose floor is at or above it and that has no recent write above its floor) and entries in use (NULL like the horizons), and its capacity per kind (xip83.recent_entries).';
 GRANT SELECT ON xip83.feed_status TO PUBLIC;
 COMMENT ON VIEW xip83.feed_status IS
   'xip83.feed_status() with the NOTIFY queue usage.';
