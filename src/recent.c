@@ -306,10 +306,13 @@ RecentReset(RecentTable *t, uint64 low)
 void
 RecentResetKind(RegistryDb *db, PositionKind kind)
 {
-	uint32		n = pg_atomic_read_u32(&db->n_lines);
 	uint64		high = 0;
 
-	for (uint32 l = 0; l < n; l++)
+	/*
+	 * Every line, not only those in use: a TRUNCATE of envelopes drops the
+	 * lines in use, then the lines its own transaction wrote are raised.
+	 */
+	for (uint32 l = 0; l < (uint32) Reg->n_lines; l++)
 		if (RegistryLineOfKind(l, kind))
 			high = Max(high, pg_atomic_read_u64(&db->lines[l].high));
 	RecentReset(RecentTableOf(db, kind), high);

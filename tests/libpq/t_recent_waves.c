@@ -10,6 +10,7 @@
  *
  * Floors are a client's view taken at some point (seen_*): each topic's last
  * id then, a little below it, or anywhere below; plus topics never written.
+ * The same for d14n waves per (topic, originator), three originators.
  * Any skip made unconditional loses rows written after the floors were taken.
  */
 #include "testlib.h"
@@ -59,6 +60,46 @@ static const char *const Setup =
 "           (SELECT count(*) FROM ((SELECT id FROM e EXCEPT SELECT id FROM w)"
 "                                  UNION ALL (SELECT id FROM w EXCEPT SELECT id FROM e)) d)',"
 "      kind, tab, col) INTO expected, differ USING topics, floors, ceil;"
+"END $$;"
+/* d14n: per (topic, originator) */
+"CREATE TABLE seen_env (topic bytea, node int, last bigint, PRIMARY KEY (topic, node));"
+"CREATE FUNCTION take_seen_env() RETURNS void LANGUAGE sql AS $$"
+"  TRUNCATE seen_env;"
+"  INSERT INTO seen_env SELECT topic, originator_node_id, max(originator_sequence_id)"
+"    FROM xip83.envelopes GROUP BY 1, 2;"
+"$$;"
+"CREATE FUNCTION write_env(ntopics int, n int, nodes int[]) RETURNS void LANGUAGE sql AS $$"
+"  INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)"
+"  SELECT node, coalesce((SELECT max(originator_sequence_id) FROM xip83.envelopes e"
+"                          WHERE e.originator_node_id = node), 0) + i,"
+"         int4send((random() * ntopics)::int), '\\x01'"
+"    FROM generate_series(1, n) i, unnest(nodes) node;"
+"$$;"
+"CREATE FUNCTION diff_env(pick float8, seed float8, OUT expected bigint, OUT differ bigint)"
+" LANGUAGE plpgsql AS $$"
+"DECLARE topics bytea[]; nodes int[]; floors bigint[]; cn int[]; cs bigint[];"
+"BEGIN"
+"  PERFORM setseed(seed);"
+"  SELECT array_agg(topic ORDER BY k), array_agg(node ORDER BY k), array_agg(fl ORDER BY k)"
+"    INTO topics, nodes, floors FROM ("
+"      SELECT topic, node, random() k, CASE WHEN r < 0.6 THEN last"
+"             WHEN r < 0.8 THEN greatest(last - (random() * 3)::int, 0) ELSE (last * random())::bigint END fl"
+"        FROM (SELECT *, random() r FROM seen_env) s WHERE random() < pick"
+"      UNION ALL SELECT '\\xfffe'::bytea, 100, 0, 0) x;"
+"  SELECT array_agg(originator_node_id), array_agg(max_sequence_id) INTO cn, cs"
+"    FROM xip83.originator_ceilings();"
+"  WITH f AS (SELECT * FROM unnest(topics, nodes, floors) f(topic, node, fl)),"
+"       c AS (SELECT * FROM unnest(cn, cs) c(node, ceil)),"
+"       w AS (SELECT originator_node_id n, originator_sequence_id q"
+"               FROM xip83.envelope_wave_scan(topics, nodes, floors, cn, cs, 0, 0, 1000000)),"
+"       e AS (SELECT m.originator_node_id n, m.originator_sequence_id q FROM xip83.envelopes m"
+"               JOIN c ON c.node = m.originator_node_id AND m.originator_sequence_id <= c.ceil"
+"              WHERE EXISTS (SELECT 1 FROM f WHERE f.topic = m.topic AND f.node = m.originator_node_id"
+"                              AND m.originator_sequence_id > f.fl))"
+"  SELECT (SELECT count(*) FROM e),"
+"         (SELECT count(*) FROM ((SELECT * FROM e EXCEPT SELECT * FROM w)"
+"                                UNION ALL (SELECT * FROM w EXCEPT SELECT * FROM e)) d)"
+"    INTO expected, differ;"
 "END $$;";
 
 #define INSERT_GROUP \
@@ -84,9 +125,13 @@ Connect(bool retry)
 	return c;
 }
 
-/* n rows over topics 0..ntopics of both kinds. */
+/*
+ * n rows over topics 0..ntopics of every kind; envelopes of originators 100,
+ * 200, 300, or with `alone` of 400 only (sequence ids of one originator come
+ * from one writer at a time).
+ */
 static void
-Write(PGconn *c, int ntopics, int n)
+WriteAs(PGconn *c, int ntopics, int n, bool alone)
 {
 	char		sql[640];
 
@@ -95,6 +140,15 @@ Write(PGconn *c, int ntopics, int n)
 	Exec(c, sql);
 	snprintf(sql, sizeof(sql), INSERT_WELCOME, ntopics, Tag, n / 4 + 1);
 	Exec(c, sql);
+	snprintf(sql, sizeof(sql), "SELECT write_env(%d, %d, '%s')", ntopics, n / 6 + 1,
+			 alone ? "{400}" : "{100,200,300}");
+	Exec(c, sql);
+}
+
+static void
+Write(PGconn *c, int ntopics, int n)
+{
+	WriteAs(c, ntopics, n, false);
 }
 
 static int	Waves = 0;
@@ -120,6 +174,19 @@ CheckWaves(PGconn *c, const char *when)
 					 (long long) tl_int(r, 0, 1), (long long) tl_int(r, 0, 0));
 			PQclear(r);
 		}
+	for (int p = 0; p < 3; p++)
+	{
+		char		sql[256];
+		PGresult   *r;
+
+		snprintf(sql, sizeof(sql), "SELECT * FROM diff_env(%g, %g)", picks[p],
+				 (double) (++Waves % 1000) / 1000.0);
+		r = tl_exec(c, sql, 0, NULL);
+		TL_CHECK(tl_int(r, 0, 1) == 0, "%s: envelope wave (pick %g) differs from its definition"
+				 " in %lld of %lld rows", when, picks[p],
+				 (long long) tl_int(r, 0, 1), (long long) tl_int(r, 0, 0));
+		PQclear(r);
+	}
 }
 
 /* Rows found by waves whose floors were taken before them: the skip must not hide them. */
@@ -153,13 +220,13 @@ main(void)
 		PQclear(r);
 	}
 	Write(c, 300, 3000);
-	Exec(c, "SELECT take_seen()");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
 	CheckWaves(c, "caught up");
 
 	/* writers since the floors, one transaction left open across waves */
 	Write(w, 300, 500);
 	Exec(open, "BEGIN");
-	Write(open, 300, 40);
+	WriteAs(open, 300, 40, true);
 	Write(w, 300, 200);
 	CheckWaves(c, "an open writer");
 	CheckFoundNew(c, "an open writer");
@@ -178,7 +245,7 @@ main(void)
 	CheckFoundNew(c, "explicit, late and moved rows");
 
 	/* restarts between writes and waves: the table starts empty, low at the high */
-	Exec(c, "SELECT take_seen()");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
 	Write(w, 300, 300);
 	PQfinish(c);
 	PQfinish(w);
@@ -200,26 +267,26 @@ main(void)
 	CheckFoundNew(c, "after a crash restart");
 
 	/* more distinct topics than the table holds: low-water rises, waves still exact */
-	Exec(c, "SELECT take_seen()");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
 	Write(w, 40000, 30000);
 	TL_CHECK(tl_scalar(c, "SELECT group_low_water FROM xip83.feed_status") > 0,
 			 "overflow raised the group low-water position");
 	CheckWaves(c, "after overflow");
 	CheckFoundNew(c, "after overflow");
-	Exec(c, "SELECT take_seen()");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
 	Write(w, 300, 400);
 	CheckWaves(c, "after overflow, old topics written again");
 	CheckFoundNew(c, "after overflow, old topics written again");
 
 	/* a TRUNCATE that restarts ids, and rows written in its own transaction */
 	Exec(w, "BEGIN");
-	Exec(w, "TRUNCATE xip83.group_messages, xip83.welcome_messages RESTART IDENTITY");
+	Exec(w, "TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY");
 	Write(w, 50, 100);
 	Exec(w, "COMMIT");
-	Exec(c, "TRUNCATE seen_group, seen_welcome");
+	Exec(c, "TRUNCATE seen_group, seen_welcome, seen_env");
 	Exec(c, "INSERT INTO seen_group SELECT DISTINCT group_id, 0 FROM xip83.group_messages");
 	CheckFoundNew(c, "a TRUNCATE's own rows");
-	Exec(c, "SELECT take_seen()");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
 	Write(w, 50, 100);
 	CheckWaves(c, "after a TRUNCATE");
 	CheckFoundNew(c, "after a TRUNCATE");
