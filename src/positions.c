@@ -390,6 +390,10 @@ static void
 NoteRecent(RegistryDb *db, PositionKind kind, HeapTuple tuple, TupleDesc desc, int32 node,
 		   uint64 position)
 {
+	RecentTable *table = RecentTableOf(db, kind);
+
+	if (table == NULL)
+		return;					/* xip83.recent_entries = 0 */
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -404,8 +408,7 @@ NoteRecent(RegistryDb *db, PositionKind kind, HeapTuple tuple, TupleDesc desc, i
 		if (isnull)
 			return;				/* the table's NOT NULL refuses the row */
 		topic = DatumGetByteaPP(d);
-		RecentNote(RecentTableOf(db, kind),
-				   RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node), position);
+		RecentNote(table, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node), position);
 		return;
 	}
 	ereport(ERROR,

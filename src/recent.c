@@ -59,17 +59,18 @@ static RecentPair *Scratch = NULL;	/* this backend's eviction buffer */
 static void
 ComputeShape(void)
 {
-	uint64		want = (uint64) xip83_recent_entries * 4 / 3 + 1;
+	uint64		want = ((uint64) xip83_recent_entries * 4 + 2) / 3;
 	uint64		total = pg_nextpower2_64(Max(want, RECENT_MIN_PART_SLOTS));
 
 	NParts = (int) Min((uint64) RECENT_MAX_PARTS, total / RECENT_MIN_PART_SLOTS);
 	PartSlots = (int) (total / NParts);
 }
 
+/* 0 entries: no tables, waves descend every topic (as before the tables). */
 static int
 NTables(void)
 {
-	return xip83_max_databases * 3;
+	return xip83_recent_entries > 0 ? xip83_max_databases * 3 : 0;
 }
 
 Size
@@ -86,6 +87,8 @@ RecentShmemSize(void)
 void
 RecentShmemRequest(void)
 {
+	if (NTables() == 0)
+		return;
 	RequestAddinShmemSpace(RecentShmemSize());
 	ComputeShape();
 	RequestNamedLWLockTranche("xip83_recent", NTables() * NParts);
@@ -99,6 +102,8 @@ RecentShmemInit(void)
 	char	   *p;
 	LWLockPadded *locks;
 
+	if (NTables() == 0)
+		return;
 	ComputeShape();
 	p = ShmemInitStruct("xip83 recent", RecentShmemSize(), &found);
 	Tables = (RecentTable *) p;
@@ -307,6 +312,9 @@ void
 RecentResetKind(RegistryDb *db, PositionKind kind)
 {
 	uint64		high = 0;
+
+	if (Tables == NULL)
+		return;
 
 	/*
 	 * Every line, not only those in use: a TRUNCATE of envelopes drops the

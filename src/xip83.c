@@ -143,9 +143,10 @@ _PG_init(void)
 	DefineCustomIntVariable("xip83.recent_entries",
 							"Topics per database and kind whose latest writes waves can skip by.",
 							"Each takes 16 bytes (sized for 4/3 of it). When full, the older half is "
-							"dropped and topics below what it held descend their index again.",
+							"dropped and topics below what it held descend their index again. 0: none, "
+							"every wave descends every topic.",
 							&xip83_recent_entries,
-							12288, 64, 16777216,
+							12288, 0, 16777216,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 
