@@ -22,6 +22,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/sysattr.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/namespace.h"
@@ -417,6 +418,34 @@ NoteRecent(RegistryDb *db, PositionKind kind, HeapTuple tuple, TupleDesc desc, i
 }
 
 /*
+ * Whether an UPDATE sets a position column of the kind. One that only moves
+ * a row to another topic is noted for waves, not registered as a write.
+ */
+static bool
+SetsPosition(TriggerData *trigdata, TupleDesc desc, PositionKind kind)
+{
+	static const char *const group_cols[] = {"id", NULL};
+	static const char *const envelope_cols[] = {"originator_node_id", "originator_sequence_id", NULL};
+	const char *const *cols = kind == KIND_ENVELOPE ? envelope_cols : group_cols;
+
+	if (!TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		return true;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		for (int c = 0; cols[c] != NULL; c++)
+			if (strcmp(NameStr(att->attname), cols[c]) == 0 &&
+				bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber,
+							  trigdata->tg_updatedcols))
+				return true;
+	}
+	return false;
+}
+
+/*
  * register_position(): BEFORE INSERT OR UPDATE row trigger of the xip83
  * tables. Registers the row's position: ids from the default are already
  * pinned (no lock); explicit ones below the pin are checked against the
@@ -453,6 +482,8 @@ register_position(PG_FUNCTION_ARGS)
 			return PointerGetDatum(tuple);
 		db = RegistryAttach();
 		NoteRecent(db, kind, tuple, desc, node, (uint64) seq);
+		if (!SetsPosition(trigdata, desc, kind))
+			return PointerGetDatum(tuple);
 		RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) seq);
 	}
 	else
@@ -465,6 +496,8 @@ register_position(PG_FUNCTION_ARGS)
 					 errmsg("message ids must be positive")));
 		db = RegistryAttach();
 		NoteRecent(db, kind, tuple, desc, 0, (uint64) id);
+		if (!SetsPosition(trigdata, desc, kind))
+			return PointerGetDatum(tuple);
 		if (id == LastDrawn[kind] && TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		{
 			LastDrawn[kind] = 0;	/* drawn by the default just now: registered */

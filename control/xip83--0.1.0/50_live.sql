@@ -31,12 +31,13 @@ AS 'MODULE_PATHNAME', 'reset_positions' LANGUAGE C;
 REVOKE EXECUTE ON FUNCTION xip83.register_position() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION xip83.reset_positions() FROM PUBLIC;
 
-CREATE TRIGGER register_position BEFORE INSERT OR UPDATE OF id ON xip83.group_messages
+CREATE TRIGGER register_position BEFORE INSERT OR UPDATE OF id, group_id ON xip83.group_messages
     FOR EACH ROW EXECUTE FUNCTION xip83.register_position('group');
-CREATE TRIGGER register_position BEFORE INSERT OR UPDATE OF id ON xip83.welcome_messages
+CREATE TRIGGER register_position BEFORE INSERT OR UPDATE OF id, installation_key
+    ON xip83.welcome_messages
     FOR EACH ROW EXECUTE FUNCTION xip83.register_position('welcome');
 CREATE TRIGGER register_position
-    BEFORE INSERT OR UPDATE OF originator_node_id, originator_sequence_id ON xip83.envelopes
+    BEFORE INSERT OR UPDATE OF originator_node_id, originator_sequence_id, topic ON xip83.envelopes
     FOR EACH ROW EXECUTE FUNCTION xip83.register_position('envelope');
 CREATE TRIGGER reset_positions AFTER TRUNCATE ON xip83.group_messages
     FOR EACH STATEMENT EXECUTE FUNCTION xip83.reset_positions('group');

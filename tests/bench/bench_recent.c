@@ -115,6 +115,19 @@ Writers(int topics, int bulk, int single, double *bulk_rate, double *single_rate
 	*single_rate = single / (Now() - t0);
 }
 
+/* Median ms of a first page over every topic, floors from an expression of `last`. */
+static double
+WaveMs(const char *floor_expr, int runs)
+{
+	char		sql[512];
+
+	snprintf(sql, sizeof(sql),
+			 "SELECT bench_wave((SELECT array_agg(topic ORDER BY topic) FROM bench_floors),"
+			 " (SELECT array_agg(%s ORDER BY topic) FROM bench_floors), xip83.group_ceiling(), %d)",
+			 floor_expr, runs);
+	return Scalar(sql);
+}
+
 static double
 Max2(double a, double b)
 {
@@ -159,18 +172,9 @@ main(int argc, char **argv)
 	Exec("CREATE TABLE bench_floors AS SELECT group_id AS topic, max(id) AS last"
 		 "  FROM xip83.group_messages GROUP BY 1");
 
-	snprintf(sql, sizeof(sql),
-			 "SELECT bench_wave((SELECT array_agg(topic) FROM bench_floors),"
-			 " (SELECT array_agg(xip83.group_ceiling()) FROM bench_floors), xip83.group_ceiling(), 20)");
-	at_ceiling = Scalar(sql);
-	snprintf(sql, sizeof(sql),
-			 "SELECT bench_wave((SELECT array_agg(topic) FROM bench_floors),"
-			 " (SELECT array_agg(last) FROM bench_floors), xip83.group_ceiling(), 20)");
-	caught = Scalar(sql);
-	snprintf(sql, sizeof(sql),
-			 "SELECT bench_wave((SELECT array_agg(topic) FROM bench_floors),"
-			 " (SELECT array_agg((last * 0.95)::bigint) FROM bench_floors), xip83.group_ceiling(), 10)");
-	wave95 = Scalar(sql);
+	at_ceiling = WaveMs("xip83.group_ceiling()", 20);
+	caught = WaveMs("last", 20);
+	wave95 = WaveMs("(last * 0.95)::bigint", 10);
 	snprintf(sql, sizeof(sql),
 			 "SELECT bench_pk((SELECT array_agg(id) FROM xip83.group_wave_scan("
 			 " (SELECT array_agg(topic) FROM bench_floors),"

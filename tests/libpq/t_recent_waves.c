@@ -5,7 +5,7 @@
  * taken: writers committing between waves, open transactions holding
  * positions (committed after a wave's snapshot, then found by the next wave
  * with the same floors), explicit ids above the sequence, late writes (a row
- * deleted and written again below the horizon), a TRUNCATE, clean and crash
+ * deleted and written again below the horizon), a row moved to a quiet topic, a TRUNCATE, clean and crash
  * restarts, and more distinct topics than the table holds (low-water rises).
  *
  * Floors are a client's view taken at some point (seen_*): each topic's last
@@ -220,6 +220,9 @@ main(void)
 		PQclear(r);
 	}
 	Write(c, 300, 3000);
+	/* a topic nobody writes again: rows moved into it must still be found */
+	Exec(c, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+		 " VALUES ('\\xabababab', '\\x00', sha256('\\xabababab00'))");
 	Exec(c, "SELECT take_seen(), take_seen_env()");
 	CheckWaves(c, "caught up");
 
@@ -234,13 +237,13 @@ main(void)
 	CheckWaves(c, "the open writer committed after the waves");
 	CheckFoundNew(c, "the open writer committed after the waves");
 
-	/* explicit ids above the sequence, and a late write below the horizon */
-	Exec(w, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
-		 " SELECT max(id) + 37, '\\x00000007', '\\x01', sha256('\\x0701') FROM xip83.group_messages");
+	/* a late write below the horizon, a row moved to a quiet topic, an explicit id above the sequence */
 	Exec(w, "WITH d AS (DELETE FROM xip83.group_messages WHERE id = (SELECT max(id) - 5 FROM"
 		 " xip83.group_messages) RETURNING *) INSERT INTO xip83.group_messages SELECT * FROM d");
-	Exec(w, "UPDATE xip83.group_messages SET group_id = '\\x00000008'"
+	Exec(w, "UPDATE xip83.group_messages SET group_id = '\\xabababab'"
 		 " WHERE id = (SELECT max(id) - 9 FROM xip83.group_messages)");
+	Exec(w, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+		 " SELECT max(id) + 37, '\\x00000007', '\\x01', sha256('\\x0701') FROM xip83.group_messages");
 	CheckWaves(c, "explicit, late and moved rows");
 	CheckFoundNew(c, "explicit, late and moved rows");
 
