@@ -1,8 +1,9 @@
 /*
  * positions.c: the write path of the registry (registry.h has the model):
- * the id defaults, the row trigger that registers every written position,
- * the TRUNCATE trigger, and the transaction hooks that raise a line's high at
- * commit and clear this backend's pins when its transaction ends.
+ * the id defaults, the row trigger that registers every written position and
+ * notes its topic in the recent-writes table (recent.h) before the row can be
+ * seen, the TRUNCATE trigger, and the transaction hooks that raise a line's
+ * high at commit and clear this backend's pins when its transaction ends.
  *
  * Who may call what. The id defaults draw only from the sequence of the table
  * they were installed for, the triggers act only on xip83's own tables, and
@@ -447,9 +448,11 @@ SetsPosition(TriggerData *trigdata, TupleDesc desc, PositionKind kind)
 
 /*
  * register_position(): BEFORE INSERT OR UPDATE row trigger of the xip83
- * tables. Registers the row's position: ids from the default are already
- * pinned (no lock); explicit ones below the pin are checked against the
- * published horizon, and late ones go into the late ring.
+ * tables. Notes the row's topic and position for waves, then registers the
+ * position: ids from the default are already pinned (no lock); explicit ones
+ * below the pin are checked against the published horizon, and late ones go
+ * into the late ring. An UPDATE that sets no position column (a row moved to
+ * another topic) is only noted.
  */
 Datum
 register_position(PG_FUNCTION_ARGS)

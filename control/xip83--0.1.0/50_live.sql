@@ -113,7 +113,7 @@ COMMENT ON FUNCTION xip83.next_group_id(regclass) IS
 COMMENT ON FUNCTION xip83.next_welcome_id(regclass) IS
   'Id default of xip83.welcome_messages: draws from xip83.welcome_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs USAGE on the sequence.';
 COMMENT ON FUNCTION xip83.register_position() IS
-  'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: registers each written position; positions at or below the published horizon are stored and announced in the late ring. Refuses any other table. No EXECUTE for PUBLIC.';
+  'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: notes each row''s topic and position for reconnect waves and registers each written position; positions at or below the published horizon are stored and announced in the late ring. Refuses any other table. No EXECUTE for PUBLIC.';
 COMMENT ON FUNCTION xip83.reset_positions() IS
   'AFTER TRUNCATE trigger of the xip83 tables: the table''s position lines start over at 0 when the TRUNCATE commits. Refuses any other table. No EXECUTE for PUBLIC.';
 COMMENT ON FUNCTION xip83.group_horizon() IS
