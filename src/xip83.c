@@ -44,6 +44,17 @@ static const struct config_enum_entry wave_strategy_options[] = {
 
 void		_PG_init(void);
 
+/* Refuses unknown xip83.* settings once every one of ours is defined. */
+static void
+ReservePrefix(void)
+{
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("xip83");
+#else
+	EmitWarningsOnPlaceholders("xip83");
+#endif
+}
+
 /* Asks the postmaster for the registry's and the notifier's memory. */
 static void
 Xip83ShmemRequest(void)
@@ -110,14 +121,11 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
-#if PG_VERSION_NUM >= 150000
-	MarkGUCPrefixReserved("xip83");
-#else
-	EmitWarningsOnPlaceholders("xip83");
-#endif
-
 	if (!process_shared_preload_libraries_in_progress)
+	{
+		ReservePrefix();
 		return;
+	}
 	/* capacities size shared memory: settable only at server start */
 	DefineCustomIntVariable("xip83.max_databases",
 							"Databases whose horizons the registry follows at once.",
@@ -149,6 +157,9 @@ _PG_init(void)
 							12288, 0, 16777216,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+
+	/* after the capacities: reserving drops the placeholders they are set through */
+	ReservePrefix();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = Xip83ShmemRequest;
