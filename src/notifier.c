@@ -74,6 +74,7 @@
 #include "horizon.h"
 #include "live_notice.h"
 #include "notifier.h"
+#include "recent.h"
 
 PG_FUNCTION_INFO_V1(feed_status);
 
@@ -555,8 +556,11 @@ feed_status(PG_FUNCTION_ARGS)
 	HorizonSet	h;
 	NotifierDb	copy;
 	NotifierDb *e;
-	Datum		values[13];
-	bool		nulls[13] = {false};
+	Datum		values[20];
+	bool		nulls[20] = {false};
+	int64		low[3];
+	int64		used[3];
+	bool		have_recent;
 	Datum	   *nodes;
 	Datum	   *horizons;
 	static const char *const states[] = {"stopped", "live", "stopping"};
@@ -604,5 +608,14 @@ feed_status(PG_FUNCTION_ARGS)
 	values[10] = Int64GetDatum((int64) h.late_writes);
 	values[11] = Int64GetDatum((int64) h.late_head);
 	values[12] = Int32GetDatum(xip83_late_ring_size);
+	/* per kind: the recent-writes table's low-water position and entries in use */
+	have_recent = RecentStatsMine(low, used);
+	for (int k = 0; k < 3; k++)
+	{
+		values[13 + 2 * k] = Int64GetDatum(have_recent ? low[k] : 0);
+		values[14 + 2 * k] = Int64GetDatum(have_recent ? used[k] : 0);
+		nulls[13 + 2 * k] = nulls[14 + 2 * k] = !have_recent || !CanRead(RegistryKindTable[k]);
+	}
+	values[19] = Int32GetDatum(xip83_recent_entries);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

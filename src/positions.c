@@ -1,8 +1,9 @@
 /*
  * positions.c: the write path of the registry (registry.h has the model):
- * the id defaults, the row trigger that registers every written position,
- * the TRUNCATE trigger, and the transaction hooks that raise a line's high at
- * commit and clear this backend's pins when its transaction ends.
+ * the id defaults, the row trigger that registers every written position and
+ * notes its topic in the recent-writes table (recent.h) before the row can be
+ * seen, the TRUNCATE trigger, and the transaction hooks that raise a line's
+ * high at commit and clear this backend's pins when its transaction ends.
  *
  * Who may call what. The id defaults draw only from the sequence of the table
  * they were installed for, the triggers act only on xip83's own tables, and
@@ -22,6 +23,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/sysattr.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/namespace.h"
@@ -40,6 +42,7 @@
 
 #include "args.h"
 #include "notifier.h"
+#include "recent.h"
 #include "registry.h"
 
 PG_FUNCTION_INFO_V1(next_group_id);
@@ -82,7 +85,6 @@ static bool NotifierEnsured = false;	/* this transaction asked for a notifier */
 static int64 LastDrawn[2];		/* the id each default drew last: already registered */
 static object_access_hook_type prev_object_access_hook = NULL;
 
-static const char *const KindTable[3] = {"group_messages", "welcome_messages", "envelopes"};
 static const char *const KindSequence[2] = {"group_messages_id_seq", "welcome_messages_id_seq"};
 
 static void
@@ -289,7 +291,7 @@ NextId(FunctionCallInfo fcinfo, PositionKind kind)
 							kind == KIND_GROUP ? "next_group_id" : "next_welcome_id",
 							KindSequence[kind]),
 					 errdetail("It is the id default of xip83.%s, and registers every id it hands out.",
-							   KindTable[kind])));
+							   RegistryKindTable[kind])));
 	}
 	if (Reg == NULL)
 		PG_RETURN_INT64(nextval_internal(seq, true));
@@ -352,8 +354,8 @@ TriggerKind(TriggerData *trigdata, const char *fn)
 		TriggerMisuse(fn, "needs one argument: group, welcome or envelope");
 		kind = KIND_GROUP;		/* keep compiler quiet */
 	}
-	if (RelationGetRelid(trigdata->tg_relation) != RegistryOwnRelation(KindTable[kind]))
-		TriggerMisuse(fn, psprintf("only acts on xip83.%s", KindTable[kind]));
+	if (RelationGetRelid(trigdata->tg_relation) != RegistryOwnRelation(RegistryKindTable[kind]))
+		TriggerMisuse(fn, psprintf("only acts on xip83.%s", RegistryKindTable[kind]));
 	return kind;
 }
 
@@ -387,11 +389,78 @@ RowPosition(HeapTuple tuple, TupleDesc desc, const char *column, Oid type)
 	return 0;					/* keep compiler quiet */
 }
 
+/* The topic column of each kind, by PositionKind. */
+static const char *const KindTopic[3] = {"group_id", "installation_key", "topic"};
+
+/*
+ * Notes a row's topic and position in the kind's recent-writes table before
+ * the row can be seen, so that a wave never skips it (recent.h).
+ */
+static void
+NoteRecent(RegistryDb *db, PositionKind kind, HeapTuple tuple, TupleDesc desc, int32 node,
+		   uint64 position)
+{
+	RecentTable *table = RecentTableOf(db, kind);
+
+	if (table == NULL)
+		return;					/* xip83.recent_entries = 0 */
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		bool		isnull;
+		Datum		d;
+		bytea	   *topic;
+
+		if (att->attisdropped || att->atttypid != BYTEAOID ||
+			strcmp(NameStr(att->attname), KindTopic[kind]) != 0)
+			continue;
+		d = heap_getattr(tuple, i + 1, desc, &isnull);
+		if (isnull)
+			return;				/* the table's NOT NULL refuses the row */
+		topic = DatumGetByteaPP(d);
+		RecentNote(table, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node), position);
+		return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+			 errmsg("register_position needs a column \"%s\" of type bytea", KindTopic[kind])));
+}
+
+/*
+ * Whether an UPDATE sets a position column of the kind. One that only moves
+ * a row to another topic is noted for waves, not registered as a write.
+ */
+static bool
+SetsPosition(TriggerData *trigdata, TupleDesc desc, PositionKind kind)
+{
+	static const char *const group_cols[] = {"id", NULL};
+	static const char *const envelope_cols[] = {"originator_node_id", "originator_sequence_id", NULL};
+	const char *const *cols = kind == KIND_ENVELOPE ? envelope_cols : group_cols;
+
+	if (!TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		return true;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		for (int c = 0; cols[c] != NULL; c++)
+			if (strcmp(NameStr(att->attname), cols[c]) == 0 &&
+				bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber,
+							  trigdata->tg_updatedcols))
+				return true;
+	}
+	return false;
+}
+
 /*
  * register_position(): BEFORE INSERT OR UPDATE row trigger of the xip83
- * tables. Registers the row's position: ids from the default are already
- * pinned (no lock); explicit ones below the pin are checked against the
- * published horizon, and late ones go into the late ring.
+ * tables. Notes the row's topic and position for waves, then registers the
+ * position: ids from the default are already pinned (no lock); explicit ones
+ * below the pin are checked against the published horizon, and late ones go
+ * into the late ring. An UPDATE that sets no position column (a row moved to
+ * another topic) is only noted.
  */
 Datum
 register_position(PG_FUNCTION_ARGS)
@@ -423,6 +492,9 @@ register_position(PG_FUNCTION_ARGS)
 		if (seq <= 0)
 			return PointerGetDatum(tuple);
 		db = RegistryAttach();
+		NoteRecent(db, kind, tuple, desc, node, (uint64) seq);
+		if (!SetsPosition(trigdata, desc, kind))
+			return PointerGetDatum(tuple);
 		RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) seq);
 	}
 	else
@@ -433,12 +505,15 @@ register_position(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("message ids must be positive")));
+		db = RegistryAttach();
+		NoteRecent(db, kind, tuple, desc, 0, (uint64) id);
+		if (!SetsPosition(trigdata, desc, kind))
+			return PointerGetDatum(tuple);
 		if (id == LastDrawn[kind] && TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		{
 			LastDrawn[kind] = 0;	/* drawn by the default just now: registered */
 			return PointerGetDatum(tuple);
 		}
-		db = RegistryAttach();
 		RegisterPosition(db, kind == KIND_GROUP ? LINE_GROUP : LINE_WELCOME, kind, 0,
 						 (uint64) id);
 		SequenceCatchUp(kind, (uint64) id);
@@ -489,6 +564,22 @@ ApplyResets(void)
 				RegistryResetKindLocked(XactDb, (PositionKind) k);
 		LWLockRelease(Reg->lock);
 	}
+}
+
+/*
+ * After the highs are raised: a reset kind's recent-writes table starts
+ * empty, low at what this transaction wrote after its TRUNCATE (the only rows
+ * left, all noted by nobody else while the lock is held).
+ */
+static void
+ApplyRecentResets(void)
+{
+	if (!AnyPendingReset())
+		return;
+	if (XactDb != NULL && XactDb->dboid == MyDatabaseId)
+		for (int k = 0; k < 3; k++)
+			if (PendingReset[k])
+				RecentResetKind(XactDb, (PositionKind) k);
 	memset(PendingReset, 0, sizeof(PendingReset));
 }
 
@@ -579,6 +670,7 @@ PositionsXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 			ApplyResets();
 			RaiseHighs();
+			ApplyRecentResets();
 			ClearPins();
 			break;
 		case XACT_EVENT_ABORT:
@@ -637,7 +729,7 @@ PositionsObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int su
 	if (db == NULL)
 		return;
 	for (int k = 0; k < 3; k++)
-		if (objectId == RegistryOwnRelation(KindTable[k]))
+		if (objectId == RegistryOwnRelation(RegistryKindTable[k]))
 		{
 			InitLocal();
 			XactDb = db;

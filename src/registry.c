@@ -42,6 +42,7 @@
 #include "catalog/pg_type.h"
 
 #include "compat.h"
+#include "recent.h"
 #include "registry.h"
 
 Registry   *Reg = NULL;
@@ -53,6 +54,8 @@ int			xip83_late_ring_size = 4096;
 
 /* An entry whose database has been idle this long may be given to another. */
 #define REGISTRY_IDLE_RECLAIM_MS 60000
+
+const char *const RegistryKindTable[3] = {"group_messages", "welcome_messages", "envelopes"};
 
 static RegistrySlot *MySlot = NULL;
 static RegistryDb *MyDb = NULL;
@@ -443,10 +446,7 @@ RegistryResetKindLocked(RegistryDb *db, PositionKind kind)
 
 	for (uint32 l = 0; l < n; l++)
 	{
-		bool		of_kind = kind == KIND_ENVELOPE ? l >= LINE_FIRST_ORIGINATOR
-			: l == (kind == KIND_GROUP ? LINE_GROUP : LINE_WELCOME);
-
-		if (!of_kind)
+		if (!RegistryLineOfKind(l, kind))
 			continue;
 		pg_atomic_write_u64(&db->lines[l].high, 0);
 		pg_atomic_write_u64(&db->lines[l].published, 0);
@@ -619,6 +619,9 @@ LoadDb(RegistryDb *db)
 		/* a line restored from a clean shutdown keeps what it had published */
 		RaiseHigh(&db->lines[LINE_GROUP], (uint64) group_high);
 		RaiseHigh(&db->lines[LINE_WELCOME], (uint64) welcome_high);
+		/* every row present is at or below its line's high: nothing to remember yet */
+		for (int k = 0; k < 3; k++)
+			RecentResetKind(db, (PositionKind) k);
 		db->ready = true;
 	}
 	LWLockRelease(Reg->lock);

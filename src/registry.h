@@ -1,6 +1,7 @@
 /*
  * registry.h: the in-flight registry in shared memory, shared by the write
- * path (positions.c) and the read path (horizon.c). Nothing else includes it.
+ * path (positions.c) and the read path (horizon.c), and by the recent-writes
+ * tables (recent.h) that hang off each database entry. Nothing else includes it.
  *
  * Position lines. Each database has lines of positions: group message ids
  * (line 0), welcome ids (line 1), and one line per originator (its sequence
@@ -59,6 +60,17 @@ typedef enum PositionKind
 	KIND_WELCOME = 1,
 	KIND_ENVELOPE = 2
 } PositionKind;
+
+/* xip83's own table of each kind, by PositionKind. */
+extern const char *const RegistryKindTable[3];
+
+/* Whether a line belongs to a kind: v3 kinds have one line, envelopes the originators'. */
+static inline bool
+RegistryLineOfKind(uint32 line, PositionKind kind)
+{
+	return kind == KIND_ENVELOPE ? line >= LINE_FIRST_ORIGINATOR
+		: line == (kind == KIND_GROUP ? LINE_GROUP : LINE_WELCOME);
+}
 
 /* The two counters of one position line, and the originator it follows. */
 typedef struct PositionLine

@@ -47,6 +47,7 @@
 #include "args.h"
 #include "horizon.h"
 #include "merge.h"
+#include "recent.h"
 #include "source.h"
 #include "wave_d14n.h"
 #include "xip83.h"
@@ -138,6 +139,7 @@ struct WaveRun
 	Source	   *blob;			/* NULL: the payload is in meta */
 	KeyProbes  *blob_probes;
 	Snapshot	snapshot;
+	RecentTable *recent;		/* over xip83.envelopes: skips quiet (topic, originator)s */
 	int64		remaining;		/* rows still wanted; -1: all */
 	bool		ended;
 
@@ -381,6 +383,14 @@ StartMerge(WaveRun *run)
 		int64		floor = Max(e->floor, run->after);
 
 		om->entry_stream[i] = -1;
+		if (run->recent != NULL && floor >= 0 && floor < run->ceiling)
+		{
+			bytea	   *topic = DatumGetByteaPP(e->topic);
+
+			if (!RecentMayHave(run->recent, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic),
+													  originator), (uint64) floor))
+				continue;
+		}
 		for (int l = 0; l < (bands ? 1 : om->nleaves); l++)
 		{
 			int			sno = bands
@@ -540,6 +550,8 @@ WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg)
 	run->snapshot = RegisterSnapshot(HorizonReadSnapshot());
 	run->meta = SourceOpen(PG_GETARG_OID(source_arg),
 						   PG_ARGISNULL(source_arg + 1) ? &meta_spec : &meta_only_spec);
+	/* asked after the snapshot: no write registered so far means no row it sees */
+	run->recent = RecentForSource(PG_GETARG_OID(source_arg), KIND_ENVELOPE);
 	if (!PG_ARGISNULL(source_arg + 1))
 	{
 		run->blob = SourceOpen(PG_GETARG_OID(source_arg + 1), &blob_spec);

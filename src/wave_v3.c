@@ -36,6 +36,7 @@
 #include "args.h"
 #include "horizon.h"
 #include "merge.h"
+#include "recent.h"
 #include "source.h"
 #include "wave_v3.h"
 #include "xip83.h"
@@ -192,6 +193,33 @@ AnyTopicBelow(const ArgArray *floors, int64 scan_cursor, int64 ceiling)
 }
 
 /*
+ * Whether some topic, its floor raised to the scan cursor and below the
+ * ceiling, may hold a row above its floor by the recent-writes table. Each
+ * listing is asked with its own floor: a topic listed twice is skipped only
+ * when every listing is, so its lowest floor is.
+ */
+static bool
+AnyTopicMayHave(const RecentTable *recent, const ArgArray *topics, const ArgArray *floors,
+				int64 scan_cursor, int64 ceiling)
+{
+	for (int i = 0; i < topics->n; i++)
+	{
+		int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
+		bytea	   *topic;
+
+		if (floor >= ceiling)
+			continue;
+		if (floor < 0)
+			return true;
+		topic = DatumGetByteaPP(topics->values[i]);
+		if (RecentMayHave(recent, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0),
+						  (uint64) floor))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Reads the wave arguments (topics, floors, scan_cursor, ceiling at 0..3 and
  * the source at source_arg), opens the source and sets up the merge.
  */
@@ -207,6 +235,7 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	bool		in_order;
 	wavetopics_iterator it;
 	WaveTopic  *entry;
+	RecentTable *recent;
 
 	ArgRequireSameLength(&topics, &floors);
 	ArgRequireNonEmptyTopics(&topics);
@@ -221,6 +250,19 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	if (!AnyTopicBelow(&floors, scan_cursor, ceiling))
 	{
 		/* caught up: refuse whom SQL would refuse, then read nothing */
+		(void) SourceCheckReadable(PG_GETARG_OID(source_arg), spec);
+		return wave;
+	}
+
+	/*
+	 * Over xip83's own table, asked after the snapshot was taken: a topic with
+	 * no write above its floor registered so far has no row this snapshot sees.
+	 */
+	recent = RecentForSource(PG_GETARG_OID(source_arg),
+							 spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME);
+	if (recent != NULL &&
+		!AnyTopicMayHave(recent, &topics, &floors, scan_cursor, ceiling))
+	{
 		(void) SourceCheckReadable(PG_GETARG_OID(source_arg), spec);
 		return wave;
 	}
@@ -239,7 +281,9 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	wavetopics_start_iterate(wave->topics, &it);
 	while ((entry = wavetopics_iterate(wave->topics, &it)) != NULL)
 	{
-		if (entry->floor >= ceiling)
+		if (entry->floor >= ceiling ||
+			(recent != NULL && entry->floor >= 0 &&
+			 !RecentMayHave(recent, RecentKeyOfHash(entry->hash), (uint64) entry->floor)))
 			continue;
 		if (in_order)
 			entry->stream = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,

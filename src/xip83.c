@@ -23,6 +23,7 @@
 #include "horizon.h"
 #include "merge.h"
 #include "notifier.h"
+#include "recent.h"
 #include "registry.h"
 #include "xip83.h"
 
@@ -43,6 +44,17 @@ static const struct config_enum_entry wave_strategy_options[] = {
 
 void		_PG_init(void);
 
+/* Refuses unknown xip83.* settings once every one of ours is defined. */
+static void
+ReservePrefix(void)
+{
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("xip83");
+#else
+	EmitWarningsOnPlaceholders("xip83");
+#endif
+}
+
 /* Asks the postmaster for the registry's and the notifier's memory. */
 static void
 Xip83ShmemRequest(void)
@@ -50,6 +62,7 @@ Xip83ShmemRequest(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RegistryShmemRequest();
+	RecentShmemRequest();
 	NotifierShmemRequest();
 }
 
@@ -61,6 +74,7 @@ Xip83ShmemStartup(void)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	RegistryShmemInit();
+	RecentShmemInit();
 	NotifierShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -107,14 +121,11 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
-#if PG_VERSION_NUM >= 150000
-	MarkGUCPrefixReserved("xip83");
-#else
-	EmitWarningsOnPlaceholders("xip83");
-#endif
-
 	if (!process_shared_preload_libraries_in_progress)
+	{
+		ReservePrefix();
 		return;
+	}
 	/* capacities size shared memory: settable only at server start */
 	DefineCustomIntVariable("xip83.max_databases",
 							"Databases whose horizons the registry follows at once.",
@@ -137,6 +148,18 @@ _PG_init(void)
 							4096, 16, 1048576,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("xip83.recent_entries",
+							"Topics per database and kind whose latest writes waves can skip by.",
+							"Each takes 16 bytes (sized for 4/3 of it). When full, the older half is "
+							"dropped and topics below what it held descend their index again. 0: none, "
+							"every wave descends every topic.",
+							&xip83_recent_entries,
+							12288, 0, 16777216,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	/* after the capacities: reserving drops the placeholders they are set through */
+	ReservePrefix();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = Xip83ShmemRequest;

@@ -31,12 +31,13 @@ AS 'MODULE_PATHNAME', 'reset_positions' LANGUAGE C;
 REVOKE EXECUTE ON FUNCTION xip83.register_position() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION xip83.reset_positions() FROM PUBLIC;
 
-CREATE TRIGGER register_position BEFORE INSERT OR UPDATE OF id ON xip83.group_messages
+CREATE TRIGGER register_position BEFORE INSERT OR UPDATE OF id, group_id ON xip83.group_messages
     FOR EACH ROW EXECUTE FUNCTION xip83.register_position('group');
-CREATE TRIGGER register_position BEFORE INSERT OR UPDATE OF id ON xip83.welcome_messages
+CREATE TRIGGER register_position BEFORE INSERT OR UPDATE OF id, installation_key
+    ON xip83.welcome_messages
     FOR EACH ROW EXECUTE FUNCTION xip83.register_position('welcome');
 CREATE TRIGGER register_position
-    BEFORE INSERT OR UPDATE OF originator_node_id, originator_sequence_id ON xip83.envelopes
+    BEFORE INSERT OR UPDATE OF originator_node_id, originator_sequence_id, topic ON xip83.envelopes
     FOR EACH ROW EXECUTE FUNCTION xip83.register_position('envelope');
 CREATE TRIGGER reset_positions AFTER TRUNCATE ON xip83.group_messages
     FOR EACH STATEMENT EXECUTE FUNCTION xip83.reset_positions('group');
@@ -95,7 +96,11 @@ CREATE FUNCTION xip83.feed_status(
     OUT originator_node_ids int[], OUT originator_horizons bigint[],
     OUT notifier_pid int, OUT epoch bigint, OUT state text, OUT ticks bigint,
     OUT last_notice_at timestamptz, OUT notifier_starting boolean,
-    OUT late_writes bigint, OUT late_cursor bigint, OUT late_ring_size int)
+    OUT late_writes bigint, OUT late_cursor bigint, OUT late_ring_size int,
+    OUT group_low_water bigint, OUT group_recent bigint,
+    OUT welcome_low_water bigint, OUT welcome_recent bigint,
+    OUT envelope_low_water bigint, OUT envelope_recent bigint,
+    OUT recent_entries int)
 RETURNS record
 AS 'MODULE_PATHNAME', 'feed_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
@@ -108,7 +113,7 @@ COMMENT ON FUNCTION xip83.next_group_id(regclass) IS
 COMMENT ON FUNCTION xip83.next_welcome_id(regclass) IS
   'Id default of xip83.welcome_messages: draws from xip83.welcome_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs USAGE on the sequence.';
 COMMENT ON FUNCTION xip83.register_position() IS
-  'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: registers each written position; positions at or below the published horizon are stored and announced in the late ring. Refuses any other table. No EXECUTE for PUBLIC.';
+  'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: notes each row''s topic and position for reconnect waves and registers each written position; positions at or below the published horizon are stored and announced in the late ring. Refuses any other table. No EXECUTE for PUBLIC.';
 COMMENT ON FUNCTION xip83.reset_positions() IS
   'AFTER TRUNCATE trigger of the xip83 tables: the table''s position lines start over at 0 when the TRUNCATE commits. Refuses any other table. No EXECUTE for PUBLIC.';
 COMMENT ON FUNCTION xip83.group_horizon() IS
@@ -126,7 +131,7 @@ COMMENT ON FUNCTION xip83.live_welcome_messages(bigint, int, bigint) IS
 COMMENT ON FUNCTION xip83.live_envelopes(int[], bigint[], int, bigint) IS
   'The live fetch of envelopes: late envelopes of the listed originators, then per listed originator sequence ids in (after, horizon], ordered (originator, sequence); an originator listed twice counts once, with its lowest cursor. Needs SELECT on xip83.envelopes.';
 COMMENT ON FUNCTION xip83.feed_status() IS
-  'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size.';
+  'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size; per kind the recent-writes table''s low-water position (a wave skips a topic whose floor is at or above it and that has no recent write above its floor) and entries in use (NULL like the horizons), and its capacity per kind (xip83.recent_entries).';
 GRANT SELECT ON xip83.feed_status TO PUBLIC;
 COMMENT ON VIEW xip83.feed_status IS
   'xip83.feed_status() with the NOTIFY queue usage.';

@@ -1,0 +1,300 @@
+/*
+ * t_recent_waves: reconnect waves over xip83's own tables, which skip topics
+ * by the recent-writes table (src/recent.h), return exactly the rows of the
+ * plain-SQL definition of a page, whatever happened since the floors were
+ * taken: writers committing between waves, open transactions holding
+ * positions (committed after a wave's snapshot, then found by the next wave
+ * with the same floors), explicit ids above the sequence, late writes (a row
+ * deleted and written again below the horizon), a row moved to a quiet topic, a TRUNCATE, clean and crash
+ * restarts, and more distinct topics than the table holds (low-water rises).
+ *
+ * Floors are a client's view taken at some point (seen_*): each topic's last
+ * id then, a little below it, or anywhere below; plus topics never written.
+ * The same for d14n waves per (topic, originator), three originators.
+ * Any skip made unconditional loses rows written after the floors were taken.
+ */
+#include "testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static void
+Exec(PGconn *c, const char *sql)
+{
+	PQclear(tl_exec(c, sql, 0, NULL));
+}
+
+/*
+ * diff_wave(kind, pick, seed): a wave over a random pick of the topics seen,
+ * floors at, near or below each one's last seen id, ceiling from the ceiling
+ * function, compared with the definition; returns rows expected and the
+ * symmetric difference. One page large enough for everything.
+ */
+static const char *const Setup =
+"CREATE TABLE seen_group (topic bytea PRIMARY KEY, last bigint);"
+"CREATE TABLE seen_welcome (topic bytea PRIMARY KEY, last bigint);"
+"CREATE FUNCTION take_seen() RETURNS void LANGUAGE sql AS $$"
+"  TRUNCATE seen_group, seen_welcome;"
+"  INSERT INTO seen_group SELECT group_id, max(id) FROM xip83.group_messages GROUP BY 1;"
+"  INSERT INTO seen_welcome SELECT installation_key, max(id) FROM xip83.welcome_messages GROUP BY 1;"
+"$$;"
+"CREATE FUNCTION diff_wave(kind text, pick float8, seed float8, OUT expected bigint, OUT differ bigint)"
+" LANGUAGE plpgsql AS $$"
+"DECLARE tab text := CASE kind WHEN 'group' THEN 'group_messages' ELSE 'welcome_messages' END;"
+"  col text := CASE kind WHEN 'group' THEN 'group_id' ELSE 'installation_key' END;"
+"  topics bytea[]; floors bigint[]; ceil bigint;"
+"BEGIN"
+"  PERFORM setseed(seed);"
+"  EXECUTE format('SELECT array_agg(topic ORDER BY k), array_agg(fl ORDER BY k) FROM ("
+"      SELECT topic, random() k, CASE WHEN r < 0.6 THEN last WHEN r < 0.8 THEN greatest(last - (random() * 3)::int, 0)"
+"                                   ELSE (last * random())::bigint END fl"
+"        FROM (SELECT *, random() r FROM seen_%s) s WHERE random() < $1"
+"      UNION ALL SELECT ''\\xfffe''::bytea, 0.5, 0"
+"      UNION ALL SELECT ''\\xfffd''::bytea, 0.6, 10) x', kind) INTO topics, floors USING pick;"
+"  EXECUTE format('SELECT xip83.%s_ceiling()', kind) INTO ceil;"
+"  EXECUTE format('WITH f AS (SELECT * FROM unnest($1, $2) f(topic, fl)),"
+"      w AS (SELECT id FROM xip83.%s_wave_scan($1, $2, 0, $3, 1000000)),"
+"      e AS (SELECT m.id FROM xip83.%s m WHERE m.id <= $3 AND EXISTS"
+"             (SELECT 1 FROM f WHERE f.topic = m.%s AND m.id > f.fl))"
+"    SELECT (SELECT count(*) FROM e),"
+"           (SELECT count(*) FROM ((SELECT id FROM e EXCEPT SELECT id FROM w)"
+"                                  UNION ALL (SELECT id FROM w EXCEPT SELECT id FROM e)) d)',"
+"      kind, tab, col) INTO expected, differ USING topics, floors, ceil;"
+"END $$;"
+/* d14n: per (topic, originator) */
+"CREATE TABLE seen_env (topic bytea, node int, last bigint, PRIMARY KEY (topic, node));"
+"CREATE FUNCTION take_seen_env() RETURNS void LANGUAGE sql AS $$"
+"  TRUNCATE seen_env;"
+"  INSERT INTO seen_env SELECT topic, originator_node_id, max(originator_sequence_id)"
+"    FROM xip83.envelopes GROUP BY 1, 2;"
+"$$;"
+"CREATE FUNCTION write_env(ntopics int, n int, nodes int[]) RETURNS void LANGUAGE sql AS $$"
+"  INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)"
+"  SELECT node, coalesce((SELECT max(originator_sequence_id) FROM xip83.envelopes e"
+"                          WHERE e.originator_node_id = node), 0) + i,"
+"         int4send((random() * ntopics)::int), '\\x01'"
+"    FROM generate_series(1, n) i, unnest(nodes) node;"
+"$$;"
+"CREATE FUNCTION diff_env(pick float8, seed float8, OUT expected bigint, OUT differ bigint)"
+" LANGUAGE plpgsql AS $$"
+"DECLARE topics bytea[]; nodes int[]; floors bigint[]; cn int[]; cs bigint[];"
+"BEGIN"
+"  PERFORM setseed(seed);"
+"  SELECT array_agg(topic ORDER BY k), array_agg(node ORDER BY k), array_agg(fl ORDER BY k)"
+"    INTO topics, nodes, floors FROM ("
+"      SELECT topic, node, random() k, CASE WHEN r < 0.6 THEN last"
+"             WHEN r < 0.8 THEN greatest(last - (random() * 3)::int, 0) ELSE (last * random())::bigint END fl"
+"        FROM (SELECT *, random() r FROM seen_env) s WHERE random() < pick"
+"      UNION ALL SELECT '\\xfffe'::bytea, 100, 0, 0) x;"
+"  SELECT array_agg(originator_node_id), array_agg(max_sequence_id) INTO cn, cs"
+"    FROM xip83.originator_ceilings();"
+"  WITH f AS (SELECT * FROM unnest(topics, nodes, floors) f(topic, node, fl)),"
+"       c AS (SELECT * FROM unnest(cn, cs) c(node, ceil)),"
+"       w AS (SELECT originator_node_id n, originator_sequence_id q"
+"               FROM xip83.envelope_wave_scan(topics, nodes, floors, cn, cs, 0, 0, 1000000)),"
+"       e AS (SELECT m.originator_node_id n, m.originator_sequence_id q FROM xip83.envelopes m"
+"               JOIN c ON c.node = m.originator_node_id AND m.originator_sequence_id <= c.ceil"
+"              WHERE EXISTS (SELECT 1 FROM f WHERE f.topic = m.topic AND f.node = m.originator_node_id"
+"                              AND m.originator_sequence_id > f.fl))"
+"  SELECT (SELECT count(*) FROM e),"
+"         (SELECT count(*) FROM ((SELECT * FROM e EXCEPT SELECT * FROM w)"
+"                                UNION ALL (SELECT * FROM w EXCEPT SELECT * FROM e)) d)"
+"    INTO expected, differ;"
+"END $$;";
+
+#define INSERT_GROUP \
+	"INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)" \
+	" SELECT int4send((random() * %d)::int), d, sha256(d)" \
+	"   FROM (SELECT int8send(i) || int4send(%d) || float8send(random()) d" \
+	"           FROM generate_series(1, %d) i) x"
+#define INSERT_WELCOME \
+	"INSERT INTO xip83.welcome_messages (installation_key, data, installation_key_data_hash)" \
+	" SELECT int4send((random() * %d)::int), d, sha256(d)" \
+	"   FROM (SELECT int8send(i) || int4send(%d) || float8send(random()) d" \
+	"           FROM generate_series(1, %d) i) x"
+
+static int	Tag = 0;
+
+/* A connection whose pages may hold a whole wave. */
+static PGconn *
+Connect(bool retry)
+{
+	PGconn	   *c = retry ? tl_reconnect() : tl_connect();
+
+	Exec(c, "SET xip83.max_page_limit = 1000000");
+	return c;
+}
+
+/*
+ * n rows over topics 0..ntopics of every kind; envelopes of originators 100,
+ * 200, 300, or with `alone` of 400 only (sequence ids of one originator come
+ * from one writer at a time).
+ */
+static void
+WriteAs(PGconn *c, int ntopics, int n, bool alone)
+{
+	char		sql[640];
+
+	Tag++;
+	snprintf(sql, sizeof(sql), INSERT_GROUP, ntopics, Tag, n);
+	Exec(c, sql);
+	snprintf(sql, sizeof(sql), INSERT_WELCOME, ntopics, Tag, n / 4 + 1);
+	Exec(c, sql);
+	snprintf(sql, sizeof(sql), "SELECT write_env(%d, %d, '%s')", ntopics, n / 6 + 1,
+			 alone ? "{400}" : "{100,200,300}");
+	Exec(c, sql);
+}
+
+static void
+Write(PGconn *c, int ntopics, int n)
+{
+	WriteAs(c, ntopics, n, false);
+}
+
+static int	Waves = 0;
+
+/* A few waves of each kind at different picks; every one must equal the definition. */
+static void
+CheckWaves(PGconn *c, const char *when)
+{
+	static const char *const kinds[] = {"group", "welcome"};
+	static const double picks[] = {1.0, 0.3, 0.02};
+
+	for (int k = 0; k < 2; k++)
+		for (int p = 0; p < 3; p++)
+		{
+			char		sql[256];
+			PGresult   *r;
+
+			snprintf(sql, sizeof(sql), "SELECT * FROM diff_wave('%s', %g, %g)", kinds[k],
+					 picks[p], (double) (++Waves % 1000) / 1000.0);
+			r = tl_exec(c, sql, 0, NULL);
+			TL_CHECK(tl_int(r, 0, 1) == 0, "%s: %s wave (pick %g) differs from its definition"
+					 " in %lld of %lld rows", when, kinds[k], picks[p],
+					 (long long) tl_int(r, 0, 1), (long long) tl_int(r, 0, 0));
+			PQclear(r);
+		}
+	for (int p = 0; p < 3; p++)
+	{
+		char		sql[256];
+		PGresult   *r;
+
+		snprintf(sql, sizeof(sql), "SELECT * FROM diff_env(%g, %g)", picks[p],
+				 (double) (++Waves % 1000) / 1000.0);
+		r = tl_exec(c, sql, 0, NULL);
+		TL_CHECK(tl_int(r, 0, 1) == 0, "%s: envelope wave (pick %g) differs from its definition"
+				 " in %lld of %lld rows", when, picks[p],
+				 (long long) tl_int(r, 0, 1), (long long) tl_int(r, 0, 0));
+		PQclear(r);
+	}
+}
+
+/* Rows found by waves whose floors were taken before them: the skip must not hide them. */
+static void
+CheckFoundNew(PGconn *c, const char *when)
+{
+	int64_t		n = tl_scalar(c, "SELECT count(*) FROM xip83.group_wave_scan("
+							  "(SELECT array_agg(topic) FROM seen_group),"
+							  "(SELECT array_agg(last) FROM seen_group), 0,"
+							  " xip83.group_ceiling(), 1000000)");
+	int64_t		want = tl_scalar(c, "SELECT count(*) FROM xip83.group_messages m JOIN seen_group s"
+								 " ON s.topic = m.group_id AND m.id > s.last"
+								 " WHERE m.id <= xip83.group_horizon()");
+
+	TL_CHECK(n == want, "%s: a caught-up wave returns the %lld rows written since (got %lld)",
+			 when, (long long) want, (long long) n);
+}
+
+int
+main(void)
+{
+	PGconn	   *c = Connect(false);
+	PGconn	   *w = Connect(false);
+	PGconn	   *open = Connect(false);
+
+	{
+		PGresult   *r = PQexec(c, Setup);
+
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			tl_fatal("setup: %s", PQerrorMessage(c));
+		PQclear(r);
+	}
+	Write(c, 300, 3000);
+	/* a topic nobody writes again: rows moved into it must still be found */
+	Exec(c, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+		 " VALUES ('\\xabababab', '\\x00', sha256('\\xabababab00'))");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	CheckWaves(c, "caught up");
+
+	/* writers since the floors, one transaction left open across waves */
+	Write(w, 300, 500);
+	Exec(open, "BEGIN");
+	WriteAs(open, 300, 40, true);
+	Write(w, 300, 200);
+	CheckWaves(c, "an open writer");
+	CheckFoundNew(c, "an open writer");
+	Exec(open, "COMMIT");
+	CheckWaves(c, "the open writer committed after the waves");
+	CheckFoundNew(c, "the open writer committed after the waves");
+
+	/* a late write below the horizon, a row moved to a quiet topic, an explicit id above the sequence */
+	Exec(w, "WITH d AS (DELETE FROM xip83.group_messages WHERE id = (SELECT max(id) - 5 FROM"
+		 " xip83.group_messages) RETURNING *) INSERT INTO xip83.group_messages SELECT * FROM d");
+	Exec(w, "UPDATE xip83.group_messages SET group_id = '\\xabababab'"
+		 " WHERE id = (SELECT max(id) - 9 FROM xip83.group_messages)");
+	Exec(w, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+		 " SELECT max(id) + 37, '\\x00000007', '\\x01', sha256('\\x0701') FROM xip83.group_messages");
+	CheckWaves(c, "explicit, late and moved rows");
+	CheckFoundNew(c, "explicit, late and moved rows");
+
+	/* restarts between writes and waves: the table starts empty, low at the high */
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	Write(w, 300, 300);
+	PQfinish(c);
+	PQfinish(w);
+	PQfinish(open);
+	tl_pgctl("restart -m fast");
+	c = Connect(true);
+	w = Connect(true);
+	CheckWaves(c, "after a clean restart");
+	CheckFoundNew(c, "after a clean restart");
+	Write(w, 300, 300);
+	CheckWaves(c, "written after a clean restart");
+	PQfinish(c);
+	PQfinish(w);
+	tl_pgctl("stop -m immediate");
+	tl_pgctl("start");
+	c = Connect(true);
+	w = Connect(true);
+	CheckWaves(c, "after a crash restart");
+	CheckFoundNew(c, "after a crash restart");
+
+	/* more distinct topics than the table holds: low-water rises, waves still exact */
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	Write(w, 40000, 30000);
+	TL_CHECK(tl_scalar(c, "SELECT group_low_water FROM xip83.feed_status") > 0,
+			 "overflow raised the group low-water position");
+	CheckWaves(c, "after overflow");
+	CheckFoundNew(c, "after overflow");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	Write(w, 300, 400);
+	CheckWaves(c, "after overflow, old topics written again");
+	CheckFoundNew(c, "after overflow, old topics written again");
+
+	/* a TRUNCATE that restarts ids, and rows written in its own transaction */
+	Exec(w, "BEGIN");
+	Exec(w, "TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY");
+	Write(w, 50, 100);
+	Exec(w, "COMMIT");
+	Exec(c, "TRUNCATE seen_group, seen_welcome, seen_env");
+	Exec(c, "INSERT INTO seen_group SELECT DISTINCT group_id, 0 FROM xip83.group_messages");
+	CheckFoundNew(c, "a TRUNCATE's own rows");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	Write(w, 50, 100);
+	CheckWaves(c, "after a TRUNCATE");
+	CheckFoundNew(c, "after a TRUNCATE");
+
+	PQfinish(c);
+	PQfinish(w);
+	return tl_done("t_recent_waves");
+}
