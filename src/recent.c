@@ -134,7 +134,7 @@ RecentShmemInit(void)
 }
 
 RecentTable *
-RecentTableOf(RegistryDb *db, PositionKind kind)
+RecentTableOf(const RegistryDb *db, PositionKind kind)
 {
 	if (Tables == NULL)
 		return NULL;

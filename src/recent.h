@@ -43,7 +43,7 @@ extern void RecentShmemRequest(void);
 extern void RecentShmemInit(void);
 
 /* The table of a database entry and kind. */
-extern RecentTable *RecentTableOf(RegistryDb *db, PositionKind kind);
+extern RecentTable *RecentTableOf(const RegistryDb *db, PositionKind kind);
 
 /* The key of a topic (and originator: 0 for v3); never 0. */
 #define RecentKeyOfHash(h) ((h) != 0 ? (uint32) (h) : (uint32) 1)
