@@ -166,6 +166,13 @@ ROLLBACK;
 SELECT xip83.welcome_horizon() = :w1 AS kept;
 TRUNCATE xip83.envelopes;
 SELECT * FROM xip83.envelope_horizons();
+-- envelopes written after a TRUNCATE in the same transaction are followed
+BEGIN;
+TRUNCATE xip83.envelopes;
+INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+VALUES (7, 1, '\x03aa', '\x00'), (7, 2, '\x03aa', '\x00');
+COMMIT;
+SELECT * FROM xip83.envelope_horizons() WHERE horizon > 0;
 TRUNCATE xip83.group_messages RESTART IDENTITY;
 INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)
 VALUES ('\x01', '\x01', sha256('\x0101'));

@@ -561,7 +561,7 @@ ApplyResets(void)
 		LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 		for (int k = 0; k < 3; k++)
 			if (PendingReset[k])
-				RegistryResetKindLocked(XactDb, (PositionKind) k);
+				RegistryResetKindLocked(XactDb, (PositionKind) k, NCounted > 0);
 		LWLockRelease(Reg->lock);
 	}
 }

@@ -440,7 +440,7 @@ RegistryEntryForRedoLocked(Oid dboid)
 }
 
 void
-RegistryResetKindLocked(RegistryDb *db, PositionKind kind)
+RegistryResetKindLocked(RegistryDb *db, PositionKind kind, bool keep_lines)
 {
 	uint32		n = pg_atomic_read_u32(&db->n_lines);
 
@@ -451,8 +451,11 @@ RegistryResetKindLocked(RegistryDb *db, PositionKind kind)
 		pg_atomic_write_u64(&db->lines[l].high, 0);
 		pg_atomic_write_u64(&db->lines[l].published, 0);
 	}
-	/* an emptied envelope table has no originators left to follow */
-	if (kind == KIND_ENVELOPE)
+	/*
+	 * An emptied envelope table has no originators left to follow, unless the
+	 * truncating transaction wrote envelopes: its lines are raised right after.
+	 */
+	if (kind == KIND_ENVELOPE && !keep_lines)
 		pg_atomic_write_u32(&db->n_lines, LINE_FIRST_ORIGINATOR);
 }
 

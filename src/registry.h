@@ -188,6 +188,6 @@ extern int64 RegistrySequenceLastValue(Oid seqid);
 /* The write path's transaction and object-access hooks (positions.c). */
 extern void PositionsInstallHooks(void);
 /* Starts a database's lines over at 0 (a committed TRUNCATE); lock held exclusive. */
-extern void RegistryResetKindLocked(RegistryDb *db, PositionKind kind);
+extern void RegistryResetKindLocked(RegistryDb *db, PositionKind kind, bool keep_lines);
 
 #endif							/* XIP83_REGISTRY_H */
