@@ -46,12 +46,6 @@ PG_FUNCTION_INFO_V1(late_cursor);
 
 static void ForgetReads(bool unregister);
 
-bool
-HorizonPreloaded(void)
-{
-	return Reg != NULL;
-}
-
 void
 HorizonRequirePreload(void)
 {

@@ -55,7 +55,6 @@ typedef struct LateBatch
 
 /* Errors with 55000 unless the library was preloaded. */
 extern void HorizonRequirePreload(void);
-extern bool HorizonPreloaded(void);
 
 /* Group-message horizon of the current database. */
 extern int64 HorizonOfGroups(void);

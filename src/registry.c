@@ -183,7 +183,8 @@ RegistryLookupMine(void)
 	return db;
 }
 
-bool
+/* Whether any backend of a database holds a pin or a freeze; lock held. */
+static bool
 RegistryDbHasPinsLocked(Oid dboid)
 {
 	for (int s = 0; s < Reg->n_slots; s++)
@@ -650,6 +651,8 @@ RegistryMySlot(void)
 RegistryDb *
 RegistryAttach(void)
 {
+	uint64		now;
+
 	RegistryRequirePreload();
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -678,7 +681,10 @@ RegistryAttach(void)
 			ExitCallbackSet = true;
 		}
 	}
-	pg_atomic_write_u64(&MyDb->last_use_ms, NowMs());
+	/* at most every 100 ms: every writer of the database shares this line */
+	now = NowMs();
+	if (now - pg_atomic_read_u64(&MyDb->last_use_ms) >= 100)
+		pg_atomic_write_u64(&MyDb->last_use_ms, now);
 	if (!MyDb->ready)
 		LoadDb(MyDb);
 	/* a ring restored from the shutdown file goes to WAL at once */

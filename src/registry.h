@@ -179,8 +179,6 @@ extern void RegistryRingPutLocked(RegistryDb *db, const LateEntry *e);
 /* Appends a late entry (takes the lock exclusive); returns its seq. */
 extern uint64 RegistryAddLate(RegistryDb *db, PositionKind kind, int32 node, int64 position,
 							  TransactionId xid);
-/* Whether a pin of another backend of this database is set on any line. */
-extern bool RegistryDbHasPinsLocked(Oid dboid);
 /* The xip83 relation of that name, or InvalidOid (no error: bookkeeping). */
 extern Oid	RegistryOwnRelation(const char *name);
 /* A sequence's last value, read off its page (bookkeeping: no privilege check). */

@@ -6,12 +6,12 @@
  * by the writer while it appends the entry (under the registry's exclusive
  * lock, so WAL order is sequence order); its transaction's commit flushes it.
  * Crash recovery replays the records since the last checkpoint back into the
- * ring. What came before that checkpoint is vouched for by a "head" record the
- * notifier writes after every checkpoint, and the first backend writes after
- * a start that restored the ring from the shutdown file (the newest late
- * sequence number at that moment): every entry after it is replayed. So after a crash a
- * consumer's late cursor stays valid when it is at least the newest head or
- * the first replayed entry's predecessor; only one that lagged further gets
+ * ring. What came before that checkpoint is carried over by a copy of the
+ * whole ring (a RING record with the ring's bounds, then every entry) that the
+ * notifier writes after every checkpoint, and the first backend writes after a
+ * start that restored the ring from the shutdown file. So after a crash the
+ * ring is what it was, but for a window of about one notifier tick after a
+ * checkpoint; a consumer whose late cursor predates what was replayed gets
  * SQLSTATE X83L0 (live.c). Entries of transactions that never committed are
  * replayed too, and consumed as aborted.
  *
