@@ -16,7 +16,7 @@
 # Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
 # specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c.
 
-EXTVERSION   = 0.1.0
+EXTVERSION   = 0.2.0
 PG_CONFIG   ?= pg_config
 BUILD        = build
 
@@ -34,11 +34,13 @@ PROTO_H      = $(PROTO_C:.c=.h)
 MODULE_big   = xip83
 OBJS         = $(patsubst %.c,%.o,$(call srcfiles,src/*.c)) $(PROTO_C:.c=.o)
 
-# The install script is assembled from one file per concern, in name order.
-INSTALL_PARTS = $(call srcfiles,control/xip83--$(EXTVERSION)/*.sql)
+# The install script of the current version is assembled from one file per
+# concern under control/install/, in name order. Released versions' scripts
+# (control/xip83--V.sql) and upgrade scripts (control/xip83--A--B.sql) are
+# installed as they are.
+INSTALL_PARTS = $(call srcfiles,control/install/*.sql)
 DATA_built   = $(BUILD)/xip83--$(EXTVERSION).sql
-# (never released: no upgrade scripts exist yet; any control/xip83--A--B.sql is installed)
-DATA         = control/xip83.control $(call srcfiles,control/xip83--*--*.sql)
+DATA         = control/xip83.control $(filter-out control/xip83--$(EXTVERSION).sql,$(call srcfiles,control/xip83--*.sql))
 MODULEDIR    = extension
 
 PROTOBUF_CFLAGS := $(shell pkg-config --cflags libprotobuf-c)
@@ -101,9 +103,9 @@ $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
 	protoc-c --proto_path=$(S)proto --c_out=$(BUILD)/proto $<
 
 # The directory is a prerequisite too: removing a part changes its mtime.
-$(BUILD)/xip83--$(EXTVERSION).sql: $(INSTALL_PARTS) control/xip83--$(EXTVERSION)
+$(BUILD)/xip83--$(EXTVERSION).sql: $(INSTALL_PARTS) control/install
 	@mkdir -p $(BUILD)
-	( printf '%s\n' '-- generated from control/xip83--$(EXTVERSION)/*.sql; edit those' \
+	( printf '%s\n' '-- generated from control/install/*.sql; edit those' \
 	         '\echo Use "CREATE EXTENSION xip83" to load this file. \quit'; \
 	  for f in $(INSTALL_PARTS); do printf '\n-- %s\n' "$$f"; cat "$(S)$$f"; done ) > $@
 

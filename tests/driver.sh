@@ -334,7 +334,7 @@ case "$mode" in
 		cluster_init
 		cluster_start
 		if fresh_db xip83_pkg && [ "$("$BINDIR/psql" -X -At -d xip83_pkg -c \
-			"SELECT extversion FROM pg_extension WHERE extname = 'xip83'")" = 0.1.0 ]; then
+			"SELECT extversion FROM pg_extension WHERE extname = 'xip83'")" = 0.2.0 ]; then
 			PASSED=$((PASSED + 1)); echo "test create_extension ... ok"
 		else
 			FAILED=$((FAILED + 1)); FAILED_NAMES+=(create_extension); echo "test create_extension ... FAILED"
