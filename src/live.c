@@ -51,6 +51,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "catalog/pg_class.h"
+#include "utils/regproc.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -79,6 +81,8 @@ PG_FUNCTION_INFO_V1(live_envelopes);
 /* One live fetch: the table, its primary key, and the output being filled. */
 typedef struct LiveFetch
 {
+	RegistryDb *feed;			/* whose horizons and late ring */
+	Oid			feed_relid;		/* the table read */
 	Relation	heap;
 	Relation	index;
 	Snapshot	snapshot;
@@ -95,30 +99,42 @@ typedef struct LiveFetch
 	LateEntry  *excluded;
 } LiveFetch;
 
+/* The table a feed reads for a kind: the tracked one, or xip83's own. */
+static Oid
+FeedTable(RegistryDb *feed, PositionKind kind)
+{
+	return OidIsValid(feed->relid) ? feed->relid : SourceOwnTable(RegistryKindTable[kind]);
+}
+
 /*
  * Opens an xip83 table and its primary key after the privilege and RLS
  * checks, takes the snapshot (after the caller read the horizon), and sets
  * up the output columns by name.
  */
 static void
-LiveFetchBegin(LiveFetch *f, FunctionCallInfo fcinfo, const char *table,
+LiveFetchBegin(LiveFetch *f, FunctionCallInfo fcinfo, Oid relid, bool envelopes,
 			   const char *const *columns, int n_columns, int limit)
 {
-	Oid			relid = SourceOwnTable(table);
+	char	   *relname = DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
 
-	SourceOpenKeyed(relid, psprintf("xip83.%s", table), &f->heap, &f->index);
+	if (get_rel_relkind(relid) != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("live fetch reads plain tables only; %s is not one", relname),
+				 errhint("A partitioned envelope table is read by its waves; follow it live through a plain table for now.")));
+	SourceOpenKeyed(relid, relname, &f->heap, &f->index);
 	f->snapshot = RegisterSnapshot(HorizonReadSnapshot());
 	f->slot = table_slot_create(f->heap, NULL);
 	f->n_out = n_columns;
-	f->envelopes = strcmp(table, "envelopes") == 0;
+	f->envelopes = envelopes;
 	for (int i = 0; i < n_columns; i++)
 	{
 		f->attnos[i] = get_attnum(relid, columns[i]);
 		if (f->attnos[i] == InvalidAttrNumber)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" of relation \"xip83.%s\" does not exist",
-							columns[i], table)));
+					 errmsg("column \"%s\" of relation %s does not exist",
+							columns[i], relname)));
 	}
 	f->row_cxt = AllocSetContextCreate(CurrentMemoryContext, "xip83 live fetch row",
 									   ALLOCSET_DEFAULT_SIZES);
@@ -284,7 +300,7 @@ LiveFetchLate(LiveFetch *f, PositionKind kind, int64 late_after,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("late_after must not be negative")));
-	HorizonLateSince(kind, (uint64) late_after, &late);
+	HorizonLateSince(f->feed, kind, (uint64) late_after, &late);
 	if (late.lost && late_after != 0 && any_cursor_set)
 		ereport(ERROR,
 				(errcode(ERRCODE_XIP83_LATE_WRITES_LOST),
@@ -345,8 +361,8 @@ V3Cursor(const LateEntry *e, void *arg)
 
 /* One v3 kind: late rows, then (after_id, horizon] by id. */
 static Datum
-LiveFetchMessages(FunctionCallInfo fcinfo, const char *table, const char *const *columns,
-				  int n_columns, PositionKind kind)
+LiveFetchMessages(FunctionCallInfo fcinfo, const char *const *columns, int n_columns,
+				  PositionKind kind)
 {
 	LiveFetch	f;
 	int64		after;
@@ -359,9 +375,11 @@ LiveFetchMessages(FunctionCallInfo fcinfo, const char *table, const char *const 
 	after = PG_GETARG_INT64(0);
 	limit = ArgGetPageLimit(fcinfo, 1, "row_limit");
 	late_after = PG_GETARG_INT64(2);
+	f.feed = HorizonFeedArg(fcinfo, 3, kind);
+	f.feed_relid = FeedTable(f.feed, kind);
 	NotifierEnsureRunning();
-	horizon = kind == KIND_WELCOME ? HorizonOfWelcomes() : HorizonOfGroups();
-	LiveFetchBegin(&f, fcinfo, table, columns, n_columns, limit);
+	horizon = HorizonOfLine(f.feed, kind == KIND_WELCOME ? LINE_WELCOME : LINE_GROUP);
+	LiveFetchBegin(&f, fcinfo, f.feed_relid, false, columns, n_columns, limit);
 	LiveFetchLate(&f, kind, late_after, V3Cursor, &after, after > 0);
 	LiveFetchScan(&f, 0, after, horizon, EmitRangeRow, NULL);
 	LiveFetchEnd(&f);
@@ -376,7 +394,7 @@ live_group_messages(PG_FUNCTION_ARGS)
 		"id", "created_at", "group_id", "data", "is_commit", "sender_hmac", "should_push"
 	};
 
-	return LiveFetchMessages(fcinfo, "group_messages", columns, lengthof(columns), KIND_GROUP);
+	return LiveFetchMessages(fcinfo, columns, lengthof(columns), KIND_GROUP);
 }
 
 /* xip83.live_welcome_messages(after_id, row_limit, late_after). */
@@ -388,8 +406,7 @@ live_welcome_messages(PG_FUNCTION_ARGS)
 		"wrapper_algorithm", "welcome_metadata", "message_type"
 	};
 
-	return LiveFetchMessages(fcinfo, "welcome_messages", columns, lengthof(columns),
-							 KIND_WELCOME);
+	return LiveFetchMessages(fcinfo, columns, lengthof(columns), KIND_WELCOME);
 }
 
 /* A requested originator and its cursor. */
@@ -481,8 +498,15 @@ live_envelopes(PG_FUNCTION_ARGS)
 			cs.c[cs.n++] = cs.c[i];
 
 	/* every horizon before the snapshot; an originator without envelopes has 0 */
+	f.feed = HorizonFeedArg(fcinfo, 4, KIND_ENVELOPE);
+	f.feed_relid = FeedTable(f.feed, KIND_ENVELOPE);
+	if (PG_NARGS() > 5 && !PG_ARGISNULL(5))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("live fetch does not read a blob_source yet"),
+				 errhint("Follow a tracked envelope table that holds its payload.")));
 	NotifierEnsureRunning();
-	HorizonCollect(&set);
+	HorizonCollectFeed(f.feed, &set);
 	horizons = palloc(sizeof(int64) * (cs.n + 1));
 	for (int i = 0; i < cs.n; i++)
 	{
@@ -492,7 +516,7 @@ live_envelopes(PG_FUNCTION_ARGS)
 			? set.originator_horizons[j] : 0;
 	}
 
-	LiveFetchBegin(&f, fcinfo, "envelopes", columns, lengthof(columns), limit);
+	LiveFetchBegin(&f, fcinfo, f.feed_relid, true, columns, lengthof(columns), limit);
 	LiveFetchLate(&f, KIND_ENVELOPE, late_after, EnvelopeCursor, &cs, any_set);
 	for (int i = 0; i < cs.n && f.rows < f.limit; i++)
 		LiveFetchScan(&f, cs.c[i].node, cs.c[i].after, horizons[i], EmitRangeRow, NULL);

@@ -30,12 +30,13 @@
 
 #define REGISTRY_FILE "pg_xip83.registry"
 #define REGISTRY_FILE_TMP REGISTRY_FILE ".tmp"
-#define REGISTRY_MAGIC 0x78383301
+#define REGISTRY_MAGIC 0x78383302
 
 /* One saved database entry, followed by its lines and late entries. */
 typedef struct SavedDb
 {
 	Oid			dboid;
+	Oid			relid;			/* the feed */
 	uint32		n_lines;
 	uint32		n_late;
 	uint64		late_next;
@@ -94,6 +95,7 @@ RegistrySave(int code, Datum arg)
 		if (!OidIsValid(db->dboid) || !db->ready)
 			continue;
 		s.dboid = db->dboid;
+		s.relid = db->relid;
 		s.n_lines = pg_atomic_read_u32(&db->n_lines);
 		s.n_late = 0;
 		for (int i = 0; i < Reg->ring_size; i++)
@@ -142,6 +144,7 @@ RestoreDb(FILE *f, RegistryDb *db)
 	if (!ReadAll(f, &s, sizeof(s)))
 		return false;
 	db->dboid = s.dboid;
+	db->relid = s.relid;
 	db->ready = false;			/* lines are raised to what is committed on first use */
 	db->restored = true;
 	pg_atomic_write_u64(&db->last_use_ms, (uint64) (GetCurrentTimestamp() / 1000));

@@ -660,3 +660,6 @@ envelope_wave_rows(PG_FUNCTION_ARGS)
 	WaveRunShutdown(PointerGetDatum(run));
 	SRF_RETURN_DONE(funcctx);
 }
+
+/* The layouts a d14n source must have, for tracking (track.c). */
+const SourceSpec *const WaveD14nSpecs[3] = {&meta_spec, &meta_only_spec, &blob_spec};

@@ -26,6 +26,9 @@
 
 typedef struct KeyProbes KeyProbes;
 
+/* Layouts: meta with its payload, meta whose payload is in a blob table, the blob table. */
+extern const SourceSpec *const WaveD14nSpecs[3];
+
 /* The columns of an envelope source, in the order of the SourceSpecs. */
 #define ENVELOPE_COL_ORIGINATOR		0
 #define ENVELOPE_COL_SEQUENCE		1
