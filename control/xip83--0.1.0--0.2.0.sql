@@ -57,17 +57,17 @@ COMMENT ON FUNCTION xip83.envelope_horizons(regclass) IS
 COMMENT ON FUNCTION xip83.late_cursor(regclass) IS
   'Sequence number of the newest late write a feed remembers (source NULL: xip83''s own tables; else a tracked table): the late cursor a consumer following "from now" passes to its first live fetch (read it before the horizons).';
 COMMENT ON FUNCTION xip83.live_group_messages(bigint, int, bigint, regclass) IS
-  'Rows a live consumer has not seen: late group messages at or below after_id written since late cursor late_after, then ids in (after_id, group_horizon()], at most row_limit rows. Reads the horizon first, then with a new snapshot, whatever the isolation level (refused under SERIALIZABLE). Each row carries the late cursor to pass next; the consumer''s cursor becomes the highest id it received. source: xip83.group_messages or a table xip83.track follows as group (a plain table). Needs USAGE on its schema and SELECT on it.';
+  'Rows a live consumer has not seen: late group messages at or below after_id written since late cursor late_after, then ids in (after_id, group_horizon()], at most row_limit rows. Reads the horizon first, then with a new snapshot, whatever the isolation level (refused under SERIALIZABLE). Each row carries the late cursor to pass next; the consumer''s cursor becomes the highest id it received. source: xip83.group_messages or a table xip83.track follows as group. Needs USAGE on its schema and SELECT on it.';
 COMMENT ON FUNCTION xip83.live_welcome_messages(bigint, int, bigint, regclass) IS
   'The live fetch of welcomes (see live_group_messages). source as for live_group_messages.';
 COMMENT ON FUNCTION xip83.live_envelopes(int[], bigint[], int, bigint, regclass, regclass) IS
-  'The live fetch of envelopes: late envelopes of the listed originators, then per listed originator sequence ids in (after, horizon], ordered (originator, sequence); an originator listed twice counts once, with its lowest cursor. source: xip83.envelopes or a plain table xip83.track follows as envelope (blob_source is not read yet: NULL). Needs SELECT on source.';
+  'The live fetch of envelopes: late envelopes of the listed originators, then per listed originator sequence ids in (after, horizon], ordered (originator, sequence); an originator listed twice counts once, with its lowest cursor. source: xip83.envelopes or a table xip83.track follows as envelope, with blob_source the blob table it was tracked with (else NULL). Needs SELECT on both.';
 GRANT EXECUTE ON FUNCTION xip83.register_position() TO PUBLIC;
 GRANT EXECUTE ON FUNCTION xip83.reset_positions() TO PUBLIC;
 COMMENT ON FUNCTION xip83.register_position() IS
-  'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: notes each row''s topic and position for reconnect waves and registers each written position; positions at or below the published horizon are stored and announced in the late ring. Also the trigger xip83.track adds to a node''s table. Does nothing on a table that is neither.';
+  'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: notes each row''s topic and position for reconnect waves and registers each written position; positions at or below the published horizon are stored and announced in the late ring. Also the trigger xip83.track adds to a node''s table. Refuses the write on any other table.';
 COMMENT ON FUNCTION xip83.reset_positions() IS
-  'AFTER TRUNCATE trigger of the xip83 tables and tracked tables: the table''s position lines start over at 0 when the TRUNCATE commits. Does nothing on any other table.';
+  'AFTER TRUNCATE trigger of the xip83 tables and tracked tables: the table''s position lines start over at 0 when the TRUNCATE commits. Refuses any other table.';
 
 -- Written only by track/untrack (as C, after checking the caller owns the
 -- tables) and by a drop of a tracked table: nobody has INSERT on it.

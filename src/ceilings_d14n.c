@@ -138,6 +138,33 @@ KeyProbesEnd(KeyProbes *probes)
 	MemoryContextDelete(probes->cxt);
 }
 
+/*
+ * The row of an exact key (originator, sequence) in any leaf that may hold
+ * it, with that leaf; NULL when none is visible.
+ */
+TupleTableSlot *
+KeyProbeExact(KeyProbes *probes, int32 originator, int64 sequence, SourceLeaf **leaf_out)
+{
+	for (int i = 0; i < probes->source->nleaves; i++)
+	{
+		SourceLeaf *leaf = &probes->source->leaves[i];
+		TupleTableSlot *slot;
+		ScanKeyData keys[2];
+
+		if (!LeafMayHoldKey(leaf, originator, sequence))
+			continue;
+		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(originator));
+		ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(sequence));
+		slot = KeyProbeFirst(probes, leaf, keys, ForwardScanDirection);
+		if (slot != NULL)
+		{
+			*leaf_out = leaf;
+			return slot;
+		}
+	}
+	return NULL;
+}
+
 /* Whether a leaf's partition bounds allow the key (originator, sequence). */
 bool
 LeafMayHoldKey(const SourceLeaf *leaf, int32 originator, int64 sequence)

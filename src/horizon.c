@@ -481,7 +481,8 @@ late_cursor(PG_FUNCTION_ARGS)
 		if (!TrackedFind(PG_GETARG_OID(0), &t) || t.source != PG_GETARG_OID(0))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("table with OID %u is not followed by xip83", PG_GETARG_OID(0)),
+					 errmsg("table %s is not followed by xip83",
+							DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0)))),
 					 errhint("Run xip83.track on it first.")));
 		db = RegistryAttachFeed(t.source);
 	}

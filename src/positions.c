@@ -38,6 +38,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 
 #include "args.h"
@@ -397,7 +398,8 @@ next_id(PG_FUNCTION_ARGS)
 		t.kind == KIND_ENVELOPE)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table with OID %u is not a tracked v3 table", PG_GETARG_OID(0)),
+				 errmsg("table %s is not a tracked v3 table",
+						DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0)))),
 				 errdetail("xip83.next_id is the id default xip83.track installs; xip83.untrack restores the table's own.")));
 	if (Reg == NULL)
 		PG_RETURN_INT64(nextval_internal(t.sequence, true));
@@ -410,7 +412,7 @@ TriggerMisuse(const char *fn, const char *what)
 	ereport(ERROR,
 			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 			 errmsg("%s %s", fn, what),
-			 errhint("It is installed by CREATE EXTENSION xip83 on xip83's own tables only.")));
+			 errhint("CREATE EXTENSION xip83 installs it on xip83's own tables, and xip83.track on a node's tables.")));
 }
 
 /* What a trigger firing acts on. */
@@ -425,8 +427,8 @@ typedef struct TriggerTarget
 /*
  * What a trigger acts on: xip83's own table of the kind its argument names,
  * or a table xip83.track covers with that kind (itself, its blob table or a
- * partition). False for any other table: the trigger does nothing there, so
- * attaching it by hand changes nothing.
+ * partition). Any other table is refused (trigger protocol), so attaching
+ * the trigger by hand moves nothing.
  */
 static bool
 TriggerTargetOf(TriggerData *trigdata, const char *fn, TriggerTarget *out)
@@ -455,7 +457,8 @@ TriggerTargetOf(TriggerData *trigdata, const char *fn, TriggerTarget *out)
 		return true;
 	}
 	if (!TrackedFind(relid, &t) || t.kind != out->kind)
-		return false;
+		TriggerMisuse(fn, psprintf("acts only on xip83.%s and on tables xip83.track follows as %s",
+								   RegistryKindTable[out->kind], arg));
 	out->feed = t.source;
 	out->sequence = t.sequence;
 	/* rows of a blob table carry no topic: their meta rows note it */
@@ -586,7 +589,8 @@ register_position(PG_FUNCTION_ARGS)
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)
 		? trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	desc = RelationGetDescr(trigdata->tg_relation);
-	if (!TriggerTargetOf(trigdata, "register_position", &target) || Reg == NULL)
+	(void) TriggerTargetOf(trigdata, "register_position", &target);
+	if (Reg == NULL)
 		return PointerGetDatum(tuple);
 	kind = target.kind;
 
@@ -662,7 +666,8 @@ reset_positions(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
 		TriggerMisuse("reset_positions", "must be an AFTER TRUNCATE trigger");
-	if (TriggerTargetOf(trigdata, "reset_positions", &target) && Reg != NULL)
+	(void) TriggerTargetOf(trigdata, "reset_positions", &target);
+	if (Reg != NULL)
 		AddReset(RegistryAttachFeed(target.feed), target.kind);
 	return PointerGetDatum(NULL);
 }

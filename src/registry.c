@@ -613,10 +613,11 @@ LoadV3High(Oid table, Oid sequence, Snapshot snapshot)
 	Relation	index;
 	int64		high = RegistrySequenceLastValue(sequence);
 	int64		max;
+	AttrNumber	id_col = get_attnum(table, "id");
 
-	if (!OpenWithKey(table, &heap, &index))
+	if (id_col == InvalidAttrNumber || !OpenWithKey(table, &heap, &index))
 		return high;
-	if (ProbeKey(heap, index, snapshot, NULL, 0, BackwardScanDirection, 1, &max))
+	if (ProbeKey(heap, index, snapshot, NULL, 0, BackwardScanDirection, id_col, &max))
 		high = Max(high, max);
 	CloseWithKey(heap, index);
 	return high;
@@ -636,7 +637,11 @@ LoadOriginators(RegistryDb *db, Oid relid, Snapshot snapshot)
 	bool		first = true;
 	int32		last = 0;
 
-	if (!OpenWithKey(relid, &heap, &index))
+	AttrNumber	node_col = get_attnum(relid, "originator_node_id");
+	AttrNumber	seq_col = get_attnum(relid, "originator_sequence_id");
+
+	if (node_col == InvalidAttrNumber || seq_col == InvalidAttrNumber ||
+		!OpenWithKey(relid, &heap, &index))
 		return;
 	for (;;)
 	{
@@ -646,12 +651,12 @@ LoadOriginators(RegistryDb *db, Oid relid, Snapshot snapshot)
 		CHECK_FOR_INTERRUPTS();
 		ScanKeyInit(&key, 1, BTGreaterStrategyNumber, F_INT4GT, Int32GetDatum(last));
 		if (!ProbeKey(heap, index, snapshot, first ? NULL : &key, first ? 0 : 1,
-					  ForwardScanDirection, 1, &node))
+					  ForwardScanDirection, node_col, &node))
 			break;
 		first = false;
 		last = (int32) node;
 		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(last));
-		(void) ProbeKey(heap, index, snapshot, &key, 1, BackwardScanDirection, 2, &high);
+		(void) ProbeKey(heap, index, snapshot, &key, 1, BackwardScanDirection, seq_col, &high);
 		LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 		l = AddOriginatorLocked(db, last, (uint64) Max(high, 0));
 		LWLockRelease(Reg->lock);

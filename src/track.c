@@ -22,6 +22,7 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -44,6 +45,7 @@
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -303,9 +305,32 @@ RequireOwner(Oid relid)
 				 errdetail("Tracking a table changes its id default and adds triggers to it.")));
 }
 
-/* Every leaf has a primary key: live fetch and loading read rows by it. */
+/* Whether a table's primary key is (id), or (originator_node_id, originator_sequence_id). */
+static bool
+KeyLeadsWith(Relation rel, PositionKind kind)
+{
+	Oid			pk = xip83_primary_key_index(rel);
+	Relation	index;
+	bool		ok;
+	Oid			relid = RelationGetRelid(rel);
+
+	if (!OidIsValid(pk))
+		return false;
+	index = index_open(pk, AccessShareLock);
+	if (kind == KIND_ENVELOPE)
+		ok = index->rd_index->indnkeyatts == 2 &&
+			index->rd_index->indkey.values[0] == get_attnum(relid, "originator_node_id") &&
+			index->rd_index->indkey.values[1] == get_attnum(relid, "originator_sequence_id");
+	else
+		ok = index->rd_index->indnkeyatts == 1 &&
+			index->rd_index->indkey.values[0] == get_attnum(relid, "id");
+	index_close(index, AccessShareLock);
+	return ok;
+}
+
+/* Every leaf has a primary key leading with the position columns: live fetch and loading read by it. */
 static void
-RequireKeys(Oid relid)
+RequireKeys(Oid relid, PositionKind kind)
 {
 	List	   *all = find_all_inheritors(relid, AccessShareLock, NULL);
 	ListCell   *lc;
@@ -318,24 +343,24 @@ RequireKeys(Oid relid)
 		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
 			continue;
 		rel = table_open(lfirst_oid(lc), AccessShareLock);
-		has_pk = OidIsValid(xip83_primary_key_index(rel));
+		has_pk = KeyLeadsWith(rel, kind);
 		table_close(rel, AccessShareLock);
 		if (!has_pk)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("table %s has no primary key", QualifiedName(lfirst_oid(lc))),
+					 errmsg("table %s has no primary key on its positions", QualifiedName(lfirst_oid(lc))),
 					 errhint("Live fetch reads a tracked table by its primary key: (id) for v3 tables, (originator_node_id, originator_sequence_id) for envelopes.")));
 	}
 }
 
-/* The same layout checks (and hints) as the wave scans make. */
+/* The same layout checks (and hints) as the wave scans make, and the primary key. */
 static void
-RequireLayout(Oid relid, const SourceSpec *spec)
+RequireLayout(Oid relid, const SourceSpec *spec, PositionKind kind)
 {
 	Source	   *s = SourceOpen(relid, spec);
 
 	SourceClose(s);
-	RequireKeys(relid);
+	RequireKeys(relid, kind);
 }
 
 /*
@@ -468,9 +493,9 @@ xip83_track(PG_FUNCTION_ARGS)
 
 	if (t.kind == KIND_ENVELOPE)
 	{
-		RequireLayout(t.source, WaveD14nSpecs[OidIsValid(t.blob) ? 1 : 0]);
+		RequireLayout(t.source, WaveD14nSpecs[OidIsValid(t.blob) ? 1 : 0], t.kind);
 		if (OidIsValid(t.blob))
-			RequireLayout(t.blob, WaveD14nSpecs[2]);
+			RequireLayout(t.blob, WaveD14nSpecs[2], t.kind);
 	}
 	else
 	{
@@ -478,7 +503,8 @@ xip83_track(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("a tracked v3 table must be a plain table")));
-		RequireLayout(t.source, t.kind == KIND_GROUP ? &WaveV3GroupSource : &WaveV3WelcomeSource);
+		RequireLayout(t.source, t.kind == KIND_GROUP ? &WaveV3GroupSource : &WaveV3WelcomeSource,
+					  t.kind);
 		t.sequence = IdSequence(t.source);
 	}
 
@@ -565,7 +591,8 @@ tracked_status(PG_FUNCTION_ARGS)
 	if (!TrackedFind(PG_GETARG_OID(0), &t) || t.source != PG_GETARG_OID(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table with OID %u is not tracked", PG_GETARG_OID(0))));
+				 errmsg("table %s is not tracked",
+						DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0))))));
 	if (pg_class_aclcheck(t.source, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 	{
 		memset(nulls, true, sizeof(nulls));
