@@ -274,7 +274,10 @@ ResetDbLocked(RegistryDb *db, Oid dboid, Oid relid)
 
 /*
  * Finds or creates the entry of a feed of the current database. A free entry,
- * one of a dropped database, or one idle for a minute with no pins is taken.
+ * one of a dropped database, or one idle for a minute with no pins is taken,
+ * from the pool of its sort: the first xip83.max_databases entries are
+ * databases' own feeds, the rest tracked tables', so tracking tables never
+ * takes a database's place.
  */
 static RegistryDb *
 AcquireDb(Oid relid)
@@ -283,6 +286,9 @@ AcquireDb(Oid relid)
 	Oid		   *stale;
 	int			n_stale = 0;
 	uint64		now = NowMs();
+	/* databases and tracked tables draw from pools of their own */
+	int			first = OidIsValid(relid) ? xip83_max_databases : 0;
+	int			end = OidIsValid(relid) ? Reg->n_dbs : xip83_max_databases;
 
 	if (db != NULL)
 		return db;
@@ -299,16 +305,18 @@ AcquireDb(Oid relid)
 
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 	db = LookupDbLocked(MyDatabaseId, relid);
-	if (db == NULL)
-		db = LookupDbLocked(InvalidOid, InvalidOid);
-	for (int i = 0; db == NULL && i < n_stale; i++)
+	for (int d = first; db == NULL && d < end; d++)
+		if (!OidIsValid(Reg->dbs[d].dboid))
+			db = &Reg->dbs[d];
+	for (int d = first; db == NULL && d < end; d++)
 	{
-		RegistryDb *old = LookupDbLocked(stale[i], InvalidOid);
+		RegistryDb *old = &Reg->dbs[d];
 
-		if (old != NULL && !RegistryDbHasPinsLocked(stale[i]))
-			db = old;
+		for (int i = 0; i < n_stale; i++)
+			if (old->dboid == stale[i] && !RegistryDbHasPinsLocked(stale[i]))
+				db = old;
 	}
-	for (int d = 0; db == NULL && d < Reg->n_dbs; d++)
+	for (int d = first; db == NULL && d < end; d++)
 	{
 		RegistryDb *old = &Reg->dbs[d];
 
@@ -321,13 +329,20 @@ AcquireDb(Oid relid)
 	LWLockRelease(Reg->lock);
 	pfree(stale);
 
+	if (db == NULL && !OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("xip83 horizons serve at most %d databases at once", end - first),
+				 errdetail("Every entry belongs to a database used within the last %d seconds.",
+						   REGISTRY_IDLE_RECLAIM_MS / 1000),
+				 errhint("Raise xip83.max_databases and restart the server.")));
 	if (db == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("xip83 horizons follow at most %d feeds at once", Reg->n_dbs),
-				 errdetail("A feed is xip83's own tables of one database or one tracked table; every entry belongs to one used within the last %d seconds.",
+				 errmsg("xip83 horizons follow at most %d tracked tables at once", end - first),
+				 errdetail("Every entry belongs to a tracked table used within the last %d seconds.",
 						   REGISTRY_IDLE_RECLAIM_MS / 1000),
-				 errhint("Raise xip83.max_databases or xip83.max_tracked_tables and restart the server.")));
+				 errhint("Raise xip83.max_tracked_tables and restart the server.")));
 	return db;
 }
 
@@ -484,13 +499,15 @@ RegistryDb *
 RegistryEntryForRedoLocked(Oid dboid, Oid relid)
 {
 	RegistryDb *db = LookupDbLocked(dboid, relid);
+	int			first = OidIsValid(relid) ? xip83_max_databases : 0;
+	int			end = OidIsValid(relid) ? Reg->n_dbs : xip83_max_databases;
 
-	if (db == NULL)
-	{
-		db = LookupDbLocked(InvalidOid, InvalidOid);
-		if (db != NULL)
+	for (int d = first; db == NULL && d < end; d++)
+		if (!OidIsValid(Reg->dbs[d].dboid))
+		{
+			db = &Reg->dbs[d];
 			ResetDbLocked(db, dboid, relid);
-	}
+		}
 	return db;
 }
 

@@ -134,15 +134,23 @@ error:
 	unlink(REGISTRY_FILE_TMP);
 }
 
-/* Reads one saved entry into a free registry entry; false on a short file. */
+/*
+ * Reads one saved entry into the next free entry of its pool (databases'
+ * feeds, then tracked tables': see AcquireDb); false on a short file or a
+ * full pool (settings lowered since).
+ */
 static bool
-RestoreDb(FILE *f, RegistryDb *db)
+RestoreDb(FILE *f, int *next_home, int *next_tracked)
 {
 	SavedDb		s;
 	uint32		keep;
+	RegistryDb *db;
 
 	if (!ReadAll(f, &s, sizeof(s)))
 		return false;
+	if (OidIsValid(s.relid) ? *next_tracked >= Reg->n_dbs : *next_home >= xip83_max_databases)
+		return false;
+	db = &Reg->dbs[OidIsValid(s.relid) ? (*next_tracked)++ : (*next_home)++];
 	db->dboid = s.dboid;
 	db->relid = s.relid;
 	db->ready = false;			/* lines are raised to what is committed on first use */
@@ -158,7 +166,7 @@ RestoreDb(FILE *f, RegistryDb *db)
 		SavedLine	line;
 
 		if (!ReadAll(f, &line, sizeof(line)))
-			return false;
+			goto short_file;
 		if (l >= keep)
 			continue;
 		db->lines[l].node = line.node;
@@ -172,13 +180,18 @@ RestoreDb(FILE *f, RegistryDb *db)
 		LateEntry	e;
 
 		if (!ReadAll(f, &e, sizeof(e)))
-			return false;
+			goto short_file;
 		if (db->ring[e.seq % Reg->ring_size].seq > e.seq)
 			db->late_evicted = Max(db->late_evicted, e.seq);
 		else
 			RegistryRingPutLocked(db, &e);
 	}
 	return true;
+
+short_file:
+	db->dboid = InvalidOid;
+	db->restored = false;
+	return false;
 }
 
 /* At shared-memory creation in the postmaster: restores the saved registry, then forgets it. */
@@ -196,16 +209,15 @@ RegistryRestore(void)
 		return;
 	if (ReadAll(f, header, sizeof(header)) && header[0] == REGISTRY_MAGIC)
 	{
-		int			d = 0;
+		int			next_home = 0;
+		int			next_tracked = xip83_max_databases;
 
-		for (uint32 i = 0; i < header[1] && d < Reg->n_dbs; i++, d++)
-			if (!RestoreDb(f, &Reg->dbs[d]))
+		for (uint32 i = 0; i < header[1]; i++)
+			if (!RestoreDb(f, &next_home, &next_tracked))
 			{
 				ereport(LOG,
-						(errmsg("xip83 registry file \"%s\" is truncated; ignoring the rest",
+						(errmsg("xip83 registry file \"%s\" is truncated or holds more feeds than the settings allow; ignoring the rest",
 								REGISTRY_FILE)));
-				Reg->dbs[d].dboid = InvalidOid;
-				Reg->dbs[d].restored = false;
 				break;
 			}
 	}
