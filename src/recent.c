@@ -2,15 +2,16 @@
  * recent.c: the recent-writes tables (recent.h has the model).
  *
  * Layout: per database entry (Reg->dbs index) and kind one table of
- * n_parts partitions; a partition is an open-addressing (linear probing)
- * array of part_slots slots, its LWLock, seq and low. A key picks its
+ * NParts partitions; a partition is an open-addressing (linear probing)
+ * table of PartSlots slots, its LWLock, seq and low. A key picks its
  * partition with its low bits and its home slot with the bits above.
- * Partitions fill to 3/4 at most, so a probe always ends on an empty slot.
+ * Partitions fill to 1/2 at most, so a probe always ends on an empty slot
+ * and most keys sit in their home slot. A slot's key and max live in two
+ * arrays: a probe runs along 16 keys per cache line, then reads one max.
  */
 #include "postgres.h"
 
 #include "access/xlog.h"
-#include "common/hashfn.h"
 #include "port/pg_bitutils.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -24,12 +25,6 @@
 
 int			xip83_recent_entries = 12288;
 
-typedef struct RecentSlot
-{
-	pg_atomic_uint32 key;		/* 0: empty */
-	pg_atomic_uint64 max;		/* written before key; only grows while key stays */
-} RecentSlot;
-
 typedef struct RecentPart
 {
 	LWLock	   *lock;
@@ -41,7 +36,9 @@ typedef struct RecentPart
 struct RecentTable
 {
 	RecentPart	parts[RECENT_MAX_PARTS];
-	RecentSlot *slots;			/* n_parts * part_slots */
+	pg_atomic_uint32 *keys;		/* NParts * PartSlots; 0: empty */
+	pg_atomic_uint64 *maxes;	/* a slot's max: written before its key, only
+								 * grows while the key stays */
 };
 
 /* One (key, max) pair copied out by an eviction. */
@@ -56,11 +53,11 @@ static int	NParts;
 static int	PartSlots;
 static RecentPair *Scratch = NULL;	/* this backend's eviction buffer */
 
-/* Sizes follow the setting: slots for 4/3 of it, a power of two. */
+/* Sizes follow the setting: slots for twice it, a power of two. */
 static void
 ComputeShape(void)
 {
-	uint64		want = ((uint64) xip83_recent_entries * 4 + 2) / 3;
+	uint64		want = (uint64) xip83_recent_entries * 2;
 	uint64		total = pg_nextpower2_64(Max(want, RECENT_MIN_PART_SLOTS));
 
 	NParts = (int) Min((uint64) RECENT_MAX_PARTS, total / RECENT_MIN_PART_SLOTS);
@@ -81,7 +78,8 @@ RecentShmemSize(void)
 
 	ComputeShape();
 	per = add_size(MAXALIGN(sizeof(RecentTable)),
-				   MAXALIGN(mul_size(sizeof(RecentSlot), mul_size(NParts, PartSlots))));
+				   add_size(MAXALIGN(mul_size(sizeof(pg_atomic_uint32), mul_size(NParts, PartSlots))),
+							MAXALIGN(mul_size(sizeof(pg_atomic_uint64), mul_size(NParts, PartSlots)))));
 	return mul_size(per, NTables());
 }
 
@@ -118,8 +116,10 @@ RecentShmemInit(void)
 	{
 		RecentTable *table = &Tables[t];
 
-		table->slots = (RecentSlot *) p;
-		p += MAXALIGN(mul_size(sizeof(RecentSlot), mul_size(NParts, PartSlots)));
+		table->keys = (pg_atomic_uint32 *) p;
+		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint32), mul_size(NParts, PartSlots)));
+		table->maxes = (pg_atomic_uint64 *) p;
+		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint64), mul_size(NParts, PartSlots)));
 		for (int i = 0; i < NParts; i++)
 		{
 			table->parts[i].lock = &locks[t * NParts + i].lock;
@@ -128,8 +128,8 @@ RecentShmemInit(void)
 		}
 		for (int s = 0; s < NParts * PartSlots; s++)
 		{
-			pg_atomic_init_u32(&table->slots[s].key, 0);
-			pg_atomic_init_u64(&table->slots[s].max, 0);
+			pg_atomic_init_u32(&table->keys[s], 0);
+			pg_atomic_init_u64(&table->maxes[s], 0);
 		}
 	}
 }
@@ -140,16 +140,6 @@ RecentTableOf(const RegistryDb *db, PositionKind kind)
 	if (Tables == NULL)
 		return NULL;
 	return &Tables[(db - Reg->dbs) * 3 + (int) kind];
-}
-
-uint32
-RecentKey(const void *topic, Size len, int32 node)
-{
-	uint32		h = hash_bytes((const unsigned char *) topic, (int) len);
-
-	if (node != 0)
-		h = hash_combine(h, murmurhash32((uint32) node));
-	return RecentKeyOfHash(h);
 }
 
 RecentTable *
@@ -172,10 +162,17 @@ PartOf(uint32 key)
 	return (int) (key & (uint32) (NParts - 1));
 }
 
-static inline RecentSlot *
-PartSlotsOf(const RecentTable *t, int part)
+/* The first key and max of a partition. */
+static inline pg_atomic_uint32 *
+KeysOf(const RecentTable *t, int part)
 {
-	return &t->slots[part * PartSlots];
+	return &t->keys[part * PartSlots];
+}
+
+static inline pg_atomic_uint64 *
+MaxesOf(const RecentTable *t, int part)
+{
+	return &t->maxes[part * PartSlots];
 }
 
 static inline int
@@ -184,17 +181,26 @@ Home(uint32 key)
 	return (int) ((key >> 6) & (uint32) (PartSlots - 1));
 }
 
+/* Starts loading a cache line (gcc drops a loop of nothing but prefetches). */
+static inline void
+Prefetch(const void *p)
+{
+#ifdef __GNUC__
+	__builtin_prefetch(p);
+#endif
+}
+
 /* Places a key known absent into the first empty slot from its home; lock held. */
 static void
-PlaceLocked(RecentSlot *slots, uint32 key, uint64 max)
+PlaceLocked(pg_atomic_uint32 *keys, pg_atomic_uint64 *maxes, uint32 key, uint64 max)
 {
 	int			i = Home(key);
 
-	while (pg_atomic_read_u32(&slots[i].key) != 0)
+	while (pg_atomic_read_u32(&keys[i]) != 0)
 		i = (i + 1) & (PartSlots - 1);
-	pg_atomic_write_u64(&slots[i].max, max);
+	pg_atomic_write_u64(&maxes[i], max);
 	pg_write_barrier();
-	pg_atomic_write_u32(&slots[i].key, key);
+	pg_atomic_write_u32(&keys[i], key);
 }
 
 static int
@@ -211,7 +217,7 @@ ComparePairMax(const void *a, const void *b)
  * position dropped; readers see seq odd meanwhile. Lock held exclusive.
  */
 static void
-EvictLocked(RecentPart *part, RecentSlot *slots)
+EvictLocked(RecentPart *part, pg_atomic_uint32 *keys, pg_atomic_uint64 *maxes)
 {
 	int			n = 0;
 	int			kept = 0;
@@ -219,12 +225,12 @@ EvictLocked(RecentPart *part, RecentSlot *slots)
 
 	for (int i = 0; i < PartSlots; i++)
 	{
-		uint32		key = pg_atomic_read_u32(&slots[i].key);
+		uint32		key = pg_atomic_read_u32(&keys[i]);
 
 		if (key == 0)
 			continue;
 		Scratch[n].key = key;
-		Scratch[n].max = pg_atomic_read_u64(&slots[i].max);
+		Scratch[n].max = pg_atomic_read_u64(&maxes[i]);
 		n++;
 	}
 	qsort(Scratch, n, sizeof(RecentPair), ComparePairMax);
@@ -234,11 +240,11 @@ EvictLocked(RecentPart *part, RecentSlot *slots)
 	pg_write_barrier();
 	pg_atomic_write_u64(&part->low, cut);
 	for (int i = 0; i < PartSlots; i++)
-		pg_atomic_write_u32(&slots[i].key, 0);
+		pg_atomic_write_u32(&keys[i], 0);
 	for (int i = 0; i < n; i++)
 		if (Scratch[i].max > cut)
 		{
-			PlaceLocked(slots, Scratch[i].key, Scratch[i].max);
+			PlaceLocked(keys, maxes, Scratch[i].key, Scratch[i].max);
 			kept++;
 		}
 	part->used = kept;
@@ -251,7 +257,8 @@ RecentNote(RecentTable *t, uint32 key, uint64 position)
 {
 	int			p = PartOf(key);
 	RecentPart *part = &t->parts[p];
-	RecentSlot *slots = PartSlotsOf(t, p);
+	pg_atomic_uint32 *keys = KeysOf(t, p);
+	pg_atomic_uint64 *maxes = MaxesOf(t, p);
 	int			i = Home(key);
 
 	/* allocated before the lock: an eviction under it must not fail */
@@ -266,12 +273,12 @@ RecentNote(RecentTable *t, uint32 key, uint64 position)
 	}
 	for (;;)
 	{
-		uint32		k = pg_atomic_read_u32(&slots[i].key);
+		uint32		k = pg_atomic_read_u32(&keys[i]);
 
 		if (k == key)
 		{
-			if (pg_atomic_read_u64(&slots[i].max) < position)
-				pg_atomic_write_u64(&slots[i].max, position);
+			if (pg_atomic_read_u64(&maxes[i]) < position)
+				pg_atomic_write_u64(&maxes[i], position);
 			LWLockRelease(part->lock);
 			return;
 		}
@@ -279,16 +286,16 @@ RecentNote(RecentTable *t, uint32 key, uint64 position)
 			break;
 		i = (i + 1) & (PartSlots - 1);
 	}
-	if ((part->used + 1) * 4 > PartSlots * 3)
+	if ((part->used + 1) * 2 > PartSlots)
 	{
-		EvictLocked(part, slots);
+		EvictLocked(part, keys, maxes);
 		if (position <= pg_atomic_read_u64(&part->low))
 		{
 			LWLockRelease(part->lock);
 			return;
 		}
 	}
-	PlaceLocked(slots, key, position);
+	PlaceLocked(keys, maxes, key, position);
 	part->used++;
 	LWLockRelease(part->lock);
 }
@@ -299,14 +306,14 @@ RecentReset(RecentTable *t, uint64 low)
 	for (int p = 0; p < NParts; p++)
 	{
 		RecentPart *part = &t->parts[p];
-		RecentSlot *slots = PartSlotsOf(t, p);
+		pg_atomic_uint32 *keys = KeysOf(t, p);
 
 		LWLockAcquire(part->lock, LW_EXCLUSIVE);
 		pg_atomic_fetch_add_u64(&part->seq, 1);
 		pg_write_barrier();
 		pg_atomic_write_u64(&part->low, low);
 		for (int i = 0; i < PartSlots; i++)
-			pg_atomic_write_u32(&slots[i].key, 0);
+			pg_atomic_write_u32(&keys[i], 0);
 		part->used = 0;
 		pg_write_barrier();
 		pg_atomic_fetch_add_u64(&part->seq, 1);
@@ -332,39 +339,124 @@ RecentResetKind(RegistryDb *db, PositionKind kind)
 	RecentReset(RecentTableOf(db, kind), high);
 }
 
+/* How far ahead of its probe RecentMayHaveMany loads a key's home slot. */
+#define PREFETCH_AHEAD 16
+
+/* The highest position noted of a key in partition p, 0 when absent. */
+static inline uint64
+MaxOf(const RecentTable *t, int p, uint32 key)
+{
+	const pg_atomic_uint32 *keys = KeysOf(t, p);
+	int			i = Home(key);
+
+	for (int n = 0; n < PartSlots; n++)
+	{
+		uint32		k = pg_atomic_read_u32((pg_atomic_uint32 *) &keys[i]);
+
+		if (k == key)
+		{
+			pg_read_barrier();
+			return pg_atomic_read_u64(&MaxesOf(t, p)[i]);
+		}
+		if (k == 0)
+			return 0;
+		i = (i + 1) & (PartSlots - 1);
+	}
+	return 0;
+}
+
 bool
 RecentMayHave(const RecentTable *t, uint32 key, uint64 floor)
 {
 	int			p = PartOf(key);
 	RecentPart *part = (RecentPart *) &t->parts[p];
-	const RecentSlot *slots = PartSlotsOf(t, p);
 	uint64		seq = pg_atomic_read_u64(&part->seq);
-	uint64		max = 0;
-	int			i = Home(key);
+	uint64		max;
 
 	if (seq & 1)
 		return true;
 	pg_read_barrier();
 	if (floor < pg_atomic_read_u64(&part->low))
 		return true;
-	for (int n = 0; n < PartSlots; n++)
-	{
-		uint32		k = pg_atomic_read_u32((pg_atomic_uint32 *) &slots[i].key);
-
-		if (k == key)
-		{
-			pg_read_barrier();
-			max = pg_atomic_read_u64((pg_atomic_uint64 *) &slots[i].max);
-			break;
-		}
-		if (k == 0)
-			break;
-		i = (i + 1) & (PartSlots - 1);
-	}
+	max = MaxOf(t, p, key);
 	pg_read_barrier();
 	if (pg_atomic_read_u64(&part->seq) != seq)
 		return true;
 	return max > floor;
+}
+
+/* Starts loading the key and max of a key's home slot. */
+static inline void
+PrefetchHome(const RecentTable *t, uint32 key)
+{
+	int			p = PartOf(key);
+
+	Prefetch(&KeysOf(t, p)[Home(key)]);
+	Prefetch(&MaxesOf(t, p)[Home(key)]);
+}
+
+/*
+ * The same protocol as RecentMayHave, per partition instead of per key: the
+ * seqs and lows are read once before every probe and the seqs once after, so
+ * a key costs its probe. Readers ask about thousands of topics a wave; with
+ * home slots loaded PREFETCH_AHEAD keys ahead their cache misses overlap.
+ */
+int
+RecentMayHaveMany(const RecentTable *t, int n, const uint32 *keys, const uint64 *floors,
+				  bool *may)
+{
+	uint64		seq[RECENT_MAX_PARTS];
+	uint64		low[RECENT_MAX_PARTS];
+	uint64		moved = 0;		/* partitions whose seq was odd or moved */
+	int			count = 0;
+
+	for (int p = 0; p < NParts; p++)
+		seq[p] = pg_atomic_read_u64((pg_atomic_uint64 *) &t->parts[p].seq);
+	pg_read_barrier();
+	for (int p = 0; p < NParts; p++)
+	{
+		low[p] = pg_atomic_read_u64((pg_atomic_uint64 *) &t->parts[p].low);
+		if (seq[p] & 1)
+			moved |= UINT64CONST(1) << p;
+	}
+	for (int i = 0; i < Min(n, PREFETCH_AHEAD); i++)
+		PrefetchHome(t, keys[i]);
+	for (int i = 0; i < n; i++)
+	{
+		uint32		key = keys[i];
+		int			p = PartOf(key);
+		int			home = Home(key);
+		uint32		k = pg_atomic_read_u32(&KeysOf(t, p)[home]);
+		uint64		max;
+
+		if (i + PREFETCH_AHEAD < n)
+			PrefetchHome(t, keys[i + PREFETCH_AHEAD]);
+		if (likely(k == key))
+		{
+			pg_read_barrier();
+			max = pg_atomic_read_u64(&MaxesOf(t, p)[home]);
+		}
+		else
+			max = k == 0 ? 0 : MaxOf(t, p, key);
+		may[i] = floors[i] < low[p] || max > floors[i];
+		count += may[i];
+	}
+	pg_read_barrier();
+	for (int p = 0; p < NParts; p++)
+		if (pg_atomic_read_u64((pg_atomic_uint64 *) &t->parts[p].seq) != seq[p])
+			moved |= UINT64CONST(1) << p;
+	if (moved != 0)
+	{
+		/* a partition changed under the probes: its keys may have */
+		count = 0;
+		for (int i = 0; i < n; i++)
+		{
+			if ((moved & (UINT64CONST(1) << PartOf(keys[i]))) != 0)
+				may[i] = true;
+			count += may[i];
+		}
+	}
+	return count;
 }
 
 bool

@@ -26,7 +26,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -88,11 +87,11 @@ typedef struct WaveTopic
 	int64		floor;
 } WaveTopic;
 
-/* Hash of a topic's bytes. */
+/* Hash of a topic's bytes: its recent-writes key, so a topic is hashed once. */
 static inline uint32
 TopicHash(const bytea *topic)
 {
-	return hash_bytes((const unsigned char *) VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic));
+	return RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
 }
 
 /* Whether two topics have the same bytes. */
@@ -157,22 +156,93 @@ ClassifyByTopic(void *arg, const SourceLeaf *leaf, TupleTableSlot *slot)
 	return entry != NULL ? entry->stream : -1;
 }
 
-/* Collapses the topics to distinct ones with their lowest floor, raised to the cursor. */
-static wavetopics_hash *
-DistinctTopics(const ArgArray *topics, const ArgArray *floors, int64 scan_cursor)
+/*
+ * Decides per listing whether the wave reads it (read[i]), and hashes those
+ * it reads (keys[i]); returns how many. A listing is read when its floor,
+ * raised to the scan cursor, is below the ceiling and, over a table with
+ * recent writes, a write of its topic above that floor may be registered
+ * (asked after the snapshot was taken: a topic with no such write has no row
+ * the snapshot sees above its floor). A topic listed twice is then read from
+ * the lowest floor among its listings that are read: rows between a lower
+ * floor whose answer was "no" and that one were registered after the
+ * question, so after the snapshot.
+ */
+static int
+ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray *floors,
+			   int64 scan_cursor, int64 ceiling, uint32 *keys, bool *read)
 {
-	wavetopics_hash *hash = wavetopics_create(CurrentMemoryContext, Max(topics->n, 16), NULL);
+	uint32	   *ask_keys = NULL;
+	uint64	   *ask_floors = NULL;
+	int		   *ask_listing = NULL;
+	bool	   *ask_may = NULL;
+	int			nask = 0;
+	int			count = 0;
+
+	if (recent != NULL)
+	{
+		ask_keys = palloc(sizeof(uint32) * topics->n);
+		ask_floors = palloc(sizeof(uint64) * topics->n);
+		ask_listing = palloc(sizeof(int) * topics->n);
+		ask_may = palloc(sizeof(bool) * topics->n);
+	}
+	for (int i = 0; i < topics->n; i++)
+	{
+		int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
+		bytea	   *topic = (bytea *) DatumGetPointer(topics->values[i]);
+
+		if ((i % 4096) == 0)
+			CHECK_FOR_INTERRUPTS();
+		read[i] = false;
+		if (floor >= ceiling)
+			continue;
+		if (VARATT_IS_EXTENDED(topic))
+			topic = DatumGetByteaPP(topics->values[i]);
+		keys[i] = RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
+		if (recent == NULL || floor < 0)
+		{
+			read[i] = true;
+			count++;
+			continue;
+		}
+		ask_keys[nask] = keys[i];
+		ask_floors[nask] = (uint64) floor;
+		ask_listing[nask++] = i;
+	}
+	if (nask > 0)
+	{
+		count += RecentMayHaveMany(recent, nask, ask_keys, ask_floors, ask_may);
+		for (int a = 0; a < nask; a++)
+			read[ask_listing[a]] = ask_may[a];
+	}
+	if (recent != NULL)
+	{
+		pfree(ask_keys);
+		pfree(ask_floors);
+		pfree(ask_listing);
+		pfree(ask_may);
+	}
+	return count;
+}
+
+/* Collapses the listings read to distinct topics with their lowest floor, raised to the cursor. */
+static wavetopics_hash *
+DistinctTopics(const ArgArray *topics, const ArgArray *floors, int64 scan_cursor,
+			   const uint32 *keys, const bool *read, int nread)
+{
+	wavetopics_hash *hash = wavetopics_create(CurrentMemoryContext, Max(nread, 16), NULL);
 
 	for (int i = 0; i < topics->n; i++)
 	{
-		bytea	   *topic = DatumGetByteaPP(topics->values[i]);
 		int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
 		bool		found;
 		WaveTopic  *entry;
 
 		if ((i % 4096) == 0)
 			CHECK_FOR_INTERRUPTS();
-		entry = wavetopics_insert(hash, topic, &found);
+		if (!read[i])
+			continue;
+		entry = wavetopics_insert_hash(hash, DatumGetByteaPP(topics->values[i]), keys[i],
+									   &found);
 		if (!found || floor < entry->floor)
 			entry->floor = floor;
 		entry->stream = -1;
@@ -193,33 +263,6 @@ AnyTopicBelow(const ArgArray *floors, int64 scan_cursor, int64 ceiling)
 }
 
 /*
- * Whether some topic, its floor raised to the scan cursor and below the
- * ceiling, may hold a row above its floor by the recent-writes table. Each
- * listing is asked with its own floor: a topic listed twice is skipped only
- * when every listing is, so its lowest floor is.
- */
-static bool
-AnyTopicMayHave(const RecentTable *recent, const ArgArray *topics, const ArgArray *floors,
-				int64 scan_cursor, int64 ceiling)
-{
-	for (int i = 0; i < topics->n; i++)
-	{
-		int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
-		bytea	   *topic;
-
-		if (floor >= ceiling)
-			continue;
-		if (floor < 0)
-			return true;
-		topic = DatumGetByteaPP(topics->values[i]);
-		if (RecentMayHave(recent, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0),
-						  (uint64) floor))
-			return true;
-	}
-	return false;
-}
-
-/*
  * Reads the wave arguments (topics, floors, scan_cursor, ceiling at 0..3 and
  * the source at source_arg), opens the source and sets up the merge.
  */
@@ -236,6 +279,9 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	wavetopics_iterator it;
 	WaveTopic  *entry;
 	RecentTable *recent;
+	uint32	   *keys;
+	bool	   *read;
+	int			nread;
 
 	ArgRequireSameLength(&topics, &floors);
 	ArgRequireNonEmptyTopics(&topics);
@@ -254,20 +300,21 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 		return wave;
 	}
 
-	/*
-	 * Over xip83's own table, asked after the snapshot was taken: a topic with
-	 * no write above its floor registered so far has no row this snapshot sees.
-	 */
 	recent = RecentForSource(PG_GETARG_OID(source_arg),
 							 spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME);
-	if (recent != NULL &&
-		!AnyTopicMayHave(recent, &topics, &floors, scan_cursor, ceiling))
+	keys = palloc(sizeof(uint32) * topics.n);
+	read = palloc(sizeof(bool) * topics.n);
+	nread = ChooseListings(recent, &topics, &floors, scan_cursor, ceiling, keys, read);
+	if (nread == 0)
 	{
+		/* nothing new: the same as caught up */
 		(void) SourceCheckReadable(PG_GETARG_OID(source_arg), spec);
 		return wave;
 	}
 	wave->source = SourceOpen(PG_GETARG_OID(source_arg), spec);
-	wave->topics = DistinctTopics(&topics, &floors, scan_cursor);
+	wave->topics = DistinctTopics(&topics, &floors, scan_cursor, keys, read, nread);
+	pfree(keys);
+	pfree(read);
 	wave->leaves = palloc(sizeof(SourceLeaf *) * Max(wave->source->nleaves, 1));
 	for (int i = 0; i < wave->source->nleaves; i++)
 		wave->leaves[i] = &wave->source->leaves[i];
@@ -281,10 +328,6 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	wavetopics_start_iterate(wave->topics, &it);
 	while ((entry = wavetopics_iterate(wave->topics, &it)) != NULL)
 	{
-		if (entry->floor >= ceiling ||
-			(recent != NULL && entry->floor >= 0 &&
-			 !RecentMayHave(recent, RecentKeyOfHash(entry->hash), (uint64) entry->floor)))
-			continue;
 		if (in_order)
 			entry->stream = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
 										   entry->floor, ceiling, wave->leaves,
