@@ -37,6 +37,7 @@
 #define COST_FETCH			3.0		/* fetch one heap tuple out of order */
 
 #define MIN_PROBE_ROWS		128
+#define FIRST_BATCH_MIN		8
 #define FIRST_BATCH_MAX		32
 #define BATCH_MAX			256
 #define STREAM_BATCH_FIRST	64
@@ -110,6 +111,9 @@ struct MergeScan
 	int64		buffered_items;
 	MergeHead  *heads;			/* min-heap of the heads of unexhausted streams */
 	int			nheads;
+	int			heads_cap;
+	MergeHead  *pending;		/* min-heap of streams not read yet, by floor */
+	int			npending;
 
 	LeafScan   *leafscans;		/* by SourceLeaf.leafno */
 	int			nleafscans;
@@ -153,6 +157,20 @@ MergeBegin(int nprefix, Snapshot snapshot, MergeStrategy strategy, int64 row_goa
 	merge->streams = MemoryContextAlloc(cxt, sizeof(MergeStream) * merge->cap);
 	merge->budget_items = Max((int64) work_mem * 1024 / (int64) sizeof(MergeItem), 1024);
 	return merge;
+}
+
+/* Makes room for n more streams at once (a wave knows how many it adds). */
+void
+MergeReserveStreams(MergeScan *merge, int n)
+{
+	if (n <= merge->cap - merge->nstreams)
+		return;
+	if (n > PG_INT32_MAX / 2 - merge->nstreams)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many topics in one wave scan")));
+	merge->cap = merge->nstreams + n;
+	merge->streams = repalloc_huge(merge->streams, sizeof(MergeStream) * merge->cap);
 }
 
 /*
@@ -326,8 +344,13 @@ NextBatchSize(MergeScan *merge, MergeStream *s)
 
 	if (s->cap == 0 && merge->row_goal > 0)
 	{
-		/* a page: about twice a stream's share of it */
-		want = (int) Min(Max(2 * merge->row_goal / Max(merge->nstreams, 1), 2), FIRST_BATCH_MAX);
+		/*
+		 * A page: about twice a stream's share of it, and at least a few
+		 * rows: the descent has read the leaf page into the scan already, so
+		 * a few more items cost little next to a second descent.
+		 */
+		want = (int) Min(Max(2 * merge->row_goal / Max(merge->nstreams, 1), FIRST_BATCH_MIN),
+						 FIRST_BATCH_MAX);
 	}
 	else if (s->cap == 0)
 	{
@@ -427,12 +450,10 @@ HeadBefore(const MergeHead *a, const MergeHead *b)
 	return a->position < b->position;
 }
 
-/* Restores the heap property below slot i (the heap is a min-heap of heads). */
+/* Restores the min-heap property of heads[0..n) below slot i. */
 static void
-SiftDown(MergeScan *merge, int i)
+SiftDownIn(MergeHead *heads, int n, int i)
 {
-	MergeHead  *heads = merge->heads;
-	int			n = merge->nheads;
 	MergeHead	x = heads[i];
 
 	for (;;)
@@ -451,32 +472,98 @@ SiftDown(MergeScan *merge, int i)
 	heads[i] = x;
 }
 
-/* Reads every stream's first batch and builds the heap over their heads. */
+static inline void
+SiftDown(MergeScan *merge, int i)
+{
+	SiftDownIn(merge->heads, merge->nheads, i);
+}
+
+/* Adds a head to the heap of heads. */
+static void
+PushHead(MergeScan *merge, MergeHead h)
+{
+	int			i;
+
+	if (merge->nheads == merge->heads_cap)
+	{
+		/* heads grow with the streams read so far, not all streams */
+		merge->heads_cap = Min(merge->heads_cap * 2, Max(merge->nstreams, 1));
+		merge->heads = repalloc_huge(merge->heads, sizeof(MergeHead) * merge->heads_cap);
+	}
+	i = merge->nheads++;
+	while (i > 0 && HeadBefore(&h, &merge->heads[(i - 1) / 2]))
+	{
+		merge->heads[i] = merge->heads[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	merge->heads[i] = h;
+}
+
+/*
+ * Starts the heap strategy with every stream's floor raised to `floor`.
+ * Streams are read lazily, in floor order: a stream whose floor is at or
+ * above the current head cannot hold the next row, so it waits (PrimeDue).
+ * A page of a wave whose topics all have rows far above the lowest floor
+ * then descends the topics whose floors are below the page's last row, not
+ * every topic.
+ */
 static void
 PrimeHeap(MergeScan *merge, int64 floor)
 {
-	merge->heads = MemoryContextAllocHuge(merge->cxt,
-										  sizeof(MergeHead) * Max(merge->nstreams, 1));
+	merge->heads_cap = Min(Max(merge->nstreams, 1), 64);
+	merge->heads = MemoryContextAlloc(merge->cxt, sizeof(MergeHead) * merge->heads_cap);
+	merge->pending = MemoryContextAllocHuge(merge->cxt,
+											sizeof(MergeHead) * Max(merge->nstreams, 1));
 	merge->nheads = 0;
+	merge->npending = 0;
 	for (int i = 0; i < merge->nstreams; i++)
 	{
 		MergeStream *s = &merge->streams[i];
 
-		if ((i % INTERRUPT_EVERY) == 0)
-			CHECK_FOR_INTERRUPTS();
 		s->floor = Max(s->floor, floor);
-		if (s->floor < s->ceiling && Refill(merge, s) > 0)
+		if (s->floor < s->ceiling)
 		{
-			MergeHead  *h = &merge->heads[merge->nheads++];
+			MergeHead  *h = &merge->pending[merge->npending++];
 
-			h->position = s->items[0].position;
+			h->position = s->floor;
 			h->originator = s->originator;
 			h->stream = i;
 		}
 	}
-	for (int i = merge->nheads / 2 - 1; i >= 0; i--)
-		SiftDown(merge, i);
+	for (int i = merge->npending / 2 - 1; i >= 0; i--)
+		SiftDownIn(merge->pending, merge->npending, i);
 	merge->mode = MODE_HEAP;
+}
+
+/*
+ * Reads the first batch of every waiting stream that may hold a row before
+ * the current head: one whose (originator, floor) is before the head's
+ * (originator, position), so its rows (above its floor) may come first.
+ */
+static void
+PrimeDue(MergeScan *merge)
+{
+	while (merge->npending > 0 &&
+		   (merge->nheads == 0 || HeadBefore(&merge->pending[0], &merge->heads[0])))
+	{
+		MergeStream *s = &merge->streams[merge->pending[0].stream];
+		int			sno = merge->pending[0].stream;
+
+		merge->pending[0] = merge->pending[--merge->npending];
+		if (merge->npending > 0)
+			SiftDownIn(merge->pending, merge->npending, 0);
+		if ((merge->stats.descents % INTERRUPT_EVERY) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (Refill(merge, s) > 0)
+		{
+			MergeHead	h;
+
+			h.position = s->items[0].position;
+			h.originator = s->originator;
+			h.stream = sno;
+			PushHead(merge, h);
+		}
+	}
 }
 
 /* Moves the top stream past the item just taken and restores the heap. */
@@ -509,7 +596,7 @@ NextFromHeap(MergeScan *merge, MergeRow *row)
 {
 	int64		loops = 0;
 
-	while (merge->nheads > 0)
+	for (PrimeDue(merge); merge->nheads > 0; PrimeDue(merge))
 	{
 		int			sno = merge->heads[0].stream;
 		MergeStream *s = &merge->streams[sno];
@@ -542,6 +629,34 @@ NextFromHeap(MergeScan *merge, MergeRow *row)
 	return false;
 }
 
+/*
+ * The streams the walk has reached: floor at or below its position, ceiling
+ * above. Only these would the heap descend if it took over now (it reads the
+ * others lazily, when the merge gets to their floors).
+ */
+static int64
+ActiveStreams(const MergeScan *merge)
+{
+	int64		live = 0;
+
+	for (int i = 0; i < merge->nstreams; i++)
+		if (merge->streams[i].floor <= merge->walk_position &&
+			merge->streams[i].ceiling > merge->walk_position)
+			live++;
+	return live;
+}
+
+/*
+ * The rows the walk reads before it judges again: about half what the heap
+ * would pay to descend the streams reached, so probing costs at most half
+ * of what it may save.
+ */
+static int64
+WindowSize(const MergeScan *merge, int64 live)
+{
+	return Max(MIN_PROBE_ROWS, (int64) (live * COST_DESCENT / (2 * COST_WALK_ROW)));
+}
+
 /* Sets the walk's bounds from the streams: below the lowest floor, to the top ceiling. */
 static void
 StartWalk(MergeScan *merge)
@@ -560,25 +675,21 @@ StartWalk(MergeScan *merge)
 	merge->walk_position = merge->walk_lo;
 	merge->walk_leaf = 0;
 	merge->walk_open = false;
-	merge->window_size = Max(MIN_PROBE_ROWS,
-							 (int64) (merge->nstreams * COST_DESCENT / (2 * COST_WALK_ROW)));
+	merge->window_size = WindowSize(merge, ActiveStreams(merge));
 	merge->mode = MODE_WALK;
 }
 
 /*
  * Whether the heap would now produce the rest more cheaply than the walk,
- * judged from the share of walked rows the last window kept.
+ * judged from the share of walked rows the last window kept. The heap would
+ * descend the `live` streams the walk has reached now; streams whose floors
+ * lie ahead cost both ways (the walk reads past their floors too).
  */
 static bool
-HeapIsCheaper(MergeScan *merge)
+HeapIsCheaper(MergeScan *merge, int64 live)
 {
 	double		share = (double) merge->window_matched / (double) merge->window_walked;
 	double		need;
-	int64		live = 0;
-
-	for (int i = 0; i < merge->nstreams; i++)
-		if (merge->streams[i].ceiling > merge->walk_position)
-			live++;
 	if (merge->row_goal > 0)
 		need = (double) (merge->row_goal - merge->emitted);
 	else
@@ -651,9 +762,12 @@ NextFromWalk(MergeScan *merge, MergeRow *row)
 			}
 			if (merge->window_walked >= merge->window_size)
 			{
-				if (merge->strategy == MERGE_STRATEGY_AUTO && HeapIsCheaper(merge))
+				int64		live = ActiveStreams(merge);
+
+				if (merge->strategy == MERGE_STRATEGY_AUTO && HeapIsCheaper(merge, live))
 					return false;
 				merge->window_walked = merge->window_matched = 0;
+				merge->window_size = WindowSize(merge, live);
 			}
 		}
 		merge->walk_open = false;

@@ -325,6 +325,8 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	 */
 	in_order = LeavesInIdOrder(wave->source);
 	wave->merge = MergeBegin(1, snapshot, (MergeStrategy) xip83_wave_strategy, row_goal);
+	if (in_order)
+		MergeReserveStreams(wave->merge, wave->topics->members);
 	wavetopics_start_iterate(wave->topics, &it);
 	while ((entry = wavetopics_iterate(wave->topics, &it)) != NULL)
 	{

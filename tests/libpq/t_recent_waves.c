@@ -61,6 +61,47 @@ static const char *const Setup =
 "                                  UNION ALL (SELECT id FROM w EXCEPT SELECT id FROM e)) d)',"
 "      kind, tab, col) INTO expected, differ USING topics, floors, ceil;"
 "END $$;"
+/*
+ * diff_pages: a wave read page by page (scan cursor = the last id of the
+ * previous page) under a wave strategy, compared in order with the
+ * definition: floors at, near (90-100% of), far below or above (past the
+ * ceiling) each topic's last id, some topics listed again with another floor,
+ * a topic never written. 0 when the ids are the same in the same order.
+ */
+"CREATE FUNCTION diff_pages(kind text, pick float8, seed float8, page int, strategy text,"
+"    OUT expected bigint, OUT differ bigint) LANGUAGE plpgsql AS $$"
+"DECLARE tab text := CASE kind WHEN 'group' THEN 'group_messages' ELSE 'welcome_messages' END;"
+"  col text := CASE kind WHEN 'group' THEN 'group_id' ELSE 'installation_key' END;"
+"  topics bytea[]; floors bigint[]; ceil bigint; cur bigint := 0; got bigint[] := '{}';"
+"  part bigint[]; want bigint[];"
+"BEGIN"
+"  PERFORM setseed(seed);"
+"  PERFORM set_config('xip83.wave_strategy', strategy, true);"
+"  EXECUTE format('SELECT array_agg(topic ORDER BY k), array_agg(fl ORDER BY k) FROM ("
+"      SELECT topic, random() k, CASE WHEN r < 0.3 THEN last"
+"          WHEN r < 0.6 THEN (last * (0.9 + random() * 0.1))::bigint"
+"          WHEN r < 0.7 THEN 1000000000 WHEN r < 0.8 THEN greatest(last - (random() * 3)::int, 0)"
+"          ELSE (last * random())::bigint END fl"
+"        FROM (SELECT *, random() r FROM seen_%s) s WHERE random() < $1"
+"      UNION ALL SELECT topic, random(), (last * random())::bigint FROM seen_%s WHERE random() < $1 / 4"
+"      UNION ALL SELECT ''\\xfffe''::bytea, 0.5, 0) x', kind, kind) INTO topics, floors USING pick;"
+"  EXECUTE format('SELECT xip83.%s_ceiling()', kind) INTO ceil;"
+"  LOOP"
+"    EXECUTE format('SELECT array_agg(t.id ORDER BY t.ordinality)"
+"        FROM xip83.%s_wave_scan($1, $2, $3, $4, $5) WITH ORDINALITY t', kind)"
+"      INTO part USING topics, floors, cur, ceil, page;"
+"    EXIT WHEN part IS NULL;"
+"    got := got || part;"
+"    EXIT WHEN cardinality(part) < page;"
+"    cur := part[cardinality(part)];"
+"  END LOOP;"
+"  EXECUTE format('SELECT array_agg(m.id ORDER BY m.id) FROM xip83.%s m WHERE m.id <= $3 AND EXISTS"
+"      (SELECT 1 FROM unnest($1, $2) f(topic, fl) WHERE f.topic = m.%s AND m.id > f.fl)', tab, col)"
+"    INTO want USING topics, floors, ceil;"
+"  expected := coalesce(cardinality(want), 0);"
+"  differ := CASE WHEN got = coalesce(want, '{}') THEN 0"
+"                 ELSE 1 + abs(coalesce(cardinality(got), 0) - expected) END;"
+"END $$;"
 /* d14n: per (topic, originator) */
 "CREATE TABLE seen_env (topic bytea, node int, last bigint, PRIMARY KEY (topic, node));"
 "CREATE FUNCTION take_seen_env() RETURNS void LANGUAGE sql AS $$"
@@ -174,6 +215,23 @@ CheckWaves(PGconn *c, const char *when)
 					 (long long) tl_int(r, 0, 1), (long long) tl_int(r, 0, 0));
 			PQclear(r);
 		}
+	/* paged, in order, each wave strategy in turn */
+	for (int p = 0; p < 3; p++)
+	{
+		static const char *const strategies[] = {"auto", "heap", "walk"};
+		static const int pages[] = {50, 7, 1};
+		const char *strategy = strategies[(Waves + p) % 3];
+		char		sql[256];
+		PGresult   *r;
+
+		snprintf(sql, sizeof(sql), "SELECT * FROM diff_pages('%s', %g, %g, %d, '%s')",
+				 kinds[p % 2], picks[p], (double) (++Waves % 1000) / 1000.0, pages[p], strategy);
+		r = tl_exec(c, sql, 0, NULL);
+		TL_CHECK(tl_int(r, 0, 1) == 0, "%s: %s wave in pages of %d (%s) differs from its"
+				 " definition (%lld rows expected)", when, kinds[p % 2], pages[p], strategy,
+				 (long long) tl_int(r, 0, 0));
+		PQclear(r);
+	}
 	for (int p = 0; p < 3; p++)
 	{
 		char		sql[256];
@@ -225,6 +283,8 @@ main(void)
 		 " VALUES ('\\xabababab', '\\x00', sha256('\\xabababab00'))");
 	Exec(c, "SELECT take_seen(), take_seen_env()");
 	CheckWaves(c, "caught up");
+	TL_CHECK(tl_scalar(c, "SELECT count(*) FROM xip83.group_wave_scan('{}', '{}', 0,"
+					   " xip83.group_ceiling(), 10)") == 0, "a wave of no topics returns no rows");
 
 	/* writers since the floors, one transaction left open across waves */
 	Write(w, 300, 500);
