@@ -351,6 +351,42 @@ LeavesAreBands(SourceLeaf **leaves, int nleaves)
 }
 
 /*
+ * Marks the current originator's entries whose (topic, originator) has no
+ * write above its floor (raised past run->after) registered so far, asked of
+ * the recent-writes table in one batch after the snapshot was taken.
+ */
+static void
+AskRecent(WaveRun *run, int32 originator, bool *skip)
+{
+	OriginatorMerge *om = &run->om;
+	uint32	   *keys = palloc(sizeof(uint32) * om->nentries);
+	uint64	   *floors = palloc(sizeof(uint64) * om->nentries);
+	int		   *entry = palloc(sizeof(int) * om->nentries);
+	bool	   *may = palloc(sizeof(bool) * om->nentries);
+	int			n = 0;
+
+	for (int i = 0; i < om->nentries; i++)
+	{
+		int64		floor = Max(om->entries[i].floor, run->after);
+		bytea	   *topic;
+
+		if (floor < 0 || floor >= run->ceiling)
+			continue;
+		topic = DatumGetByteaPP(om->entries[i].topic);
+		keys[n] = RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), originator);
+		floors[n] = (uint64) floor;
+		entry[n++] = i;
+	}
+	(void) RecentMayHaveMany(run->recent, n, keys, floors, may);
+	for (int j = 0; j < n; j++)
+		skip[entry[j]] = !may[j];
+	pfree(keys);
+	pfree(floors);
+	pfree(entry);
+	pfree(may);
+}
+
+/*
  * Starts a merge of the current originator's streams past run->after (per
  * entry, the higher of it and the entry's floor) up to its ceiling, with a
  * row goal of what the run still wants.
@@ -363,23 +399,21 @@ StartMerge(WaveRun *run)
 	bool		bands = om->bands;
 	MemoryContext old = MemoryContextSwitchTo(run->cxt);
 
+	bool	   *skip = palloc0(sizeof(bool) * om->nentries);
+
 	run->goal = Max(run->remaining, 0);
 	run->produced = 0;
 	run->merge = MergeBegin(2, run->snapshot, MERGE_STRATEGY_AUTO, run->goal);
+	if (run->recent != NULL)
+		AskRecent(run, originator, skip);
 	for (int i = 0; i < om->nentries; i++)
 	{
 		const WaveEntry *e = &om->entries[i];
 		int64		floor = Max(e->floor, run->after);
 
 		om->entry_stream[i] = -1;
-		if (run->recent != NULL && floor >= 0 && floor < run->ceiling)
-		{
-			bytea	   *topic = DatumGetByteaPP(e->topic);
-
-			if (!RecentMayHave(run->recent, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic),
-													  originator), (uint64) floor))
-				continue;
-		}
+		if (skip[i])
+			continue;
 		for (int l = 0; l < (bands ? 1 : om->nleaves); l++)
 		{
 			int			sno = bands
@@ -398,6 +432,7 @@ StartMerge(WaveRun *run)
 	/* the dense walk maps a row to its topic's one stream: bands only */
 	if (bands)
 		MergeSetDenseWalk(run->merge, om->leaves, om->nleaves, originator, ClassifyRow, om);
+	pfree(skip);
 	MemoryContextSwitchTo(old);
 }
 

@@ -156,70 +156,68 @@ ClassifyByTopic(void *arg, const SourceLeaf *leaf, TupleTableSlot *slot)
 	return entry != NULL ? entry->stream : -1;
 }
 
+/* Listings hashed and asked about at a time, on the stack. */
+#define ASK_CHUNK 1024
+
 /*
- * Decides per listing whether the wave reads it (read[i]), and hashes those
- * it reads (keys[i]); returns how many. A listing is read when its floor,
- * raised to the scan cursor, is below the ceiling and, over a table with
- * recent writes, a write of its topic above that floor may be registered
- * (asked after the snapshot was taken: a topic with no such write has no row
- * the snapshot sees above its floor). A topic listed twice is then read from
- * the lowest floor among its listings that are read: rows between a lower
- * floor whose answer was "no" and that one were registered after the
- * question, so after the snapshot.
+ * Decides per listing whether the wave reads it (*read, allocated with the
+ * first listing read; NULL when none is) and hashes those it reads (*keys);
+ * returns how many. A listing is read when its floor, raised to the scan
+ * cursor, is below the ceiling and, over a table with recent writes, a write
+ * of its topic above that floor may be registered (asked after the snapshot
+ * was taken: a topic with no such write has no row the snapshot sees above
+ * its floor). A topic listed twice is then read from the lowest floor among
+ * its listings that are read: rows between a lower floor whose answer was
+ * "no" and that one were registered after the question, so after the
+ * snapshot. A caught-up wave allocates nothing here.
  */
 static int
 ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray *floors,
-			   int64 scan_cursor, int64 ceiling, uint32 *keys, bool *read)
+			   int64 scan_cursor, int64 ceiling, uint32 **keys, bool **read)
 {
-	uint32	   *ask_keys = NULL;
-	uint64	   *ask_floors = NULL;
-	int		   *ask_listing = NULL;
-	bool	   *ask_may = NULL;
-	int			nask = 0;
+	uint32		chunk_keys[ASK_CHUNK];
+	uint64		chunk_floors[ASK_CHUNK];
+	int			chunk_listing[ASK_CHUNK];
+	bool		chunk_may[ASK_CHUNK];
 	int			count = 0;
 
-	if (recent != NULL)
+	*keys = NULL;
+	*read = NULL;
+	for (int start = 0; start < topics->n; start += ASK_CHUNK)
 	{
-		ask_keys = palloc(sizeof(uint32) * topics->n);
-		ask_floors = palloc(sizeof(uint64) * topics->n);
-		ask_listing = palloc(sizeof(int) * topics->n);
-		ask_may = palloc(sizeof(bool) * topics->n);
-	}
-	for (int i = 0; i < topics->n; i++)
-	{
-		int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
-		bytea	   *topic = (bytea *) DatumGetPointer(topics->values[i]);
+		int			end = Min(topics->n, start + ASK_CHUNK);
+		int			n = 0;
 
-		if ((i % 4096) == 0)
-			CHECK_FOR_INTERRUPTS();
-		read[i] = false;
-		if (floor >= ceiling)
-			continue;
-		if (VARATT_IS_EXTENDED(topic))
-			topic = DatumGetByteaPP(topics->values[i]);
-		keys[i] = RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
-		if (recent == NULL || floor < 0)
+		CHECK_FOR_INTERRUPTS();
+		for (int i = start; i < end; i++)
 		{
-			read[i] = true;
-			count++;
-			continue;
+			int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
+			bytea	   *topic = (bytea *) DatumGetPointer(topics->values[i]);
+
+			if (floor >= ceiling)
+				continue;
+			if (VARATT_IS_EXTENDED(topic))
+				topic = DatumGetByteaPP(topics->values[i]);
+			chunk_keys[n] = RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
+			chunk_floors[n] = (uint64) floor;
+			chunk_listing[n++] = i;
 		}
-		ask_keys[nask] = keys[i];
-		ask_floors[nask] = (uint64) floor;
-		ask_listing[nask++] = i;
-	}
-	if (nask > 0)
-	{
-		count += RecentMayHaveMany(recent, nask, ask_keys, ask_floors, ask_may);
-		for (int a = 0; a < nask; a++)
-			read[ask_listing[a]] = ask_may[a];
-	}
-	if (recent != NULL)
-	{
-		pfree(ask_keys);
-		pfree(ask_floors);
-		pfree(ask_listing);
-		pfree(ask_may);
+		if (recent != NULL)
+			(void) RecentMayHaveMany(recent, n, chunk_keys, chunk_floors, chunk_may);
+		for (int j = 0; j < n; j++)
+		{
+			/* below position 0 the table answers nothing: read */
+			if (recent != NULL && (int64) chunk_floors[j] >= 0 && !chunk_may[j])
+				continue;
+			if (*read == NULL)
+			{
+				*keys = palloc(sizeof(uint32) * topics->n);
+				*read = palloc0(sizeof(bool) * topics->n);
+			}
+			(*keys)[chunk_listing[j]] = chunk_keys[j];
+			(*read)[chunk_listing[j]] = true;
+			count++;
+		}
 	}
 	return count;
 }
@@ -302,9 +300,7 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 
 	recent = RecentForSource(PG_GETARG_OID(source_arg),
 							 spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME);
-	keys = palloc(sizeof(uint32) * topics.n);
-	read = palloc(sizeof(bool) * topics.n);
-	nread = ChooseListings(recent, &topics, &floors, scan_cursor, ceiling, keys, read);
+	nread = ChooseListings(recent, &topics, &floors, scan_cursor, ceiling, &keys, &read);
 	if (nread == 0)
 	{
 		/* nothing new: the same as caught up */
