@@ -159,6 +159,16 @@ MergeBegin(int nprefix, Snapshot snapshot, MergeStrategy strategy, int64 row_goa
 	return merge;
 }
 
+/* Lowers a stream's floor before the first row is read (a topic listed twice). */
+void
+MergeLowerFloor(MergeScan *merge, int stream, int64 floor)
+{
+	if (merge->mode != MODE_START)
+		elog(ERROR, "merge floors must be set before the first row is read");
+	if (floor < merge->streams[stream].floor)
+		merge->streams[stream].floor = floor;
+}
+
 /* Makes room for n more streams at once (a wave knows how many it adds). */
 void
 MergeReserveStreams(MergeScan *merge, int n)

@@ -81,6 +81,7 @@ typedef int (*MergeClassifyFn) (void *arg, const SourceLeaf *leaf, TupleTableSlo
 extern MergeScan *MergeBegin(int nprefix, Snapshot snapshot, MergeStrategy strategy,
 							 int64 row_goal);
 extern void MergeReserveStreams(MergeScan *merge, int n);
+extern void MergeLowerFloor(MergeScan *merge, int stream, int64 floor);
 extern int	MergeAddStream(MergeScan *merge, Datum topic, int32 originator,
 						   int64 floor, int64 ceiling, SourceLeaf **leaves, int nleaves);
 extern void MergeSetDenseWalk(MergeScan *merge, SourceLeaf **leaves, int nleaves,

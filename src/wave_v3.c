@@ -77,14 +77,12 @@ const SourceSpec WaveV3WelcomeSource = {
 	.position_column = "id",
 };
 
-/* A distinct topic of the wave: its lowest floor and the stream reading it. */
+/* A distinct topic of the wave and its stream (the first of them, per leaf). */
 typedef struct WaveTopic
 {
 	bytea	   *topic;
-	uint32		hash;
-	char		status;
 	int32		stream;			/* -1: nothing to read */
-	int64		floor;
+	char		status;
 } WaveTopic;
 
 /* Hash of a topic's bytes: its recent-writes key, so a topic is hashed once. */
@@ -108,8 +106,6 @@ TopicEqual(const bytea *a, const bytea *b)
 #define SH_KEY			topic
 #define SH_HASH_KEY(tb, key)	TopicHash(key)
 #define SH_EQUAL(tb, a, b)		TopicEqual(a, b)
-#define SH_STORE_HASH
-#define SH_GET_HASH(tb, a)		((a)->hash)
 #define SH_SCOPE		static inline
 #define SH_DECLARE
 #define SH_DEFINE
@@ -222,13 +218,20 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 	return count;
 }
 
-/* Collapses the listings read to distinct topics with their lowest floor, raised to the cursor. */
-static wavetopics_hash *
-DistinctTopics(const ArgArray *topics, const ArgArray *floors, int64 scan_cursor,
-			   const uint32 *keys, const bool *read, int nread)
+/*
+ * Adds the streams of the listings read, a topic listed twice once with its
+ * lowest floor (raised to the cursor): one stream per topic over leaves in id
+ * order, else one per (topic, leaf), consecutive. One pass; the topic set
+ * (wave->topics) is what the dense walk classifies rows with.
+ */
+static void
+AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 scan_cursor,
+		   int64 ceiling, const uint32 *keys, const bool *read, int nread, bool in_order)
 {
-	wavetopics_hash *hash = wavetopics_create(CurrentMemoryContext, Max(nread, 16), NULL);
+	int			nleaves = wave->source->nleaves;
 
+	wave->topics = wavetopics_create(CurrentMemoryContext, Max(nread, 16), NULL);
+	MergeReserveStreams(wave->merge, nread);
 	for (int i = 0; i < topics->n; i++)
 	{
 		int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
@@ -239,13 +242,30 @@ DistinctTopics(const ArgArray *topics, const ArgArray *floors, int64 scan_cursor
 			CHECK_FOR_INTERRUPTS();
 		if (!read[i])
 			continue;
-		entry = wavetopics_insert_hash(hash, DatumGetByteaPP(topics->values[i]), keys[i],
-									   &found);
-		if (!found || floor < entry->floor)
-			entry->floor = floor;
-		entry->stream = -1;
+		entry = wavetopics_insert_hash(wave->topics, DatumGetByteaPP(topics->values[i]),
+									   keys[i], &found);
+		if (found)
+		{
+			for (int l = 0; entry->stream >= 0 && l < (in_order ? 1 : nleaves); l++)
+				MergeLowerFloor(wave->merge, entry->stream + l, floor);
+			continue;
+		}
+		if (in_order)
+			entry->stream = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
+										   floor, ceiling, wave->leaves, nleaves);
+		else
+		{
+			entry->stream = -1;
+			for (int l = 0; l < nleaves; l++)
+			{
+				int			sno = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
+												 floor, ceiling, &wave->leaves[l], 1);
+
+				if (l == 0)
+					entry->stream = sno;
+			}
+		}
 	}
-	return hash;
 }
 
 /* Whether some floor, raised to the scan cursor, is below the ceiling. */
@@ -274,8 +294,6 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	int64		scan_cursor;
 	int64		ceiling;
 	bool		in_order;
-	wavetopics_iterator it;
-	WaveTopic  *entry;
 	RecentTable *recent;
 	uint32	   *keys;
 	bool	   *read;
@@ -308,9 +326,6 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 		return wave;
 	}
 	wave->source = SourceOpen(PG_GETARG_OID(source_arg), spec);
-	wave->topics = DistinctTopics(&topics, &floors, scan_cursor, keys, read, nread);
-	pfree(keys);
-	pfree(read);
 	wave->leaves = palloc(sizeof(SourceLeaf *) * Max(wave->source->nleaves, 1));
 	for (int i = 0; i < wave->source->nleaves; i++)
 		wave->leaves[i] = &wave->source->leaves[i];
@@ -321,20 +336,9 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	 */
 	in_order = LeavesInIdOrder(wave->source);
 	wave->merge = MergeBegin(1, snapshot, (MergeStrategy) xip83_wave_strategy, row_goal);
-	if (in_order)
-		MergeReserveStreams(wave->merge, wave->topics->members);
-	wavetopics_start_iterate(wave->topics, &it);
-	while ((entry = wavetopics_iterate(wave->topics, &it)) != NULL)
-	{
-		if (in_order)
-			entry->stream = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
-										   entry->floor, ceiling, wave->leaves,
-										   wave->source->nleaves);
-		else
-			for (int i = 0; i < wave->source->nleaves; i++)
-				(void) MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
-									  entry->floor, ceiling, &wave->leaves[i], 1);
-	}
+	AddStreams(wave, &topics, &floors, scan_cursor, ceiling, keys, read, nread, in_order);
+	pfree(keys);
+	pfree(read);
 	if (in_order)
 		MergeSetDenseWalk(wave->merge, wave->leaves, wave->source->nleaves, 0,
 						  ClassifyByTopic, wave);
