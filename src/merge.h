@@ -19,7 +19,10 @@
  *   - the heap: per-stream batches of (position, tid) read off the scan index
  *     without touching the heap, a binary heap over stream heads, one heap
  *     fetch per row emitted; a stream leaves the heap when it is exhausted, and
- *     a stream whose floor is at or above its ceiling is never read at all;
+ *     a stream whose floor is at or above its ceiling is never read at all.
+ *     Streams are first read in floor order, only once the merge reaches
+ *     their floor, so a page descends the streams whose floors lie below its
+ *     last row, not every stream;
  *   - the dense walk: when the wave's topics hold most rows of the position
  *     range, walking a unique position index in order and keeping the rows a
  *     caller's classify callback maps to a stream (and that are above that
