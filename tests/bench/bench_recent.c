@@ -17,6 +17,8 @@
  *                 against fetching that page's rows by primary key;
  *   anchor A      the same pages in plain SQL (unnest-join of topics and
  *                 floors, ORDER BY id LIMIT 500), as nodes page today;
+ *   d14n          the same three shapes over `rows` envelopes of originator 1
+ *                 on the same topics, floors per (topic, originator);
  *   writers       bulk INSERT ... SELECT and single-row INSERTs, rows/s with
  *                 the tables against without, best of five each.
  */
@@ -24,6 +26,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static PGconn *conn;
@@ -93,6 +96,40 @@ static const char *const Setup =
 "    IF i > 1 THEN ts := ts || extract(epoch FROM clock_timestamp() - t0) * 1000; END IF;"
 "  END LOOP;"
 "  RETURN (SELECT min(x) FROM unnest(ts) x); END $$;"
+/* d14n: one originator (1), the same topics; floors per (topic, originator) */
+"CREATE OR REPLACE FUNCTION bench_env(topics bytea[], floors bigint[], ceil bigint, runs int)"
+"  RETURNS float8 LANGUAGE plpgsql AS $$"
+"DECLARE t0 timestamptz; ts float8[] := '{}'; n bigint;"
+"  nodes int[] := array_fill(1, ARRAY[cardinality(topics)]);"
+"BEGIN FOR i IN 1..runs + 1 LOOP"
+"    t0 := clock_timestamp();"
+"    SELECT count(*) INTO n FROM xip83.envelope_wave_scan(topics, nodes, floors, '{1}', ARRAY[ceil], 0, 0, 500);"
+"    IF i > 1 THEN ts := ts || extract(epoch FROM clock_timestamp() - t0) * 1000; END IF;"
+"  END LOOP;"
+"  RETURN (SELECT min(x) FROM unnest(ts) x); END $$;"
+"CREATE OR REPLACE FUNCTION bench_env_anchor(topics bytea[], floors bigint[], ceil bigint, runs int)"
+"  RETURNS float8 LANGUAGE plpgsql AS $$"
+"DECLARE t0 timestamptz; ts float8[] := '{}'; n bigint;"
+"  nodes int[] := array_fill(1, ARRAY[cardinality(topics)]);"
+"BEGIN FOR i IN 1..runs + 1 LOOP"
+"    t0 := clock_timestamp();"
+"    SELECT count(*) INTO n FROM (SELECT e.originator_sequence_id FROM unnest(topics, nodes, floors)"
+"      w(topic, node, floor) JOIN xip83.envelopes e ON e.topic = w.topic"
+"      AND e.originator_node_id = w.node AND e.originator_sequence_id > w.floor"
+"      WHERE e.originator_node_id = 1 AND e.originator_sequence_id <= ceil"
+"      ORDER BY e.originator_node_id, e.originator_sequence_id LIMIT 500) x;"
+"    IF i > 1 THEN ts := ts || extract(epoch FROM clock_timestamp() - t0) * 1000; END IF;"
+"  END LOOP;"
+"  RETURN (SELECT min(x) FROM unnest(ts) x); END $$;"
+"CREATE OR REPLACE FUNCTION bench_env_pk(seqs bigint[], runs int) RETURNS float8 LANGUAGE plpgsql AS $$"
+"DECLARE t0 timestamptz; ts float8[] := '{}'; n bigint;"
+"BEGIN FOR i IN 1..runs + 1 LOOP"
+"    t0 := clock_timestamp();"
+"    SELECT sum(length(originator_envelope)) INTO n FROM xip83.envelopes"
+"      WHERE originator_node_id = 1 AND originator_sequence_id = ANY(seqs);"
+"    IF i > 1 THEN ts := ts || extract(epoch FROM clock_timestamp() - t0) * 1000; END IF;"
+"  END LOOP;"
+"  RETURN (SELECT min(x) FROM unnest(ts) x); END $$;"
 "CREATE OR REPLACE FUNCTION bench_pk(ids bigint[], runs int) RETURNS float8 LANGUAGE plpgsql AS $$"
 "DECLARE t0 timestamptz; ts float8[] := '{}'; n bigint;"
 "BEGIN FOR i IN 1..runs + 1 LOOP"
@@ -137,6 +174,7 @@ typedef struct Reads
 } Reads;
 
 static double WaveMs(const char *fn, const char *floor_expr, int runs);
+static double EnvMs(const char *fn, const char *floor_expr, int runs);
 
 /* Each call best of `runs`, the three interleaved `rounds` times (best kept). */
 static Reads
@@ -149,6 +187,21 @@ MeasureReads(int runs, int rounds)
 		r.at_ceiling = Min2(r.at_ceiling, WaveMs("bench_wave", "xip83.group_ceiling()", runs));
 		r.caught = Min2(r.caught, WaveMs("bench_wave", "last", runs));
 		r.wave95 = Min2(r.wave95, WaveMs("bench_wave", "(last * 0.95)::bigint", runs / 2));
+	}
+	return r;
+}
+
+/* The same three d14n calls (originator 1). */
+static Reads
+MeasureEnvReads(int runs, int rounds)
+{
+	Reads		r = {1e9, 1e9, 1e9};
+
+	for (int i = 0; i < rounds; i++)
+	{
+		r.at_ceiling = Min2(r.at_ceiling, EnvMs("bench_env", "ENV_CEILING", runs));
+		r.caught = Min2(r.caught, EnvMs("bench_env", "last", runs));
+		r.wave95 = Min2(r.wave95, EnvMs("bench_env", "(last * 0.95)::bigint", runs / 2));
 	}
 	return r;
 }
@@ -169,6 +222,22 @@ Writers(int topics, int bulk, int single, double *bulk_rate, double *single_rate
 	for (int i = 0; i < single; i++)
 		Exec(sql);
 	*single_rate = single / (Now() - t0);
+}
+
+#define ENV_CEILING "(SELECT max_sequence_id FROM xip83.originator_ceilings() WHERE originator_node_id = 1)"
+
+/* Best ms of a first d14n page over every topic, floors from `last` (ENV_CEILING: the ceiling). */
+static double
+EnvMs(const char *fn, const char *floor_expr, int runs)
+{
+	char		sql[768];
+
+	snprintf(sql, sizeof(sql),
+			 "SELECT %s((SELECT array_agg(topic ORDER BY topic) FROM bench_env_floors),"
+			 " (SELECT array_agg(%s ORDER BY topic) FROM bench_env_floors), %s, %d)",
+			 fn, strcmp(floor_expr, "ENV_CEILING") == 0 ? ENV_CEILING : floor_expr,
+			 ENV_CEILING, runs);
+	return Scalar(sql);
 }
 
 /* Best ms of a first page over every topic (fn: ours or the anchor), floors from `last`. */
@@ -194,7 +263,12 @@ main(int argc, char **argv)
 	Reads		with, without;
 	double		pk95,
 				anchor_caught,
-				anchor95;
+				anchor95,
+				env_pk95,
+				env_anchor_caught,
+				env_anchor95;
+	Reads		env_with,
+				env_without;
 	char		sql[2048];
 
 	Connect();
@@ -215,14 +289,28 @@ main(int argc, char **argv)
 
 	/* readers: rows written after the last start, as a running node has them */
 	Restart(true);
-	Exec("TRUNCATE xip83.group_messages RESTART IDENTITY");
+	Exec("TRUNCATE xip83.group_messages, xip83.envelopes RESTART IDENTITY");
 	for (long long done = 0; done < rows; done += 100000)
 	{
 		snprintf(sql, sizeof(sql), "SELECT bench_write(%d, %lld)", topics,
 				 rows - done < 100000 ? rows - done : 100000);
 		Exec(sql);
 	}
+	for (long long done = 0; done < rows; done += 100000)
+	{
+		snprintf(sql, sizeof(sql),
+				 "INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic,"
+				 " originator_envelope) SELECT 1, i, bench_topic((random() * (%d - 1))::int),"
+				 " decode(repeat(md5(i::text), 2), 'hex')"
+				 " FROM generate_series(%lld, %lld) i", topics, done + 1,
+				 rows - done < 100000 ? rows : done + 100000);
+		Exec(sql);
+	}
 	Exec("VACUUM ANALYZE xip83.group_messages");
+	Exec("VACUUM ANALYZE xip83.envelopes");
+	Exec("DROP TABLE IF EXISTS bench_env_floors");
+	Exec("CREATE TABLE bench_env_floors AS SELECT topic, max(originator_sequence_id) AS last"
+		 "  FROM xip83.envelopes GROUP BY 1");
 	Exec("DROP TABLE IF EXISTS bench_floors");
 	Exec("CREATE TABLE bench_floors AS SELECT group_id AS topic, max(id) AS last"
 		 "  FROM xip83.group_messages GROUP BY 1");
@@ -237,10 +325,23 @@ main(int argc, char **argv)
 		pk95 = Min2(pk95, Scalar(sql));
 	anchor_caught = WaveMs("bench_anchor", "last", 10);
 	anchor95 = WaveMs("bench_anchor", "(last * 0.95)::bigint", 10);
+	env_with = MeasureEnvReads(50, 5);
+	snprintf(sql, sizeof(sql),
+			 "SELECT bench_env_pk((SELECT array_agg(originator_sequence_id) FROM xip83.envelope_wave_scan("
+			 " (SELECT array_agg(topic) FROM bench_env_floors), array_fill(1, ARRAY[%d]),"
+			 " (SELECT array_agg((last * 0.95)::bigint) FROM bench_env_floors), '{1}',"
+			 " ARRAY[" ENV_CEILING "], 0, 0, 500)), 50)",
+			 (int) Scalar("SELECT count(*) FROM bench_env_floors"));
+	env_pk95 = 1e9;
+	for (int i = 0; i < 5; i++)
+		env_pk95 = Min2(env_pk95, Scalar(sql));
+	env_anchor_caught = EnvMs("bench_env_anchor", "last", 10);
+	env_anchor95 = EnvMs("bench_env_anchor", "(last * 0.95)::bigint", 10);
 
 	/* the same calls on the same data, every topic descended (as before the tables) */
 	Restart(false);
 	without = MeasureReads(10, 2);
+	env_without = MeasureEnvReads(10, 2);
 
 	printf("bench_recent: %lld rows, %d topics, pages of 500 (best of many runs, ms;"
 		   " writer rates best of 5; one run, machine shared)\n", rows, topics);
@@ -252,6 +353,12 @@ main(int argc, char **argv)
 	printf("  %-40s %9.3f %9.3f %9.3f %9.3f %7.2fx  %s\n",
 		   "10k floors at 95% vs its rows by pk", with.wave95, without.wave95, pk95,
 		   anchor95, with.wave95 / pk95, "<= 3x (49 ms, 80x)");
+	printf("  %-40s %9.3f %9.3f %9.3f %9.3f %7.2fx  %s\n",
+		   "d14n 10k caught up vs floors = ceiling", env_with.caught, env_without.caught,
+		   env_with.at_ceiling, env_anchor_caught, env_with.caught / env_with.at_ceiling, "<= 2x");
+	printf("  %-40s %9.3f %9.3f %9.3f %9.3f %7.2fx  %s\n",
+		   "d14n 10k floors at 95% vs its rows by pk", env_with.wave95, env_without.wave95,
+		   env_pk95, env_anchor95, env_with.wave95 / env_pk95, "<= 3x");
 	printf("  %-40s %9.0f %9.0f %9s %9s %7.3f   %s\n", "writers, bulk INSERT rows/s",
 		   bulk[1], bulk[0], "", "", bulk[1] / bulk[0], ">= 0.97");
 	printf("  %-40s %9.0f %9.0f %9s %9s %7.3f   %s\n", "writers, one-row INSERTs/s",
