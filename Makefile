@@ -134,7 +134,8 @@ $(BUILD)/client/$(BUILD)/proto/%.o: $(BUILD)/proto/%.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(PROTO_H) $(call srcfiles,tests/libpq/lib/*.h)
+$(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(PROTO_H) $(call srcfiles,tests/libpq/lib/*.h) \
+                              $(call srcfiles,src/client/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
@@ -144,11 +145,11 @@ $(BUILD)/xip83-tail: src/client/xip83_tail.c $(CLIENT_OBJ)
 $(BUILD)/xip83-session: src/client/xip83_session.c $(CLIENT_OBJ)
 	$(CC) $(PQ_CFLAGS) -o $@ $^ $(PQ_LIBS)
 
-$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h)
+$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h src/client/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
-$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h)
+$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h src/client/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
