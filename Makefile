@@ -36,11 +36,14 @@ OBJS         = $(patsubst %.c,%.o,$(call srcfiles,src/*.c)) $(PROTO_C:.c=.o)
 
 # The install script of the current version is assembled from one file per
 # concern under control/install/, in name order. Released versions' scripts
-# (control/xip83--V.sql) and upgrade scripts (control/xip83--A--B.sql) are
-# installed as they are.
+# (control/xip83--V.sql) are installed as they are. Upgrade scripts
+# (control/xip83--A--B.sql) are built: a line "-- include: control/install/F"
+# stands for that whole part, so what an upgrade adds is written once.
 INSTALL_PARTS = $(call srcfiles,control/install/*.sql)
-DATA_built   = $(BUILD)/xip83--$(EXTVERSION).sql
-DATA         = control/xip83.control $(filter-out control/xip83--$(EXTVERSION).sql,$(call srcfiles,control/xip83--*.sql))
+UPGRADE_SRC  = $(call srcfiles,control/xip83--*--*.sql)
+DATA_built   = $(BUILD)/xip83--$(EXTVERSION).sql $(patsubst control/%,$(BUILD)/%,$(UPGRADE_SRC))
+DATA         = control/xip83.control \
+               $(filter-out control/xip83--$(EXTVERSION).sql $(UPGRADE_SRC),$(call srcfiles,control/xip83--*.sql))
 MODULEDIR    = extension
 
 PROTOBUF_CFLAGS := $(shell pkg-config --cflags libprotobuf-c)
@@ -108,6 +111,10 @@ $(BUILD)/xip83--$(EXTVERSION).sql: $(INSTALL_PARTS) control/install
 	( printf '%s\n' '-- generated from control/install/*.sql; edit those' \
 	         '\echo Use "CREATE EXTENSION xip83" to load this file. \quit'; \
 	  for f in $(INSTALL_PARTS); do printf '\n-- %s\n' "$$f"; cat "$(S)$$f"; done ) > $@
+
+$(BUILD)/xip83--%--$(EXTVERSION).sql: control/xip83--%--$(EXTVERSION).sql $(INSTALL_PARTS)
+	@mkdir -p $(BUILD)
+	awk -v top='$(S)' '/^-- include: / { f = top $$3; while ((getline l < f) > 0) print l; close(f); next } { print }' $< > $@
 
 # ---------------------------------------------------------------- client side
 # libpq programs: the feed library under src/client, tools, and test programs.

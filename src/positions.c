@@ -420,7 +420,7 @@ typedef struct TriggerTarget
 {
 	PositionKind kind;
 	Oid			feed;			/* the tracked table, InvalidOid: xip83's own tables */
-	Oid			sequence;		/* v3: the table's id sequence */
+	Oid			sequence;		/* v3 tracked tables: the id sequence */
 	bool		blob;			/* an envelope blob table: no topic column */
 } TriggerTarget;
 
@@ -452,8 +452,7 @@ TriggerTargetOf(TriggerData *trigdata, const char *fn, TriggerTarget *out)
 	if (relid == RegistryOwnRelation(RegistryKindTable[out->kind]))
 	{
 		out->feed = InvalidOid;
-		out->sequence = out->kind == KIND_ENVELOPE ? InvalidOid
-			: RegistryOwnRelation(KindSequence[out->kind]);
+		out->sequence = InvalidOid;	/* looked up when an explicit id needs it */
 		return true;
 	}
 	if (!TrackedFind(relid, &t) || t.kind != out->kind)
@@ -630,7 +629,8 @@ register_position(PG_FUNCTION_ARGS)
 			return PointerGetDatum(tuple);
 		}
 		RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) id);
-		SequenceCatchUp(target.sequence, (uint64) id);
+		SequenceCatchUp(OidIsValid(target.feed) ? target.sequence
+						: RegistryOwnRelation(KindSequence[kind]), (uint64) id);
 	}
 	return PointerGetDatum(tuple);
 }
