@@ -241,7 +241,7 @@ AtOrBelowPublished(RegistryDb *db, int line, uint64 x)
 /* A late position this transaction registered, with the (sub)transaction that wrote it. */
 typedef struct LateNoted
 {
-	RegistryDb *db;
+	const RegistryDb *db;
 	int			line;
 	uint64		x;
 	TransactionId xid;
@@ -257,7 +257,7 @@ static int	LatesCap = 0;
  * needs it once.
  */
 static bool
-AlreadyLate(RegistryDb *db, int line, uint64 x)
+AlreadyLate(const RegistryDb *db, int line, uint64 x)
 {
 	TransactionId xid = GetCurrentTransactionId();
 

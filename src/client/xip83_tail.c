@@ -228,12 +228,18 @@ main(int argc, char **argv)
 				explicit_cursor = true;
 				break;
 			case 4:
-				orig_nodes = realloc(orig_nodes, sizeof(int32_t) * (n_orig + 1));
-				orig_afters = realloc(orig_afters, sizeof(int64_t) * (n_orig + 1));
-				if (orig_nodes == NULL || orig_afters == NULL)
 				{
-					fprintf(stderr, "xip83-tail: out of memory\n");
-					return 1;
+					int32_t    *nodes = realloc(orig_nodes, sizeof(int32_t) * (n_orig + 1));
+					int64_t    *afters = nodes == NULL ? NULL
+						: realloc(orig_afters, sizeof(int64_t) * (n_orig + 1));
+
+					if (nodes == NULL || afters == NULL)
+					{
+						fprintf(stderr, "xip83-tail: out of memory\n");
+						return 1;
+					}
+					orig_nodes = nodes;
+					orig_afters = afters;
 				}
 				ParseOriginatorAfter(optarg, &orig_nodes[n_orig], &orig_afters[n_orig]);
 				n_orig++;
