@@ -32,8 +32,9 @@ CREATE TABLE public.gateway_envelopes_blob (
 ) PARTITION BY LIST (originator_node_id);
 
 -- Creates, when missing, the originator's list partition of both tables and
--- the band of 1,000,000 sequence ids that holds sequence_id. Serialized per
--- originator so two writers racing for the same band do not both create it.
+-- the band of 1,000,000 sequence ids that holds sequence_id. Serialized, so
+-- two writers racing for a band do not both create it and two creators do not
+-- wait for each other's locks on the parents.
 CREATE FUNCTION public.ensure_gateway_envelope_partitions(originator int, sequence_id bigint)
 RETURNS void
 LANGUAGE plpgsql AS $$
@@ -43,7 +44,7 @@ DECLARE
     list_part  text;
     band_part  text;
 BEGIN
-    PERFORM pg_advisory_xact_lock(hashtext('gateway_envelopes_partitions'), originator);
+    PERFORM pg_advisory_xact_lock(hashtext('gateway_envelopes_partitions'));
     FOREACH parent IN ARRAY ARRAY['gateway_envelopes_meta', 'gateway_envelopes_blob'] LOOP
         list_part := format('%s_o%s', parent, originator);
         band_part := format('%s_s%s', list_part, band_start);
@@ -80,11 +81,8 @@ DECLARE
 BEGIN
     LOOP
         BEGIN
-            INSERT INTO public.gateway_envelopes_blob
-                    (originator_node_id, originator_sequence_id, originator_envelope)
-                SELECT * FROM unnest(originator_node_ids, originator_sequence_ids,
-                                     originator_envelopes)
-                ON CONFLICT DO NOTHING;
+            -- meta, then blob: the order the partitions are created in, so a
+            -- writer and a partition creator never wait for each other in a circle
             INSERT INTO public.gateway_envelopes_meta
                     (originator_node_id, originator_sequence_id, topic, payer_id,
                      gateway_time, expiry)
@@ -93,6 +91,11 @@ BEGIN
                               gateway_times, expiries) AS b(n, s, t, p, g, e)
                 ON CONFLICT DO NOTHING;
             GET DIAGNOSTICS inserted = ROW_COUNT;
+            INSERT INTO public.gateway_envelopes_blob
+                    (originator_node_id, originator_sequence_id, originator_envelope)
+                SELECT * FROM unnest(originator_node_ids, originator_sequence_ids,
+                                     originator_envelopes)
+                ON CONFLICT DO NOTHING;
             RETURN inserted;
         EXCEPTION WHEN check_violation THEN
             -- once is enough: the partitions now exist, any other failure is real
