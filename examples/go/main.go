@@ -221,33 +221,24 @@ func (n *node) groupWave(ctx context.Context) error {
 	}
 	floors := make([]int64, len(topics))
 	cursor := int64(0)
-	for len(topics) > 0 {
-		rows, err := n.db.Query(ctx, "SELECT id, group_id, data FROM xip83.group_wave_scan("+
-			"$1, $2, $3, $4, $5, $6::text::regclass)",
-			topics, floors, cursor, ceiling, n.opt.page, source)
-		if err != nil {
-			return err
-		}
-		got := 0
-		for rows.Next() {
+	if len(topics) > 0 {
+		err = n.pages(func() (pgx.Rows, error) {
+			return n.db.Query(ctx, "SELECT id, group_id, data FROM xip83.group_wave_scan("+
+				"$1, $2, $3, $4, $5, $6::text::regclass)",
+				topics, floors, cursor, ceiling, n.opt.page, source)
+		}, func(rows pgx.Rows) error {
 			var id int64
 			var topic, data []byte
 			if err := rows.Scan(&id, &topic, &data); err != nil {
-				rows.Close()
 				return err
 			}
 			n.printGroup(id, topic, data, false)
 			n.waveGroup[id] = true
 			cursor = id
-			got++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
-		}
-		n.out.Flush()
-		if got < n.opt.page {
-			break
 		}
 	}
 	n.groupAfter = ceiling
@@ -298,36 +289,27 @@ func (n *node) envelopeWave(ctx context.Context) error {
 		blob = n.opt.blobSource
 	}
 	scanNode, scanSeq := int32(0), int64(0)
-	for len(curTopics) > 0 {
-		rows, err := n.db.Query(ctx, "SELECT originator_node_id, originator_sequence_id, topic,"+
-			" originator_envelope FROM xip83.envelope_wave_scan($1, $2, $3, $4, $5, $6, $7, $8,"+
-			" $9::text::regclass, $10::text::regclass)",
-			curTopics, curNodes, curSeqs, ceilNodes, ceilings, scanNode, scanSeq, n.opt.page,
-			source, blob)
-		if err != nil {
-			return err
-		}
-		got := 0
-		for rows.Next() {
+	if len(curTopics) > 0 {
+		err = n.pages(func() (pgx.Rows, error) {
+			return n.db.Query(ctx, "SELECT originator_node_id, originator_sequence_id, topic,"+
+				" originator_envelope FROM xip83.envelope_wave_scan($1, $2, $3, $4, $5, $6, $7,"+
+				" $8, $9::text::regclass, $10::text::regclass)",
+				curTopics, curNodes, curSeqs, ceilNodes, ceilings, scanNode, scanSeq, n.opt.page,
+				source, blob)
+		}, func(rows pgx.Rows) error {
 			var node int32
 			var seq int64
 			var topic, env []byte
 			if err := rows.Scan(&node, &seq, &topic, &env); err != nil {
-				rows.Close()
 				return err
 			}
 			n.printEnvelope(node, seq, topic, env, false)
 			n.waveEnvelope[[2]int64{int64(node), seq}] = true
 			scanNode, scanSeq = node, seq
-			got++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
-		}
-		n.out.Flush()
-		if got < n.opt.page {
-			break
 		}
 	}
 	for i, node := range ceilNodes {
@@ -410,52 +392,95 @@ func (n *node) waitForNotice(ctx context.Context) error {
 	return err
 }
 
-// fetchAll fetches page after page until a short page: everything up to the
-// horizon the last fetch read.
-func (n *node) fetchAll(ctx context.Context) error {
+// pages runs query page after page until a page comes back short, row
+// taking each row (and moving what the next query starts from), and flushes
+// the output after each page.
+func (n *node) pages(query func() (pgx.Rows, error), row func(pgx.Rows) error) error {
 	for {
-		var got int
-		var err error
-		if n.opt.kind == "group" {
-			got, err = n.fetchGroups(ctx)
-		} else {
-			got, err = n.fetchEnvelopes(ctx)
+		rows, err := query()
+		if err != nil {
+			return err
 		}
+		got := 0
+		for rows.Next() {
+			if err := row(rows); err != nil {
+				rows.Close()
+				return err
+			}
+			got++
+		}
+		rows.Close()
 		n.out.Flush()
-		if err != nil || got < n.opt.page {
+		if err := rows.Err(); err != nil || got < n.opt.page {
 			return err
 		}
 	}
 }
 
-func (n *node) fetchGroups(ctx context.Context) (int, error) {
-	sql, args := n.call("live_group_messages", false, n.groupAfter, n.opt.page, n.late)
-	rows, err := n.db.Query(ctx, "SELECT id, group_id, data, late_cursor FROM "+sql, args...)
-	if err != nil {
-		return 0, err
+// fetchAll fetches everything up to the horizon the last fetch read.
+func (n *node) fetchAll(ctx context.Context) error {
+	if n.opt.kind == "group" {
+		return n.pages(func() (pgx.Rows, error) {
+			sql, args := n.call("live_group_messages", false, n.groupAfter, n.opt.page, n.late)
+			return n.db.Query(ctx, "SELECT id, group_id, data, late_cursor FROM "+sql, args...)
+		}, n.groupRow)
 	}
-	defer rows.Close()
-	got := 0
-	for rows.Next() {
-		var id, late int64
-		var topic, data []byte
-		if err := rows.Scan(&id, &topic, &data, &late); err != nil {
-			return got, err
+	if err := n.originators(ctx); err != nil || len(n.after) == 0 {
+		return err
+	}
+	return n.pages(func() (pgx.Rows, error) {
+		var nodes []int32
+		var afters []int64
+		for node, after := range n.after {
+			nodes = append(nodes, node)
+			afters = append(afters, after)
 		}
-		got++
-		n.late = late
-		if id <= n.groupAfter { // the late lane: below what we passed
-			if !n.waveGroup[id] && n.wanted(topic) {
-				n.printGroup(id, topic, data, true)
-			}
-			continue
-		}
+		sql, args := n.call("live_envelopes", true, nodes, afters, n.opt.page, n.late)
+		return n.db.Query(ctx, "SELECT originator_node_id, originator_sequence_id, topic,"+
+			" originator_envelope, late_cursor FROM "+sql, args...)
+	}, n.envelopeRow)
+}
+
+// groupRow takes one live row: the late cursor it carries, and either a late
+// row (at or below the cursor; skipped if the wave sent it) or the next one.
+func (n *node) groupRow(rows pgx.Rows) error {
+	var id int64
+	var topic, data []byte
+	if err := rows.Scan(&id, &topic, &data, &n.late); err != nil {
+		return err
+	}
+	late := id <= n.groupAfter
+	if late && n.waveGroup[id] {
+		return nil
+	}
+	if !late {
 		n.groupAfter = id
-		if n.wanted(topic) {
-			n.printGroup(id, topic, data, false)
-		}
 	}
-	return got, rows.Err()
+	if n.wanted(topic) {
+		n.printGroup(id, topic, data, late)
+	}
+	return nil
+}
+
+// envelopeRow: as groupRow, per originator.
+func (n *node) envelopeRow(rows pgx.Rows) error {
+	var node int32
+	var seq int64
+	var topic, env []byte
+	if err := rows.Scan(&node, &seq, &topic, &env, &n.late); err != nil {
+		return err
+	}
+	late := seq <= n.after[node]
+	if late && n.waveEnvelope[[2]int64{int64(node), seq}] {
+		return nil
+	}
+	if !late {
+		n.after[node] = seq
+	}
+	if n.wanted(topic) {
+		n.printEnvelope(node, seq, topic, env, late)
+	}
+	return nil
 }
 
 // originators adds those the server has horizons for (new originators appear
@@ -477,48 +502,4 @@ func (n *node) originators(ctx context.Context) error {
 		}
 	}
 	return rows.Err()
-}
-
-func (n *node) fetchEnvelopes(ctx context.Context) (int, error) {
-	if err := n.originators(ctx); err != nil {
-		return 0, err
-	}
-	if len(n.after) == 0 {
-		return 0, nil
-	}
-	var nodes []int32
-	var afters []int64
-	for node, after := range n.after {
-		nodes = append(nodes, node)
-		afters = append(afters, after)
-	}
-	sql, args := n.call("live_envelopes", true, nodes, afters, n.opt.page, n.late)
-	rows, err := n.db.Query(ctx, "SELECT originator_node_id, originator_sequence_id, topic,"+
-		" originator_envelope, late_cursor FROM "+sql, args...)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	got := 0
-	for rows.Next() {
-		var node int32
-		var seq, late int64
-		var topic, env []byte
-		if err := rows.Scan(&node, &seq, &topic, &env, &late); err != nil {
-			return got, err
-		}
-		got++
-		n.late = late
-		if seq <= n.after[node] { // the late lane
-			if !n.waveEnvelope[[2]int64{int64(node), seq}] && n.wanted(topic) {
-				n.printEnvelope(node, seq, topic, env, true)
-			}
-			continue
-		}
-		n.after[node] = seq
-		if n.wanted(topic) {
-			n.printEnvelope(node, seq, topic, env, false)
-		}
-	}
-	return got, rows.Err()
 }

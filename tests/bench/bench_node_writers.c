@@ -51,15 +51,6 @@ typedef struct Client
 static atomic_llong next_sequence[5];
 static long run_serial;
 
-static double
-Now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void *
 ClientMain(void *arg)
 {
@@ -73,8 +64,8 @@ ClientMain(void *arg)
 	double		end;
 
 	pthread_barrier_wait(c->start);
-	end = Now() + c->seconds;
-	for (long i = 0; Now() < end; i++)
+	end = tl_now() + c->seconds;
+	for (long i = 0; tl_now() < end; i++)
 	{
 		PGresult   *r;
 
@@ -145,14 +136,14 @@ RunArm(const Arm *arm, double seconds)
 		pthread_create(&threads[i], NULL, ClientMain, &clients[i]);
 	}
 	pthread_barrier_wait(&start);
-	t0 = Now();
+	t0 = tl_now();
 	for (int i = 0; i < CLIENTS; i++)
 	{
 		pthread_join(threads[i], NULL);
 		rows += clients[i].rows;
 	}
 	pthread_barrier_destroy(&start);
-	return rows / (Now() - t0);
+	return rows / (tl_now() - t0);
 }
 
 static int

@@ -90,14 +90,6 @@ OnRow(void *arg, const Xip83FeedRow *row)
 	atomic_fetch_add(&consumed, 1);
 }
 
-static void
-SleepUs(long us)
-{
-	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-
-	nanosleep(&ts, NULL);
-}
-
 /* Runs a statement; false if it failed (the caller rolls back or reconnects). */
 static bool
 Run(PGconn *c, const char *sql, int n, const char *const *params, const char **sqlstate)
@@ -116,13 +108,7 @@ Run(PGconn *c, const char *sql, int n, const char *const *params, const char **s
 	return ok;
 }
 
-typedef struct Writer
-{
-	int			id;
-	unsigned int seed;
-	PGconn	   *conn;
-	int64_t		serial;
-} Writer;
+typedef TlWriter Writer;
 
 /* Inserts one random row in the open transaction. */
 static bool
@@ -173,7 +159,7 @@ HoldTransaction(Writer *w)
 		return;
 	atomic_store(&holding_pid, PQbackendPID(w->conn));
 	while (!atomic_load(&release_hold))
-		SleepUs(1000);
+		tl_sleep_us(1000);
 	atomic_store(&release_hold, 0);
 	(void) Run(w->conn, "COMMIT", 0, NULL, NULL);
 }
@@ -202,7 +188,7 @@ WriterMain(void *arg)
 			}
 			if (ok)
 			{
-				SleepUs(rand_r(&w->seed) % 2000);	/* a random commit delay */
+				tl_sleep_us(rand_r(&w->seed) % 2000);	/* a random commit delay */
 				ok = Run(w->conn, "COMMIT", 0, NULL, NULL);
 			}
 			else if (strcmp(state, "55000") == 0)
@@ -221,15 +207,6 @@ WriterMain(void *arg)
 	return NULL;
 }
 
-/* Waits until the writers have attempted the given share of the rows. */
-static void
-WaitForShare(double share)
-{
-	while (atomic_load(&rows_attempted) < (int64_t) (target_rows * share) &&
-		   atomic_load(&writers_done) < WRITERS)
-		SleepUs(10000);
-}
-
 /* Makes writer 0 hold a row open, then kills its backend: SIGTERM or SIGKILL. */
 static void
 KillHeldWriter(bool crash)
@@ -241,10 +218,10 @@ KillHeldWriter(bool crash)
 	atomic_store(&holding_pid, 0);
 	atomic_store(&hold_request, 1);
 	while ((pid = atomic_load(&holding_pid)) == 0 && atomic_load(&writers_done) < WRITERS)
-		SleepUs(1000);
+		tl_sleep_us(1000);
 	if (pid == 0)
 		return;
-	SleepUs(300000);			/* others commit past the held id meanwhile */
+	tl_sleep_us(300000);			/* others commit past the held id meanwhile */
 	if (crash)
 	{
 		fprintf(stderr, "killing backend %d with SIGKILL (crash restart)\n", pid);
@@ -297,13 +274,13 @@ main(void)
 		pthread_create(&writers[i], NULL, WriterMain, &w[i]);
 	}
 
-	WaitForShare(0.25);
+	tl_wait_share(&rows_attempted, target_rows, 0.25, &writers_done, WRITERS);
 	KillHeldWriter(false);
-	WaitForShare(0.5);
+	tl_wait_share(&rows_attempted, target_rows, 0.5, &writers_done, WRITERS);
 	fprintf(stderr, "restarting the server\n");
 	snprintf(cmd, sizeof(cmd), "%s restart -m fast >/dev/null", pgctl);
 	TL_CHECK(system(cmd) == 0, "server restart");
-	WaitForShare(0.75);
+	tl_wait_share(&rows_attempted, target_rows, 0.75, &writers_done, WRITERS);
 	KillHeldWriter(true);
 
 	for (int i = 0; i < WRITERS; i++)
@@ -324,8 +301,8 @@ main(void)
 		stored_total += (int64_t) stored_env[o].n;
 	}
 	for (int i = 0; i < 600 && atomic_load(&consumed) < stored_total; i++)
-		SleepUs(100000);
-	SleepUs(300000);			/* anything extra would show up now */
+		tl_sleep_us(100000);
+	tl_sleep_us(300000);			/* anything extra would show up now */
 	atomic_store(&run.stop, 1);
 	pthread_join(consumer, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t1);

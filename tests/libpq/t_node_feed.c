@@ -60,14 +60,6 @@ static atomic_llong batches_retried;	/* of those, envelope batches retried */
 static atomic_llong failed_attempts;	/* transactions that failed and were retried */
 static atomic_llong given_up;
 
-static void
-SleepUs(long us)
-{
-	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-
-	nanosleep(&ts, NULL);
-}
-
 /* ---------------------------------------------------------------- writers */
 
 typedef struct Call
@@ -88,13 +80,7 @@ typedef struct Plan
 	bool		has_envelopes;
 } Plan;
 
-typedef struct Writer
-{
-	int			id;
-	unsigned int seed;
-	PGconn	   *conn;
-	int64_t		serial;
-} Writer;
+typedef TlWriter Writer;
 
 /* One group message, or a batch of 1-3 envelopes of one originator with consecutive ids. */
 static void
@@ -199,7 +185,7 @@ Attempt(Writer *w, const Plan *p, bool commit)
 	}
 	if (ok)
 	{
-		SleepUs(rand_r(&w->seed) % 2000);	/* a random commit delay */
+		tl_sleep_us(rand_r(&w->seed) % 2000);	/* a random commit delay */
 		ok = Run(w->conn, commit ? "COMMIT" : "ROLLBACK", 0, NULL);
 	}
 	if (PQstatus(w->conn) != CONNECTION_OK)
@@ -241,21 +227,13 @@ WriterMain(void *arg)
 				atomic_fetch_add(&given_up, 1);
 				break;
 			}
-			SleepUs(1000 * tries);
+			tl_sleep_us(1000 * tries);
 		}
 		atomic_fetch_add(&calls_done, plan.ncalls);
 	}
 	PQfinish(w->conn);
 	atomic_fetch_add(&writers_done, 1);
 	return NULL;
-}
-
-static void
-WaitForShare(double share)
-{
-	while (atomic_load(&calls_done) < (int64_t) (target_calls * share) &&
-		   atomic_load(&writers_done) < WRITERS)
-		SleepUs(10000);
 }
 
 /* Terminates a writer's backend while its transaction is open. */
@@ -277,7 +255,7 @@ KillWriter(void)
 		PQclear(r);
 		if (hit)
 			break;
-		SleepUs(1000);
+		tl_sleep_us(1000);
 	}
 	PQfinish(c);
 }
@@ -386,7 +364,6 @@ int
 main(int argc, char **argv)
 {
 	const char *env = getenv("XIP83_NODE_ROWS");
-	const char *pgctl = getenv("XIP83_PGCTL");
 	char		self[1024];
 	const char *bindir;
 	char		tail_path[1100];
@@ -407,7 +384,7 @@ main(int argc, char **argv)
 
 	(void) argc;
 	target_calls = env ? atoll(env) : 20000;
-	if (pgctl == NULL)
+	if (getenv("XIP83_PGCTL") == NULL)
 		tl_fatal("XIP83_PGCTL is not set");
 	/* both next to the test programs' directory: build/xip83-tail, build/xip83-go-node */
 	snprintf(self, sizeof(self), "%s", argv[0]);
@@ -461,26 +438,23 @@ main(int argc, char **argv)
 
 	for (int i = 0; i < WRITERS; i++)
 	{
-		w[i].id = i;
-		w[i].seed = 1183 + i;
-		w[i].serial = 0;
+		w[i] = (Writer) {.id = i, .seed = 1183 + i};
 		pthread_create(&writers[i], NULL, WriterMain, &w[i]);
 	}
 
-	WaitForShare(0.2);
+	tl_wait_share(&calls_done, target_calls, 0.2, &writers_done, WRITERS);
 	for (int i = 0; i < 4; i++)
 		Spawn(&consumers[i], dir);
-	WaitForShare(0.3);
+	tl_wait_share(&calls_done, target_calls, 0.3, &writers_done, WRITERS);
 	KillWriter();
-	WaitForShare(0.4);
+	tl_wait_share(&calls_done, target_calls, 0.4, &writers_done, WRITERS);
 	fprintf(stderr, "originators 5 and 6 start writing\n");
 	atomic_store(&open_originators, 6);
 	KillWriter();
-	WaitForShare(0.6);
+	tl_wait_share(&calls_done, target_calls, 0.6, &writers_done, WRITERS);
 	fprintf(stderr, "restarting the server\n");
-	snprintf(cmd, sizeof(cmd), "%s restart -m fast >/dev/null", pgctl);
-	TL_CHECK(system(cmd) == 0, "server restart");
-	WaitForShare(0.8);
+	tl_pgctl("restart -m fast");
+	tl_wait_share(&calls_done, target_calls, 0.8, &writers_done, WRITERS);
 	KillWriter();
 	for (int i = 0; i < WRITERS; i++)
 		pthread_join(writers[i], NULL);
@@ -502,9 +476,9 @@ main(int argc, char **argv)
 		}
 		if (all_ok)
 			break;
-		SleepUs(100000);
+		tl_sleep_us(100000);
 	}
-	SleepUs(500000);			/* anything extra would show up now */
+	tl_sleep_us(500000);			/* anything extra would show up now */
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 
 	for (int i = 0; i < 4; i++)

@@ -68,29 +68,8 @@ BEGIN
 END;
 $$;
 
--- Second version: sender HMAC and push flag, ON CONFLICT instead of the subtransaction.
-CREATE FUNCTION public.insert_group_message_v2(group_id bytea, data bytea,
-                                               group_id_data_hash bytea, sender_hmac bytea,
-                                               should_push boolean)
-RETURNS SETOF public.group_messages
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_advisory_xact_lock(hashtext(encode(insert_group_message_v2.group_id, 'hex')));
-    RETURN QUERY INSERT INTO public.group_messages
-            (group_id, data, group_id_data_hash, sender_hmac, should_push)
-        VALUES (insert_group_message_v2.group_id, insert_group_message_v2.data,
-                insert_group_message_v2.group_id_data_hash, insert_group_message_v2.sender_hmac,
-                insert_group_message_v2.should_push)
-        ON CONFLICT ON CONSTRAINT group_messages_group_id_data_hash_key DO NOTHING
-        RETURNING *;
-    IF NOT FOUND THEN
-        RETURN QUERY SELECT * FROM public.group_messages m
-            WHERE m.group_id_data_hash = insert_group_message_v2.group_id_data_hash;
-    END IF;
-END;
-$$;
-
--- Third version: the commit flag too.
+-- Third version: sender HMAC, push and commit flags; ON CONFLICT instead of the
+-- subtransaction.
 CREATE FUNCTION public.insert_group_message_v3(group_id bytea, data bytea,
                                                group_id_data_hash bytea, sender_hmac bytea,
                                                should_push boolean, is_commit boolean)
@@ -112,25 +91,14 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION public.insert_welcome_message(installation_key bytea, data bytea,
-                                              installation_key_data_hash bytea,
-                                              hpke_public_key bytea)
-RETURNS SETOF public.welcome_messages
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_advisory_xact_lock(hashtext(encode(insert_welcome_message.installation_key, 'hex')));
-    RETURN QUERY INSERT INTO public.welcome_messages
-            (installation_key, data, installation_key_data_hash, hpke_public_key)
-        VALUES (insert_welcome_message.installation_key, insert_welcome_message.data,
-                insert_welcome_message.installation_key_data_hash,
-                insert_welcome_message.hpke_public_key)
-        ON CONFLICT ON CONSTRAINT welcome_messages_installation_key_data_hash_key DO NOTHING
-        RETURNING *;
-    IF NOT FOUND THEN
-        RETURN QUERY SELECT * FROM public.welcome_messages m
-            WHERE m.installation_key_data_hash = insert_welcome_message.installation_key_data_hash;
-    END IF;
-END;
+-- Second version, kept for older callers: what the third does, without the commit flag.
+CREATE FUNCTION public.insert_group_message_v2(group_id bytea, data bytea,
+                                               group_id_data_hash bytea, sender_hmac bytea,
+                                               should_push boolean)
+RETURNS SETOF public.group_messages
+LANGUAGE sql AS $$
+    SELECT * FROM public.insert_group_message_v3(group_id, data, group_id_data_hash,
+                                                 sender_hmac, should_push, NULL);
 $$;
 
 -- Second version: wrapper algorithm, metadata and message type, taken as given.
@@ -162,4 +130,15 @@ BEGIN
                 = insert_welcome_message_v2.installation_key_data_hash;
     END IF;
 END;
+$$;
+
+-- First version, kept for older callers: a plain welcome.
+CREATE FUNCTION public.insert_welcome_message(installation_key bytea, data bytea,
+                                              installation_key_data_hash bytea,
+                                              hpke_public_key bytea)
+RETURNS SETOF public.welcome_messages
+LANGUAGE sql AS $$
+    SELECT * FROM public.insert_welcome_message_v2(installation_key, data,
+                                                   installation_key_data_hash, hpke_public_key,
+                                                   0::smallint, NULL, 0::smallint);
 $$;
