@@ -58,22 +58,21 @@ LeafMaxId(SourceLeaf *leaf, Snapshot snapshot)
 }
 
 /*
- * The ceiling of a v3 source: the horizon for xip83's own table `own_table`,
- * else its highest visible id (0 when empty).
+ * The ceiling of a v3 source: the horizon for xip83's own table of the kind
+ * or a table tracked as that kind, else its highest visible id (0 when empty).
  */
 static int64
-SourceCeiling(FunctionCallInfo fcinfo, const SourceSpec *spec, const char *own_table,
-			  int64 (*horizon) (void))
+SourceCeiling(FunctionCallInfo fcinfo, const SourceSpec *spec, PositionKind kind)
 {
 	Source	   *source;
 	int64		ceiling = 0;
+	RegistryDb *feed;
 
 	ArgRequire(fcinfo, 0, "source");
-	if (HorizonCoversTable(PG_GETARG_OID(0), own_table))
-	{
-		(void) SourceCheckReadable(PG_GETARG_OID(0), spec);
-		return horizon();
-	}
+	(void) SourceCheckReadable(PG_GETARG_OID(0), spec);
+	feed = HorizonFeedFor(PG_GETARG_OID(0), kind);
+	if (feed != NULL)
+		return HorizonOfLine(feed, kind == KIND_GROUP ? LINE_GROUP : LINE_WELCOME);
 	source = SourceOpen(PG_GETARG_OID(0), spec);
 	for (int i = 0; i < source->nleaves; i++)
 		if (source->leaves[i].walk_index == NULL)
@@ -93,14 +92,12 @@ SourceCeiling(FunctionCallInfo fcinfo, const SourceSpec *spec, const char *own_t
 Datum
 group_ceiling(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(SourceCeiling(fcinfo, &WaveV3GroupSource, "group_messages",
-								 HorizonOfGroups));
+	PG_RETURN_INT64(SourceCeiling(fcinfo, &WaveV3GroupSource, KIND_GROUP));
 }
 
 /* xip83.welcome_ceiling: the highest welcome id a wave may pin. */
 Datum
 welcome_ceiling(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(SourceCeiling(fcinfo, &WaveV3WelcomeSource, "welcome_messages",
-								 HorizonOfWelcomes));
+	PG_RETURN_INT64(SourceCeiling(fcinfo, &WaveV3WelcomeSource, KIND_WELCOME));
 }

@@ -138,6 +138,33 @@ KeyProbesEnd(KeyProbes *probes)
 	MemoryContextDelete(probes->cxt);
 }
 
+/*
+ * The row of an exact key (originator, sequence) in any leaf that may hold
+ * it, with that leaf; NULL when none is visible.
+ */
+TupleTableSlot *
+KeyProbeExact(KeyProbes *probes, int32 originator, int64 sequence, SourceLeaf **leaf_out)
+{
+	for (int i = 0; i < probes->source->nleaves; i++)
+	{
+		SourceLeaf *leaf = &probes->source->leaves[i];
+		TupleTableSlot *slot;
+		ScanKeyData keys[2];
+
+		if (!LeafMayHoldKey(leaf, originator, sequence))
+			continue;
+		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(originator));
+		ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(sequence));
+		slot = KeyProbeFirst(probes, leaf, keys, ForwardScanDirection);
+		if (slot != NULL)
+		{
+			*leaf_out = leaf;
+			return slot;
+		}
+	}
+	return NULL;
+}
+
 /* Whether a leaf's partition bounds allow the key (originator, sequence). */
 bool
 LeafMayHoldKey(const SourceLeaf *leaf, int32 originator, int64 sequence)
@@ -327,12 +354,12 @@ ListedCeilings(KeyProbes *probes, const ArgArray *nodes, int *n)
 
 /* Every originator the registry knows, ascending, with its horizon. */
 static OriginatorCeiling *
-AllHorizons(int *n)
+AllHorizons(RegistryDb *feed, int *n)
 {
 	HorizonSet	set;
 	OriginatorCeiling *result;
 
-	HorizonCollect(&set);
+	HorizonCollectFeed(feed, &set);
 	result = palloc(sizeof(OriginatorCeiling) * Max(set.n_originators, 1));
 	for (int i = 0; i < set.n_originators; i++)
 	{
@@ -345,13 +372,13 @@ AllHorizons(int *n)
 
 /* The requested originators (ascending) with their horizons, from one collection. */
 static OriginatorCeiling *
-ListedHorizons(const ArgArray *nodes, int *n)
+ListedHorizons(RegistryDb *feed, const ArgArray *nodes, int *n)
 {
 	OriginatorCeiling *result = DistinctOriginators(nodes, n);
 	HorizonSet	set;
 	int			j = 0;
 
-	HorizonCollect(&set);
+	HorizonCollectFeed(feed, &set);
 	for (int i = 0; i < *n; i++)
 	{
 		while (j < set.n_originators && set.originator_node_ids[j] < result[i].originator)
@@ -392,6 +419,7 @@ originator_ceilings(PG_FUNCTION_ARGS)
 	Source	   *source;
 	KeyProbes  *probes;
 	OriginatorCeiling *ceilings;
+	RegistryDb *feed;
 	int			n;
 
 	if (!PG_ARGISNULL(0))
@@ -399,10 +427,11 @@ originator_ceilings(PG_FUNCTION_ARGS)
 	ArgRequire(fcinfo, 1, "source");
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (HorizonCoversTable(PG_GETARG_OID(1), "envelopes"))
+	(void) SourceCheckReadable(PG_GETARG_OID(1), &ceilings_spec);
+	feed = HorizonFeedFor(PG_GETARG_OID(1), KIND_ENVELOPE);
+	if (feed != NULL)
 	{
-		(void) SourceCheckReadable(PG_GETARG_OID(1), &ceilings_spec);
-		ceilings = PG_ARGISNULL(0) ? AllHorizons(&n) : ListedHorizons(&nodes, &n);
+		ceilings = PG_ARGISNULL(0) ? AllHorizons(feed, &n) : ListedHorizons(feed, &nodes, &n);
 		EmitCeilings(rsinfo, ceilings, n);
 		return (Datum) 0;
 	}

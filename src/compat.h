@@ -47,4 +47,11 @@
 #define xip83_namespace_aclcheck(nsp, role, mode) pg_namespace_aclcheck((nsp), (role), (mode))
 #endif
 
+/* 16: pg_class_ownercheck gave way to object_ownercheck (utils/acl.h, catalog/pg_class.h). */
+#if PG_VERSION_NUM >= 160000
+#define xip83_class_ownercheck(relid, role) object_ownercheck(RelationRelationId, (relid), (role))
+#else
+#define xip83_class_ownercheck(relid, role) pg_class_ownercheck((relid), (role))
+#endif
+
 #endif							/* XIP83_COMPAT_H */

@@ -31,13 +31,17 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "catalog/pg_type.h"
+#include "utils/regproc.h"
 #include "utils/lsyscache.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
+#include "args.h"
 #include "horizon.h"
 #include "notifier.h"
 #include "source.h"
+#include "track.h"
 
 PG_FUNCTION_INFO_V1(group_horizon);
 PG_FUNCTION_INFO_V1(welcome_horizon);
@@ -175,6 +179,7 @@ ComputeLines(RegistryDb *db, int nlines, uint64 *out)
 	uint64	   *lowest = palloc(sizeof(uint64) * nlines);
 	bool		frozen = false;
 	bool		moves = false;
+	int			entry = RegistryEntryIndex(db);
 
 	LWLockAcquire(Reg->lock, LW_SHARED);
 	for (int l = 0; l < nlines; l++)
@@ -194,13 +199,15 @@ ComputeLines(RegistryDb *db, int nlines, uint64 *out)
 		for (int i = 0; i < SLOT_PINS; i++)
 		{
 			uint64		v = pg_atomic_read_u64(&slot->low[i]);
+			uint32		key;
 			uint32		line;
 
 			if (v == LOW_NONE)
 				continue;
 			pg_read_barrier();
-			line = slot->line[i];
-			if (line < (uint32) nlines && v < lowest[line])
+			key = slot->line[i];
+			line = key & 0xFFFF;
+			if (key == PIN_KEY(entry, line) && line < (uint32) nlines && v < lowest[line])
 				lowest[line] = v;
 		}
 	}
@@ -211,7 +218,7 @@ ComputeLines(RegistryDb *db, int nlines, uint64 *out)
 
 		if (lowest[l] != LOW_NONE && lowest[l] - 1 < h)
 			h = lowest[l] - 1;
-		if (frozen && l >= LINE_FIRST_ORIGINATOR)
+		if (frozen)
 			h = Min(h, published);
 		out[l] = h;
 		if (h > published)
@@ -239,14 +246,11 @@ ComputeLines(RegistryDb *db, int nlines, uint64 *out)
 	pfree(lowest);
 }
 
-/* Horizons of the current database's first n lines, and the snapshot to read after them. */
-static RegistryDb *
-ReadLines(int *nlines, uint64 **out)
+/* Horizons of a feed's first n lines (all: -1), and the snapshot to read after them. */
+static void
+ReadLines(RegistryDb *db, int *nlines, uint64 **out)
 {
-	RegistryDb *db;
-
 	RequireNotParallel();
-	db = RegistryAttach();
 	if (*nlines < 0)
 		*nlines = (int) pg_atomic_read_u32(&db->n_lines);
 	pg_read_barrier();
@@ -255,27 +259,28 @@ ReadLines(int *nlines, uint64 **out)
 	ComputeLines(db, *nlines, *out);
 	if (ReadUnder.valid)
 		ReadAfter = RegisterSnapshotOnOwner(GetLatestSnapshot(), TopTransactionResourceOwner);
-	return db;
 }
 
 int64
-HorizonOfGroups(void)
+HorizonOfLine(RegistryDb *db, int line)
 {
-	int			n = LINE_GROUP + 1;
+	int			n = line + 1;
 	uint64	   *h;
 
-	ReadLines(&n, &h);
-	return (int64) h[LINE_GROUP];
+	ReadLines(db, &n, &h);
+	return (int64) h[line];
 }
 
-int64
-HorizonOfWelcomes(void)
+RegistryDb *
+HorizonFeedFor(Oid relid, PositionKind kind)
 {
-	int			n = LINE_WELCOME + 1;
-	uint64	   *h;
+	TrackedSource t;
 
-	ReadLines(&n, &h);
-	return (int64) h[LINE_WELCOME];
+	if (HorizonCoversTable(relid, RegistryKindTable[kind]))
+		return RegistryAttach();
+	if (TrackedFind(relid, &t) && t.source == relid && t.kind == kind)
+		return RegistryAttachFeed(relid);
+	return NULL;
 }
 
 /* Orders originator horizons by node id. */
@@ -297,14 +302,15 @@ HorizonCoversTable(Oid relid, const char *table)
 }
 
 void
-HorizonCollect(HorizonSet *out)
+HorizonCollectFeed(RegistryDb *db, HorizonSet *out)
 {
 	int			n = -1;
 	uint64	   *h;
-	RegistryDb *db = ReadLines(&n, &h);
 	int			k = 0;
-	int64	   *pairs = palloc(sizeof(int64) * 2 * Max(n, 1));
+	int64	   *pairs;
 
+	ReadLines(db, &n, &h);
+	pairs = palloc(sizeof(int64) * 2 * Max(n, 1));
 	out->group = (int64) h[LINE_GROUP];
 	out->welcome = (int64) h[LINE_WELCOME];
 	for (int l = LINE_FIRST_ORIGINATOR; l < n; l++)
@@ -343,10 +349,8 @@ CompareLateSeq(const void *a, const void *b)
  * number, and after an old one by a scan of the whole ring.
  */
 void
-HorizonLateSince(PositionKind kind, uint64 after, LateBatch *out)
+HorizonLateSince(RegistryDb *db, PositionKind kind, uint64 after, LateBatch *out)
 {
-	RegistryDb *db = RegistryAttach();
-
 	out->n = 0;
 	out->entries = NULL;
 	LWLockAcquire(Reg->lock, LW_SHARED);
@@ -374,47 +378,75 @@ HorizonLateSince(PositionKind kind, uint64 after, LateBatch *out)
 
 /* ------------------------------------------------------------ SQL */
 
-/* The caller must be able to read the table a horizon covers (42501). */
-static void
-RequireSelect(const char *table)
+/*
+ * The feed a horizon function's source argument names: xip83's own table of
+ * the kind or a table tracked as that kind, which the caller may read
+ * (42501); any other table has no horizon (55000).
+ */
+RegistryDb *
+HorizonFeedArg(FunctionCallInfo fcinfo, int argno, PositionKind kind)
 {
-	Oid			relid = SourceOwnTable(table);
+	static const char *const KindWord[3] = {"group", "welcome", "envelope"};
+	Oid			relid;
+	RegistryDb *db;
+	char	   *name;
 
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	/* a call through 0.1.0's SQL definitions, without the argument: xip83's own table */
+	if (argno >= PG_NARGS())
+		relid = SourceOwnTable(RegistryKindTable[kind]);
+	else
+	{
+		ArgRequire(fcinfo, argno, "source");
+		relid = PG_GETARG_OID(argno);
+	}
+	if (get_rel_name(relid) == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for table xip83.%s", table),
-				 errdetail("Reading its horizon needs SELECT on the table.")));
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	name = DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
+	SourceRequireReadable(relid, name);
+	RequireNotParallel();
+	db = HorizonFeedFor(relid, kind);
+	if (db == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s is not followed by xip83 as a %s table", name, KindWord[kind]),
+				 errdetail("Horizons exist for xip83's own tables and for tables xip83.track follows."),
+				 errhint("Run SELECT xip83.track('%s', '%s'%s) as the table's owner.", name,
+						 KindWord[kind], kind == KIND_ENVELOPE ? ", blob_source" : "")));
+	return db;
 }
 
-/* xip83.group_horizon(): every group message id at or below it is committed or never will be. */
+/* xip83.group_horizon(source): every group message id at or below it is committed or never will be. */
 Datum
 group_horizon(PG_FUNCTION_ARGS)
 {
-	RequireSelect("group_messages");
+	RegistryDb *db = HorizonFeedArg(fcinfo, 0, KIND_GROUP);
+
 	NotifierEnsureRunning();
-	PG_RETURN_INT64(HorizonOfGroups());
+	PG_RETURN_INT64(HorizonOfLine(db, LINE_GROUP));
 }
 
-/* xip83.welcome_horizon(): the same for welcome ids. */
+/* xip83.welcome_horizon(source): the same for welcome ids. */
 Datum
 welcome_horizon(PG_FUNCTION_ARGS)
 {
-	RequireSelect("welcome_messages");
+	RegistryDb *db = HorizonFeedArg(fcinfo, 0, KIND_WELCOME);
+
 	NotifierEnsureRunning();
-	PG_RETURN_INT64(HorizonOfWelcomes());
+	PG_RETURN_INT64(HorizonOfLine(db, LINE_WELCOME));
 }
 
-/* xip83.envelope_horizons(): one row per originator known to the registry, by node id. */
+/* xip83.envelope_horizons(source): one row per originator known to the registry, by node id. */
 Datum
 envelope_horizons(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	RegistryDb *db = HorizonFeedArg(fcinfo, 0, KIND_ENVELOPE);
 	HorizonSet	set;
 
-	RequireSelect("envelopes");
 	NotifierEnsureRunning();
-	HorizonCollect(&set);
+	HorizonCollectFeed(db, &set);
 	InitMaterializedSRF(fcinfo, 0);
 	for (int i = 0; i < set.n_originators; i++)
 	{
@@ -429,17 +461,33 @@ envelope_horizons(PG_FUNCTION_ARGS)
 }
 
 /*
- * xip83.late_cursor(): the newest entry of the late ring, the late cursor a
- * consumer that starts "from now" passes to its first live fetch.
+ * xip83.late_cursor(source DEFAULT NULL): the newest entry of a feed's late
+ * ring (NULL: xip83's own tables), the late cursor a consumer that starts
+ * "from now" passes to its first live fetch.
  */
 Datum
 late_cursor(PG_FUNCTION_ARGS)
 {
 	RegistryDb *db;
 	uint64		head;
+	TrackedSource t;
 
 	RequireNotParallel();
-	db = RegistryAttach();
+	if (PG_NARGS() > 0 && !PG_ARGISNULL(0) &&
+		!HorizonCoversTable(PG_GETARG_OID(0), "group_messages") &&
+		!HorizonCoversTable(PG_GETARG_OID(0), "welcome_messages") &&
+		!HorizonCoversTable(PG_GETARG_OID(0), "envelopes"))
+	{
+		if (!TrackedFind(PG_GETARG_OID(0), &t) || t.source != PG_GETARG_OID(0))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("table %s is not followed by xip83",
+							DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0)))),
+					 errhint("Run xip83.track on it first.")));
+		db = RegistryAttachFeed(t.source);
+	}
+	else
+		db = RegistryAttach();
 	LWLockAcquire(Reg->lock, LW_SHARED);
 	head = db->late_next - 1;
 	LWLockRelease(Reg->lock);

@@ -28,11 +28,12 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "utils/snapshot.h"
 
 #include "registry.h"
 
-/* Every horizon of the current database, computed at one moment. */
+/* Every horizon of a feed, computed at one moment. */
 typedef struct HorizonSet
 {
 	int64		group;			/* group message ids */
@@ -56,14 +57,27 @@ typedef struct LateBatch
 /* Errors with 55000 unless the library was preloaded. */
 extern void HorizonRequirePreload(void);
 
-/* Group-message horizon of the current database. */
-extern int64 HorizonOfGroups(void);
-/* Welcome horizon of the current database. */
-extern int64 HorizonOfWelcomes(void);
-/* All horizons of the current database at once. */
-extern void HorizonCollect(HorizonSet *out);
+/* The horizon of one line of a feed. */
+extern int64 HorizonOfLine(RegistryDb *db, int line);
+#define HorizonOfGroups() HorizonOfLine(RegistryAttach(), LINE_GROUP)
+#define HorizonOfWelcomes() HorizonOfLine(RegistryAttach(), LINE_WELCOME)
+/* All horizons of a feed at once. */
+extern void HorizonCollectFeed(RegistryDb *db, HorizonSet *out);
+#define HorizonCollect(out) HorizonCollectFeed(RegistryAttach(), (out))
 /* The late entries of a kind with seq > after (call after taking the read snapshot). */
-extern void HorizonLateSince(PositionKind kind, uint64 after, LateBatch *out);
+extern void HorizonLateSince(RegistryDb *db, PositionKind kind, uint64 after, LateBatch *out);
+
+/*
+ * The feed whose horizons cover relid as a table of that kind: xip83's own
+ * table of the kind, or a table xip83.track follows as that kind (attached);
+ * NULL for any other table (its ceilings are its highest visible positions).
+ */
+extern RegistryDb *HorizonFeedFor(Oid relid, PositionKind kind);
+/*
+ * The feed named by a function's source argument, after the caller's read
+ * checks (42501); 55000 when no feed covers it.
+ */
+extern RegistryDb *HorizonFeedArg(FunctionCallInfo fcinfo, int argno, PositionKind kind);
 
 /*
  * The snapshot to read rows up to a horizon, or up to a wave ceiling pinned

@@ -51,6 +51,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "catalog/pg_class.h"
+#include "utils/regproc.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -62,6 +64,9 @@
 #include "horizon.h"
 #include "notifier.h"
 #include "source.h"
+#include "track.h"
+#include "wave_d14n.h"
+#include "wave_v3.h"
 
 PG_FUNCTION_INFO_V1(live_group_messages);
 PG_FUNCTION_INFO_V1(live_welcome_messages);
@@ -76,17 +81,30 @@ PG_FUNCTION_INFO_V1(live_envelopes);
  */
 #define ERRCODE_XIP83_LATE_WRITES_LOST MAKE_SQLSTATE('X','8','3','L','0')
 
-/* One live fetch: the table, its primary key, and the output being filled. */
+/* A leaf of the table read: its slot and where each output column is. */
+typedef struct LiveLeaf
+{
+	TupleTableSlot *slot;		/* made on first use */
+	AttrNumber	attnos[LIVE_MAX_COLUMNS];	/* 0: the column comes from the blob table */
+} LiveLeaf;
+
+/* One live fetch: the table's leaves, its blob table, and the output being filled. */
 typedef struct LiveFetch
 {
-	Relation	heap;
-	Relation	index;
+	RegistryDb *feed;			/* whose horizons and late ring */
+	Oid			feed_relid;		/* the table read */
+	Source	   *source;			/* its leaves, each with its primary key */
+	LiveLeaf   *leaves;
+	Source	   *blob;			/* envelopes: the payload's table, or NULL */
+	KeyProbes  *blob_probes;
+	int			cur;			/* leaf of the row being looked at */
+	TupleTableSlot *slot;		/* the row being looked at */
+	TupleTableSlot *blob_slot;	/* its blob row, with a blob table */
+	SourceLeaf *blob_leaf;
 	Snapshot	snapshot;
-	TupleTableSlot *slot;
 	ReturnSetInfo *rsinfo;
 	MemoryContext row_cxt;
 	int			n_out;			/* table columns returned, then late_cursor */
-	AttrNumber	attnos[LIVE_MAX_COLUMNS];	/* table column of each output column */
 	bool		envelopes;		/* key (originator, sequence) instead of id */
 	int			rows;			/* rows emitted so far */
 	int			limit;
@@ -95,30 +113,52 @@ typedef struct LiveFetch
 	LateEntry  *excluded;
 } LiveFetch;
 
+/* The table a feed reads for a kind: the tracked one, or xip83's own. */
+static Oid
+FeedTable(RegistryDb *feed, PositionKind kind)
+{
+	return OidIsValid(feed->relid) ? feed->relid : SourceOwnTable(RegistryKindTable[kind]);
+}
+
 /*
- * Opens an xip83 table and its primary key after the privilege and RLS
- * checks, takes the snapshot (after the caller read the horizon), and sets
- * up the output columns by name.
+ * Opens the table (every leaf, with the privilege, RLS and layout checks of
+ * the scans) and its blob table, takes the snapshot (after the caller read
+ * the horizon), and finds the output columns by name on every leaf; the
+ * payload of envelopes with a blob table comes from there.
  */
 static void
-LiveFetchBegin(LiveFetch *f, FunctionCallInfo fcinfo, const char *table,
+LiveFetchBegin(LiveFetch *f, FunctionCallInfo fcinfo, const SourceSpec *spec, Oid blob,
 			   const char *const *columns, int n_columns, int limit)
 {
-	Oid			relid = SourceOwnTable(table);
-
-	SourceOpenKeyed(relid, psprintf("xip83.%s", table), &f->heap, &f->index);
+	f->source = SourceOpen(f->feed_relid, spec);
+	f->blob = OidIsValid(blob) ? SourceOpen(blob, WaveD14nSpecs[2]) : NULL;
 	f->snapshot = RegisterSnapshot(HorizonReadSnapshot());
-	f->slot = table_slot_create(f->heap, NULL);
+	f->blob_probes = f->blob != NULL ? KeyProbesBegin(f->blob, f->snapshot, 2) : NULL;
+	f->leaves = palloc0(sizeof(LiveLeaf) * Max(f->source->nleaves, 1));
 	f->n_out = n_columns;
-	f->envelopes = strcmp(table, "envelopes") == 0;
-	for (int i = 0; i < n_columns; i++)
+	f->envelopes = spec != &WaveV3GroupSource && spec != &WaveV3WelcomeSource;
+	for (int l = 0; l < f->source->nleaves; l++)
 	{
-		f->attnos[i] = get_attnum(relid, columns[i]);
-		if (f->attnos[i] == InvalidAttrNumber)
+		SourceLeaf *leaf = &f->source->leaves[l];
+		Oid			leafid = RelationGetRelid(leaf->heap);
+
+		if (leaf->walk_index == NULL)
 			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" of relation \"xip83.%s\" does not exist",
-							columns[i], table)));
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("relation %s has no unique index on its positions",
+							RelationGetRelationName(leaf->heap)),
+					 errhint("Live fetch reads by the primary key: (id), or (originator_node_id, originator_sequence_id).")));
+		for (int i = 0; i < n_columns; i++)
+		{
+			bool		from_blob = f->blob != NULL && strcmp(columns[i], "originator_envelope") == 0;
+
+			f->leaves[l].attnos[i] = from_blob ? 0 : get_attnum(leafid, columns[i]);
+			if (!from_blob && f->leaves[l].attnos[i] == InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("column \"%s\" of relation %s does not exist",
+								columns[i], RelationGetRelationName(leaf->heap))));
+		}
 	}
 	f->row_cxt = AllocSetContextCreate(CurrentMemoryContext, "xip83 live fetch row",
 									   ALLOCSET_DEFAULT_SIZES);
@@ -135,24 +175,34 @@ static int64
 SlotPosition(LiveFetch *f, int32 *node)
 {
 	bool		isnull;
+	const AttrNumber *attnos = f->leaves[f->cur].attnos;
 
 	if (!f->envelopes)
 	{
 		*node = 0;
-		return DatumGetInt64(slot_getattr(f->slot, f->attnos[0], &isnull));
+		return DatumGetInt64(slot_getattr(f->slot, attnos[0], &isnull));
 	}
-	*node = DatumGetInt32(slot_getattr(f->slot, f->attnos[0], &isnull));
-	return DatumGetInt64(slot_getattr(f->slot, f->attnos[1], &isnull));
+	*node = DatumGetInt32(slot_getattr(f->slot, attnos[0], &isnull));
+	return DatumGetInt64(slot_getattr(f->slot, attnos[1], &isnull));
 }
 
-/* The xmin of the row in the slot: which (sub)transaction inserted it. */
 static TransactionId
-SlotXmin(LiveFetch *f)
+XminOf(TupleTableSlot *slot)
 {
 	bool		isnull;
 
-	return DatumGetTransactionId(slot_getsysattr(f->slot, MinTransactionIdAttributeNumber,
-												 &isnull));
+	return DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
+}
+
+/*
+ * Whether the row in the slot was written by (sub)transaction xid: its meta
+ * row or, with a blob table, its blob row (either may be the late one).
+ */
+static bool
+SlotWrittenBy(LiveFetch *f, TransactionId xid)
+{
+	return TransactionIdEquals(XminOf(f->slot), xid) ||
+		(f->blob_slot != NULL && TransactionIdEquals(XminOf(f->blob_slot), xid));
 }
 
 /* Whether the row in the slot is a late row still owed through the late lane. */
@@ -161,15 +211,13 @@ Excluded(LiveFetch *f)
 {
 	int32		node;
 	int64		position;
-	TransactionId xmin;
 
 	if (f->n_excluded == 0)
 		return false;
 	position = SlotPosition(f, &node);
-	xmin = SlotXmin(f);
 	for (int i = 0; i < f->n_excluded; i++)
 		if (f->excluded[i].position == position && f->excluded[i].node == node &&
-			TransactionIdEquals(f->excluded[i].xid, xmin))
+			SlotWrittenBy(f, f->excluded[i].xid))
 			return true;
 	return false;
 }
@@ -181,13 +229,16 @@ EmitRow(LiveFetch *f)
 	Datum		values[LIVE_MAX_COLUMNS + 1];
 	bool		nulls[LIVE_MAX_COLUMNS + 1];
 	MemoryContext old = MemoryContextSwitchTo(f->row_cxt);
+	const AttrNumber *attnos = f->leaves[f->cur].attnos;
 
 	for (int i = 0; i < f->n_out; i++)
 	{
-		Form_pg_attribute att = TupleDescAttr(f->slot->tts_tupleDescriptor,
-											  f->attnos[i] - 1);
+		TupleTableSlot *slot = attnos[i] != 0 ? f->slot : f->blob_slot;
+		AttrNumber	attno = attnos[i] != 0 ? attnos[i]
+			: f->blob_leaf->attnos[ENVELOPE_COL_BLOB_PAYLOAD];
+		Form_pg_attribute att = TupleDescAttr(slot->tts_tupleDescriptor, attno - 1);
 
-		values[i] = slot_getattr(f->slot, f->attnos[i], &nulls[i]);
+		values[i] = slot_getattr(slot, attno, &nulls[i]);
 		if (!nulls[i] && att->attlen == -1)
 			values[i] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[i]));
 	}
@@ -200,9 +251,11 @@ EmitRow(LiveFetch *f)
 }
 
 /*
- * Scans the primary key for positions in (lower, upper] of the position
- * column, with a leading equality on the originator for envelopes; emit
- * decides what to do with each visible row and returns false to stop.
+ * Scans the primary key of every leaf that may hold positions in
+ * (lower, upper] of the originator (envelopes) for them, in key order; emit
+ * decides what to do with each visible row and returns false to stop. With
+ * a blob table, a row whose blob row is not visible is not servable yet and
+ * is passed over (its blob's write registers it, as a late write if need be).
  */
 static void
 LiveFetchScan(LiveFetch *f, int32 originator, int64 lower, int64 upper,
@@ -211,7 +264,7 @@ LiveFetchScan(LiveFetch *f, int32 originator, int64 lower, int64 upper,
 	ScanKeyData keys[3];
 	int			nkeys = 0;
 	int			keycol = f->envelopes ? 2 : 1;
-	IndexScanDesc scan;
+	bool		go = true;
 
 	if (upper <= lower)
 		return;
@@ -223,15 +276,37 @@ LiveFetchScan(LiveFetch *f, int32 originator, int64 lower, int64 upper,
 	ScanKeyInit(&keys[nkeys++], keycol, BTLessEqualStrategyNumber, F_INT8LE,
 				Int64GetDatum(upper));
 
-	scan = xip83_index_beginscan(f->heap, f->index, f->snapshot, nkeys, 0);
-	index_rescan(scan, keys, nkeys, NULL, 0);
-	while (index_getnext_slot(scan, ForwardScanDirection, f->slot))
+	for (int l = 0; go && l < f->source->nleaves; l++)
 	{
-		CHECK_FOR_INTERRUPTS();
-		if (!emit(f, arg))
-			break;
+		SourceLeaf *leaf = &f->source->leaves[l];
+		IndexScanDesc scan;
+
+		if (leaf->position_hi <= lower + 1 || leaf->position_lo > upper ||
+			(f->envelopes && !SourceLeafMayHoldOriginator(leaf, originator)))
+			continue;
+		if (f->leaves[l].slot == NULL)
+			f->leaves[l].slot = table_slot_create(leaf->heap, NULL);
+		f->cur = l;
+		f->slot = f->leaves[l].slot;
+		scan = xip83_index_beginscan(leaf->heap, leaf->walk_index, f->snapshot, nkeys, 0);
+		index_rescan(scan, keys, nkeys, NULL, 0);
+		while (go && index_getnext_slot(scan, ForwardScanDirection, f->slot))
+		{
+			CHECK_FOR_INTERRUPTS();
+			f->blob_slot = NULL;
+			if (f->blob != NULL)
+			{
+				int32		node;
+				int64		position = SlotPosition(f, &node);
+
+				f->blob_slot = KeyProbeExact(f->blob_probes, node, position, &f->blob_leaf);
+				if (f->blob_slot == NULL)
+					continue;
+			}
+			go = emit(f, arg);
+		}
+		index_endscan(scan);
 	}
-	index_endscan(scan);
 }
 
 /* Range rows: every visible row but the late rows still owed, up to the limit. */
@@ -251,7 +326,7 @@ ProbeLateRow(LiveFetch *f, void *arg)
 {
 	LateEntry  *e = arg;
 
-	if (TransactionIdEquals(SlotXmin(f), e->xid))
+	if (SlotWrittenBy(f, e->xid))
 		e->seq = 0;				/* marks "deliver" */
 	return false;
 }
@@ -284,7 +359,7 @@ LiveFetchLate(LiveFetch *f, PositionKind kind, int64 late_after,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("late_after must not be negative")));
-	HorizonLateSince(kind, (uint64) late_after, &late);
+	HorizonLateSince(f->feed, kind, (uint64) late_after, &late);
 	if (late.lost && late_after != 0 && any_cursor_set)
 		ereport(ERROR,
 				(errcode(ERRCODE_XIP83_LATE_WRITES_LOST),
@@ -329,10 +404,16 @@ LiveFetchLate(LiveFetch *f, PositionKind kind, int64 late_after,
 static void
 LiveFetchEnd(LiveFetch *f)
 {
-	ExecDropSingleTupleTableSlot(f->slot);
+	for (int l = 0; l < f->source->nleaves; l++)
+		if (f->leaves[l].slot != NULL)
+			ExecDropSingleTupleTableSlot(f->leaves[l].slot);
+	if (f->blob != NULL)
+	{
+		KeyProbesEnd(f->blob_probes);
+		SourceClose(f->blob);
+	}
 	UnregisterSnapshot(f->snapshot);
-	index_close(f->index, AccessShareLock);
-	table_close(f->heap, AccessShareLock);
+	SourceClose(f->source);
 	MemoryContextDelete(f->row_cxt);
 }
 
@@ -345,8 +426,8 @@ V3Cursor(const LateEntry *e, void *arg)
 
 /* One v3 kind: late rows, then (after_id, horizon] by id. */
 static Datum
-LiveFetchMessages(FunctionCallInfo fcinfo, const char *table, const char *const *columns,
-				  int n_columns, PositionKind kind)
+LiveFetchMessages(FunctionCallInfo fcinfo, const char *const *columns, int n_columns,
+				  PositionKind kind)
 {
 	LiveFetch	f;
 	int64		after;
@@ -359,9 +440,12 @@ LiveFetchMessages(FunctionCallInfo fcinfo, const char *table, const char *const 
 	after = PG_GETARG_INT64(0);
 	limit = ArgGetPageLimit(fcinfo, 1, "row_limit");
 	late_after = PG_GETARG_INT64(2);
+	f.feed = HorizonFeedArg(fcinfo, 3, kind);
+	f.feed_relid = FeedTable(f.feed, kind);
 	NotifierEnsureRunning();
-	horizon = kind == KIND_WELCOME ? HorizonOfWelcomes() : HorizonOfGroups();
-	LiveFetchBegin(&f, fcinfo, table, columns, n_columns, limit);
+	horizon = HorizonOfLine(f.feed, kind == KIND_WELCOME ? LINE_WELCOME : LINE_GROUP);
+	LiveFetchBegin(&f, fcinfo, kind == KIND_GROUP ? &WaveV3GroupSource : &WaveV3WelcomeSource,
+				   InvalidOid, columns, n_columns, limit);
 	LiveFetchLate(&f, kind, late_after, V3Cursor, &after, after > 0);
 	LiveFetchScan(&f, 0, after, horizon, EmitRangeRow, NULL);
 	LiveFetchEnd(&f);
@@ -376,7 +460,7 @@ live_group_messages(PG_FUNCTION_ARGS)
 		"id", "created_at", "group_id", "data", "is_commit", "sender_hmac", "should_push"
 	};
 
-	return LiveFetchMessages(fcinfo, "group_messages", columns, lengthof(columns), KIND_GROUP);
+	return LiveFetchMessages(fcinfo, columns, lengthof(columns), KIND_GROUP);
 }
 
 /* xip83.live_welcome_messages(after_id, row_limit, late_after). */
@@ -388,8 +472,7 @@ live_welcome_messages(PG_FUNCTION_ARGS)
 		"wrapper_algorithm", "welcome_metadata", "message_type"
 	};
 
-	return LiveFetchMessages(fcinfo, "welcome_messages", columns, lengthof(columns),
-							 KIND_WELCOME);
+	return LiveFetchMessages(fcinfo, columns, lengthof(columns), KIND_WELCOME);
 }
 
 /* A requested originator and its cursor. */
@@ -440,6 +523,27 @@ EnvelopeCursor(const LateEntry *e, void *arg)
 }
 
 /*
+ * A tracked envelope table is read with the blob table it was tracked with,
+ * and no other (22023): the blob's writes are the ones registered.
+ */
+static void
+RequireFeedBlob(RegistryDb *feed, Oid blob)
+{
+	TrackedSource t;
+	Oid			want = InvalidOid;
+
+	if (OidIsValid(feed->relid) && TrackedFind(feed->relid, &t))
+		want = t.blob;
+	if (blob != want)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("blob_source must be the blob table the source is followed with"),
+				 errdetail(OidIsValid(want) ? "The source was tracked with blob table %s."
+						   : "The source was tracked without a blob table.",
+						   OidIsValid(want) ? get_rel_name(want) : "")));
+}
+
+/*
  * xip83.live_envelopes(node_ids, after_sequence_ids, row_limit, late_after):
  * late envelopes of listed originators, then per listed originator envelopes
  * in (after, its horizon], ordered (originator, sequence). An originator
@@ -461,6 +565,7 @@ live_envelopes(PG_FUNCTION_ARGS)
 	bool		any_set = false;
 	HorizonSet	set;
 	LiveFetch	f;
+	Oid			blob;
 	int			j = 0;
 
 	ArgRequireSameLength(&nodes, &afters);
@@ -481,8 +586,12 @@ live_envelopes(PG_FUNCTION_ARGS)
 			cs.c[cs.n++] = cs.c[i];
 
 	/* every horizon before the snapshot; an originator without envelopes has 0 */
+	f.feed = HorizonFeedArg(fcinfo, 4, KIND_ENVELOPE);
+	f.feed_relid = FeedTable(f.feed, KIND_ENVELOPE);
+	blob = PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_OID(5) : InvalidOid;
+	RequireFeedBlob(f.feed, blob);
 	NotifierEnsureRunning();
-	HorizonCollect(&set);
+	HorizonCollectFeed(f.feed, &set);
 	horizons = palloc(sizeof(int64) * (cs.n + 1));
 	for (int i = 0; i < cs.n; i++)
 	{
@@ -492,7 +601,8 @@ live_envelopes(PG_FUNCTION_ARGS)
 			? set.originator_horizons[j] : 0;
 	}
 
-	LiveFetchBegin(&f, fcinfo, "envelopes", columns, lengthof(columns), limit);
+	LiveFetchBegin(&f, fcinfo, WaveD14nSpecs[OidIsValid(blob) ? 1 : 0], blob, columns,
+				   lengthof(columns), limit);
 	LiveFetchLate(&f, KIND_ENVELOPE, late_after, EnvelopeCursor, &cs, any_set);
 	for (int i = 0; i < cs.n && f.rows < f.limit; i++)
 		LiveFetchScan(&f, cs.c[i].node, cs.c[i].after, horizons[i], EmitRangeRow, NULL);

@@ -356,6 +356,35 @@ SameDigest(const FeedDigest *a, const FeedDigest *b)
 		a->late_head == b->late_head && a->originators == b->originators;
 }
 
+/*
+ * The horizons and late heads of every loaded tracked-table feed of the
+ * database, digested: a notice goes out when any of them moves.
+ */
+static uint64
+DigestTrackedFeeds(void)
+{
+	RegistryDb *feeds[64];
+	int			n = RegistryFeedsOf(MyDatabaseId, feeds, lengthof(feeds));
+	uint64		h = 1469598103934665603ULL;
+
+	for (int i = 0; i < n; i++)
+	{
+		HorizonSet	set;
+		FeedDigest	d;
+
+		if (!OidIsValid(feeds[i]->relid))
+			continue;
+		HorizonCollectFeed(feeds[i], &set);
+		d = Digest(&set);
+		h = (h ^ (uint64) feeds[i]->relid) * 1099511628211ULL;
+		h = (h ^ (uint64) d.group) * 1099511628211ULL;
+		h = (h ^ (uint64) d.welcome) * 1099511628211ULL;
+		h = (h ^ d.late_head) * 1099511628211ULL;
+		h = (h ^ d.originators) * 1099511628211ULL;
+	}
+	return h;
+}
+
 /* Queues one notice (a wake-up: epoch, state, tick) in the current transaction. */
 static void
 QueueNotice(int state)
@@ -403,6 +432,7 @@ NotifierTick(int state)
 	StartTransactionCommand();
 	HorizonCollect(&now);
 	d = Digest(&now);
+	d.originators ^= DigestTrackedFeeds();
 	if (HaveLastSent && SameDigest(&d, &LastSent) &&
 		state == XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE &&
 		!TimestampDifferenceExceeds(LastSentAt, GetCurrentTimestamp(),
@@ -465,11 +495,14 @@ LogLateRingAfterCheckpoint(void)
 {
 	static XLogRecPtr logged_after = InvalidXLogRecPtr;
 	XLogRecPtr	redo = GetRedoRecPtr();
-	RegistryDb *db;
+	RegistryDb *feeds[64];
+	int			n;
 
-	if (redo == logged_after || (db = RegistryLookupMine()) == NULL)
+	if (redo == logged_after)
 		return;
-	RegistryLogRing(db);
+	n = RegistryFeedsOf(MyDatabaseId, feeds, lengthof(feeds));
+	for (int i = 0; i < n; i++)
+		RegistryLogRing(feeds[i]);
 	logged_after = redo;
 }
 
@@ -477,11 +510,16 @@ LogLateRingAfterCheckpoint(void)
 static bool
 NotifierIdle(void)
 {
-	RegistryDb *db = RegistryLookupMine();
+	RegistryDb *feeds[64];
+	int			n = RegistryFeedsOf(MyDatabaseId, feeds, lengthof(feeds));
 	uint64		now_ms = (uint64) (GetCurrentTimestamp() / 1000);
 
-	return db != NULL && xip83_notifier_idle_ms > 0 &&
-		now_ms - pg_atomic_read_u64(&db->last_use_ms) > (uint64) xip83_notifier_idle_ms;
+	if (n == 0 || xip83_notifier_idle_ms <= 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (now_ms - pg_atomic_read_u64(&feeds[i]->last_use_ms) <= (uint64) xip83_notifier_idle_ms)
+			return false;
+	return true;
 }
 
 /* The worker: wait for a wake-up, coalesce, notify; see the header. */

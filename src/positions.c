@@ -38,15 +38,18 @@
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 
 #include "args.h"
 #include "notifier.h"
 #include "recent.h"
 #include "registry.h"
+#include "track.h"
 
 PG_FUNCTION_INFO_V1(next_group_id);
 PG_FUNCTION_INFO_V1(next_welcome_id);
+PG_FUNCTION_INFO_V1(next_id);
 PG_FUNCTION_INFO_V1(register_position);
 PG_FUNCTION_INFO_V1(reset_positions);
 
@@ -56,9 +59,11 @@ PG_FUNCTION_INFO_V1(reset_positions);
  */
 typedef struct TouchedLine
 {
+	RegistryDb *db;
 	int			line;
 	int			level;			/* GetCurrentTransactionNestLevel() of the write */
 	uint64		max;
+	uint64		count;			/* positions registered */
 } TouchedLine;
 
 #define TOUCH_LATE (-1)
@@ -66,12 +71,21 @@ typedef struct TouchedLine
 /* An originator line this transaction counted itself a writer of. */
 typedef struct CountedLine
 {
+	RegistryDb *db;
 	int32		node;
 	int			line;
 } CountedLine;
 
-static RegistryDb *XactDb = NULL;	/* entry the open transaction wrote in */
-static int	PinOf[SLOT_PINS];	/* line held by each pin of our slot, -1 none */
+/* A kind of a feed this transaction TRUNCATEd or dropped. */
+typedef struct PendingReset
+{
+	RegistryDb *db;
+	PositionKind kind;
+} PendingReset;
+
+#define MAX_RESETS 16
+
+static uint32 PinOf[SLOT_PINS];	/* PIN_KEY held by each pin of our slot, or PIN_NONE */
 static bool Frozen = false;		/* our slot's freeze is set */
 static TouchedLine *Touched = NULL;
 static int	NTouched = 0;
@@ -79,10 +93,12 @@ static int	TouchedCap = 0;
 static CountedLine *Counted = NULL;
 static int	NCounted = 0;
 static int	CountedCap = 0;
-static bool PendingReset[3];	/* per PositionKind: TRUNCATEd or dropped here */
+static PendingReset Resets[MAX_RESETS];
+static int	NResets = 0;
 static bool LocalInit = false;
 static bool NotifierEnsured = false;	/* this transaction asked for a notifier */
 static int64 LastDrawn[2];		/* the id each default drew last: already registered */
+static RegistryDb *LastDrawnDb[2];	/* ... and in which feed */
 static object_access_hook_type prev_object_access_hook = NULL;
 
 static const char *const KindSequence[2] = {"group_messages_id_seq", "welcome_messages_id_seq"};
@@ -93,7 +109,7 @@ InitLocal(void)
 	if (LocalInit)
 		return;
 	for (int i = 0; i < SLOT_PINS; i++)
-		PinOf[i] = -1;
+		PinOf[i] = PIN_NONE;
 	LocalInit = true;
 }
 
@@ -115,20 +131,23 @@ Grow(void *array, int n, int *cap, Size elem)
  * top transaction commits raises a line.
  */
 static void
-Touch(int line, uint64 x)
+Touch(RegistryDb *db, int line, uint64 x)
 {
 	int			level = GetCurrentTransactionNestLevel();
 
 	for (int i = 0; i < NTouched; i++)
-		if (Touched[i].line == line && Touched[i].level == level)
+		if (Touched[i].db == db && Touched[i].line == line && Touched[i].level == level)
 		{
+			Touched[i].count++;
 			Touched[i].max = line == TOUCH_LATE ? Touched[i].max + 1 : Max(Touched[i].max, x);
 			return;
 		}
 	Touched = Grow(Touched, NTouched, &TouchedCap, sizeof(TouchedLine));
+	Touched[NTouched].db = db;
 	Touched[NTouched].line = line;
 	Touched[NTouched].level = level;
 	Touched[NTouched].max = line == TOUCH_LATE ? 1 : x;
+	Touched[NTouched].count = 1;
 	NTouched++;
 }
 
@@ -142,11 +161,11 @@ OriginatorLine(RegistryDb *db, int32 node)
 	int			line;
 
 	for (int i = 0; i < NCounted; i++)
-		if (Counted[i].node == node)
+		if (Counted[i].db == db && Counted[i].node == node)
 			return Counted[i].line;
 	line = RegistryOriginatorLine(db, node);
-	XactDb = db;
 	Counted = Grow(Counted, NCounted, &CountedCap, sizeof(CountedLine));
+	Counted[NCounted].db = db;
 	Counted[NCounted].node = node;
 	Counted[NCounted].line = line;
 	NCounted++;
@@ -162,6 +181,7 @@ static int
 PinLine(RegistryDb *db, RegistrySlot *slot, int line)
 {
 	int			pin = -1;
+	uint32		key = PIN_KEY(RegistryEntryIndex(db), line);
 	uint64		h;
 
 	InitLocal();
@@ -171,34 +191,25 @@ PinLine(RegistryDb *db, RegistrySlot *slot, int line)
 		NotifierEnsureRunning();
 		NotifierEnsured = true;
 	}
-	XactDb = db;
-	/* pins 0 and 1 are the v3 lines', the rest go to originators in turn */
-	if (line < LINE_FIRST_ORIGINATOR)
-		pin = line;
-	else
+	for (int i = 0; i < SLOT_PINS; i++)
 	{
-		for (int i = LINE_FIRST_ORIGINATOR; i < SLOT_PINS; i++)
-		{
-			if (PinOf[i] == line)
-				return i;
-			if (PinOf[i] < 0 && pin < 0)
-				pin = i;
-		}
-		if (pin < 0)
-		{
-			if (!Frozen)
-			{
-				pg_atomic_write_u32(&slot->freeze, 1);
-				pg_memory_barrier();
-				Frozen = true;
-			}
-			return -1;
-		}
+		if (PinOf[i] == key)
+			return i;
+		if (PinOf[i] == PIN_NONE && pin < 0)
+			pin = i;
 	}
-	if (PinOf[pin] == line)
-		return pin;
-	PinOf[pin] = line;
-	slot->line[pin] = (uint32) line;
+	if (pin < 0)
+	{
+		if (!Frozen)
+		{
+			pg_atomic_write_u32(&slot->freeze, 1);
+			pg_memory_barrier();
+			Frozen = true;
+		}
+		return -1;
+	}
+	PinOf[pin] = key;
+	slot->line[pin] = key;
 	pg_write_barrier();
 	h = pg_atomic_read_u64(&db->lines[line].high);
 	for (;;)
@@ -227,6 +238,47 @@ AtOrBelowPublished(RegistryDb *db, int line, uint64 x)
 	return x <= published;
 }
 
+/* A late position this transaction registered, with the (sub)transaction that wrote it. */
+typedef struct LateNoted
+{
+	RegistryDb *db;
+	int			line;
+	uint64		x;
+	TransactionId xid;
+} LateNoted;
+
+static LateNoted *Lates = NULL;
+static int	NLates = 0;
+static int	LatesCap = 0;
+
+/*
+ * Whether this (sub)transaction registered that late position already: an
+ * envelope's meta and blob rows register the same position, and the ring
+ * needs it once.
+ */
+static bool
+AlreadyLate(RegistryDb *db, int line, uint64 x)
+{
+	TransactionId xid = GetCurrentTransactionId();
+
+	for (int i = 0; i < NLates; i++)
+		if (Lates[i].db == db && Lates[i].line == line && Lates[i].x == x &&
+			TransactionIdEquals(Lates[i].xid, xid))
+			return true;
+	return false;
+}
+
+static void
+NoteLate(RegistryDb *db, int line, uint64 x)
+{
+	Lates = Grow(Lates, NLates, &LatesCap, sizeof(LateNoted));
+	Lates[NLates].db = db;
+	Lates[NLates].line = line;
+	Lates[NLates].x = x;
+	Lates[NLates].xid = GetCurrentTransactionId();
+	NLates++;
+}
+
 /*
  * Registers a position this transaction is about to write. Below its pin
  * (or on a frozen line) the position is checked against the published
@@ -238,7 +290,7 @@ RegisterPosition(RegistryDb *db, int line, PositionKind kind, int32 node, uint64
 	RegistrySlot *slot = RegistryMySlot();
 	int			pin = PinLine(db, slot, line);
 
-	Touch(line, x);
+	Touch(db, line, x);
 	if (pin >= 0)
 	{
 		uint64		low = pg_atomic_read_u64(&slot->low[pin]);
@@ -254,30 +306,49 @@ RegisterPosition(RegistryDb *db, int line, PositionKind kind, int32 node, uint64
 	}
 	else if (!AtOrBelowPublished(db, line, x))
 		return;
+	if (AlreadyLate(db, line, x))
+		return;
 	(void) RegistryAddLate(db, kind, node, (int64) x, GetCurrentTransactionId());
-	Touch(TOUCH_LATE, 0);
+	Touch(db, TOUCH_LATE, 0);
+	NoteLate(db, line, x);
 }
 
-/* Moves a kind's sequence up to an explicit id above it, as the writer. */
+/* Moves a v3 table's sequence up to an explicit id above it, as the writer. */
 static void
-SequenceCatchUp(PositionKind kind, uint64 x)
+SequenceCatchUp(Oid seq, uint64 x)
 {
-	Oid			seq = RegistryOwnRelation(KindSequence[kind]);
-
 	if (!OidIsValid(seq) || (int64) x <= RegistrySequenceLastValue(seq))
 		return;
 	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq), Int64GetDatum((int64) x));
 }
 
-/* Draws the next id of a kind, registered before any reader can see it. */
+/* The line of a v3 kind. */
+#define V3_LINE(kind) ((kind) == KIND_GROUP ? LINE_GROUP : LINE_WELCOME)
+
+/* Draws the next id of a kind from seq in a feed, registered before any reader can see it. */
+static int64
+DrawId(RegistryDb *db, PositionKind kind, Oid seq)
+{
+	int64		id;
+
+	(void) PinLine(db, RegistryMySlot(), V3_LINE(kind));
+	id = nextval_internal(seq, true);
+	if (id <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("message ids must be positive, the sequence returned " INT64_FORMAT, id)));
+	RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) id);
+	LastDrawn[kind] = id;
+	LastDrawnDb[kind] = db;
+	return id;
+}
+
+/* The id default of one of xip83's own tables. */
 static Datum
 NextId(FunctionCallInfo fcinfo, PositionKind kind)
 {
 	static Oid	known[2];
-	RegistryDb *db;
 	Oid			seq;
-	int64		id;
-	int			line = kind == KIND_GROUP ? LINE_GROUP : LINE_WELCOME;
 
 	ArgRequire(fcinfo, 0, "seq");
 	seq = PG_GETARG_OID(0);
@@ -295,16 +366,7 @@ NextId(FunctionCallInfo fcinfo, PositionKind kind)
 	}
 	if (Reg == NULL)
 		PG_RETURN_INT64(nextval_internal(seq, true));
-	db = RegistryAttach();
-	(void) PinLine(db, RegistryMySlot(), line);
-	id = nextval_internal(seq, true);
-	if (id <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("message ids must be positive, the sequence returned " INT64_FORMAT, id)));
-	RegisterPosition(db, line, kind, 0, (uint64) id);
-	LastDrawn[kind] = id;
-	PG_RETURN_INT64(id);
+	PG_RETURN_INT64(DrawId(RegistryAttach(), kind, seq));
 }
 
 /* xip83.next_group_id(seq regclass): the id default of xip83.group_messages. */
@@ -321,42 +383,87 @@ next_welcome_id(PG_FUNCTION_ARGS)
 	return NextId(fcinfo, KIND_WELCOME);
 }
 
+/*
+ * xip83.next_id(source regclass): the id default xip83.track gives a tracked
+ * v3 table. Draws from the sequence the table's default used before (which
+ * needs USAGE or UPDATE on it, as nextval does).
+ */
+Datum
+next_id(PG_FUNCTION_ARGS)
+{
+	TrackedSource t;
+
+	ArgRequire(fcinfo, 0, "source");
+	if (!TrackedFind(PG_GETARG_OID(0), &t) || t.source != PG_GETARG_OID(0) ||
+		t.kind == KIND_ENVELOPE)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s is not a tracked v3 table",
+						DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0)))),
+				 errdetail("xip83.next_id is the id default xip83.track installs; xip83.untrack restores the table's own.")));
+	if (Reg == NULL)
+		PG_RETURN_INT64(nextval_internal(t.sequence, true));
+	PG_RETURN_INT64(DrawId(RegistryAttachFeed(t.source), t.kind, t.sequence));
+}
+
 static void
 TriggerMisuse(const char *fn, const char *what)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 			 errmsg("%s %s", fn, what),
-			 errhint("It is installed by CREATE EXTENSION xip83 on xip83's own tables only.")));
+			 errhint("CREATE EXTENSION xip83 installs it on xip83's own tables, and xip83.track on a node's tables.")));
 }
 
+/* What a trigger firing acts on. */
+typedef struct TriggerTarget
+{
+	PositionKind kind;
+	Oid			feed;			/* the tracked table, InvalidOid: xip83's own tables */
+	Oid			sequence;		/* v3: the table's id sequence */
+	bool		blob;			/* an envelope blob table: no topic column */
+} TriggerTarget;
+
 /*
- * The kind named by the trigger's argument, for a trigger on the xip83 table
- * of that kind; anything else is refused.
+ * What a trigger acts on: xip83's own table of the kind its argument names,
+ * or a table xip83.track covers with that kind (itself, its blob table or a
+ * partition). Any other table is refused (trigger protocol), so attaching
+ * the trigger by hand moves nothing.
  */
-static PositionKind
-TriggerKind(TriggerData *trigdata, const char *fn)
+static bool
+TriggerTargetOf(TriggerData *trigdata, const char *fn, TriggerTarget *out)
 {
 	const char *arg;
-	PositionKind kind;
+	Oid			relid = RelationGetRelid(trigdata->tg_relation);
+	TrackedSource t;
 
 	if (trigdata->tg_trigger->tgnargs != 1)
 		TriggerMisuse(fn, "needs one argument: group, welcome or envelope");
 	arg = trigdata->tg_trigger->tgargs[0];
 	if (strcmp(arg, "group") == 0)
-		kind = KIND_GROUP;
+		out->kind = KIND_GROUP;
 	else if (strcmp(arg, "welcome") == 0)
-		kind = KIND_WELCOME;
+		out->kind = KIND_WELCOME;
 	else if (strcmp(arg, "envelope") == 0)
-		kind = KIND_ENVELOPE;
+		out->kind = KIND_ENVELOPE;
 	else
-	{
 		TriggerMisuse(fn, "needs one argument: group, welcome or envelope");
-		kind = KIND_GROUP;		/* keep compiler quiet */
+	out->blob = false;
+	if (relid == RegistryOwnRelation(RegistryKindTable[out->kind]))
+	{
+		out->feed = InvalidOid;
+		out->sequence = out->kind == KIND_ENVELOPE ? InvalidOid
+			: RegistryOwnRelation(KindSequence[out->kind]);
+		return true;
 	}
-	if (RelationGetRelid(trigdata->tg_relation) != RegistryOwnRelation(RegistryKindTable[kind]))
-		TriggerMisuse(fn, psprintf("only acts on xip83.%s", RegistryKindTable[kind]));
-	return kind;
+	if (!TrackedFind(relid, &t) || t.kind != out->kind)
+		TriggerMisuse(fn, psprintf("acts only on xip83.%s and on tables xip83.track follows as %s",
+								   RegistryKindTable[out->kind], arg));
+	out->feed = t.source;
+	out->sequence = t.sequence;
+	/* rows of a blob table carry no topic: their meta rows note it */
+	out->blob = OidIsValid(t.blob);
+	return true;
 }
 
 /* A position column of a row, by name and type. */
@@ -398,7 +505,7 @@ static const char *const KindTopic[3] = {"group_id", "installation_key", "topic"
  */
 static void
 NoteRecent(RegistryDb *db, PositionKind kind, HeapTuple tuple, TupleDesc desc, int32 node,
-		   uint64 position)
+		   uint64 position, bool may_lack_topic)
 {
 	RecentTable *table = RecentTableOf(db, kind);
 
@@ -421,6 +528,8 @@ NoteRecent(RegistryDb *db, PositionKind kind, HeapTuple tuple, TupleDesc desc, i
 		RecentNote(table, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node), position);
 		return;
 	}
+	if (may_lack_topic)
+		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 			 errmsg("register_position needs a column \"%s\" of type bytea", KindTopic[kind])));
@@ -469,6 +578,7 @@ register_position(PG_FUNCTION_ARGS)
 	HeapTuple	tuple;
 	TupleDesc	desc;
 	RegistryDb *db;
+	TriggerTarget target;
 	PositionKind kind;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
@@ -476,25 +586,29 @@ register_position(PG_FUNCTION_ARGS)
 	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
 		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) || TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
 		TriggerMisuse("register_position", "must be a BEFORE INSERT OR UPDATE row trigger");
-	kind = TriggerKind(trigdata, "register_position");
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)
 		? trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	desc = RelationGetDescr(trigdata->tg_relation);
+	(void) TriggerTargetOf(trigdata, "register_position", &target);
 	if (Reg == NULL)
 		return PointerGetDatum(tuple);
+	kind = target.kind;
 
 	if (kind == KIND_ENVELOPE)
 	{
 		int32		node = (int32) RowPosition(tuple, desc, "originator_node_id", INT4OID);
 		int64		seq = RowPosition(tuple, desc, "originator_sequence_id", INT8OID);
 
-		/* the table's CHECK refuses sequence ids below 1 after this trigger */
-		if (seq <= 0)
-			return PointerGetDatum(tuple);
-		db = RegistryAttach();
-		NoteRecent(db, kind, tuple, desc, node, (uint64) seq);
+		if (seq < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("originator sequence ids must not be negative"),
+					 errdetail("Originator %d, sequence id " INT64_FORMAT ".", node, seq)));
+		db = RegistryAttachFeed(target.feed);
+		NoteRecent(db, kind, tuple, desc, node, (uint64) seq, target.blob);
 		if (!SetsPosition(trigdata, desc, kind))
 			return PointerGetDatum(tuple);
+		/* sequence 0 (chain originators) is at or below every horizon: a late write */
 		RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) seq);
 	}
 	else
@@ -505,65 +619,76 @@ register_position(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("message ids must be positive")));
-		db = RegistryAttach();
-		NoteRecent(db, kind, tuple, desc, 0, (uint64) id);
+		db = RegistryAttachFeed(target.feed);
+		NoteRecent(db, kind, tuple, desc, 0, (uint64) id, false);
 		if (!SetsPosition(trigdata, desc, kind))
 			return PointerGetDatum(tuple);
-		if (id == LastDrawn[kind] && TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		if (id == LastDrawn[kind] && LastDrawnDb[kind] == db &&
+			TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		{
 			LastDrawn[kind] = 0;	/* drawn by the default just now: registered */
 			return PointerGetDatum(tuple);
 		}
-		RegisterPosition(db, kind == KIND_GROUP ? LINE_GROUP : LINE_WELCOME, kind, 0,
-						 (uint64) id);
-		SequenceCatchUp(kind, (uint64) id);
+		RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) id);
+		SequenceCatchUp(target.sequence, (uint64) id);
 	}
 	return PointerGetDatum(tuple);
 }
 
+/* Notes that a kind of a feed starts over when this transaction commits. */
+static void
+AddReset(RegistryDb *db, PositionKind kind)
+{
+	InitLocal();
+	for (int i = 0; i < NResets; i++)
+		if (Resets[i].db == db && Resets[i].kind == kind)
+			return;
+	if (NResets == MAX_RESETS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("one transaction may empty at most %d followed xip83 tables", MAX_RESETS)));
+	Resets[NResets].db = db;
+	Resets[NResets].kind = kind;
+	NResets++;
+}
+
 /*
- * reset_positions(): AFTER TRUNCATE trigger of the xip83 tables. When the
- * TRUNCATE commits, the table's lines start over at 0 (TRUNCATE ... RESTART
- * IDENTITY reuses ids, so live consumers must reset their cursors too).
+ * reset_positions(): AFTER TRUNCATE trigger of the xip83 tables and tracked
+ * tables. When the TRUNCATE commits, the table's lines start over at 0
+ * (TRUNCATE ... RESTART IDENTITY reuses ids, so live consumers must reset
+ * their cursors too).
  */
 Datum
 reset_positions(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	PositionKind kind;
+	TriggerTarget target;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
 		TriggerMisuse("reset_positions", "must be an AFTER TRUNCATE trigger");
-	kind = TriggerKind(trigdata, "reset_positions");
+	(void) TriggerTargetOf(trigdata, "reset_positions", &target);
 	if (Reg != NULL)
-	{
-		InitLocal();
-		XactDb = RegistryAttach();
-		PendingReset[kind] = true;
-	}
+		AddReset(RegistryAttachFeed(target.feed), target.kind);
 	return PointerGetDatum(NULL);
-}
-
-static bool
-AnyPendingReset(void)
-{
-	return PendingReset[0] || PendingReset[1] || PendingReset[2];
 }
 
 /* Applies committed TRUNCATEs and drops; their ACCESS EXCLUSIVE locks are still held. */
 static void
 ApplyResets(void)
 {
-	if (!AnyPendingReset())
+	if (NResets == 0)
 		return;
-	if (XactDb != NULL && XactDb->dboid == MyDatabaseId)
+	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < NResets; i++)
 	{
-		LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
-		for (int k = 0; k < 3; k++)
-			if (PendingReset[k])
-				RegistryResetKindLocked(XactDb, (PositionKind) k, NCounted > 0);
-		LWLockRelease(Reg->lock);
+		bool		keep = false;
+
+		for (int c = 0; c < NCounted; c++)
+			keep |= Counted[c].db == Resets[i].db;
+		if (Resets[i].db->dboid == MyDatabaseId)
+			RegistryResetKindLocked(Resets[i].db, Resets[i].kind, keep);
 	}
+	LWLockRelease(Reg->lock);
 }
 
 /*
@@ -574,49 +699,47 @@ ApplyResets(void)
 static void
 ApplyRecentResets(void)
 {
-	if (!AnyPendingReset())
-		return;
-	if (XactDb != NULL && XactDb->dboid == MyDatabaseId)
-		for (int k = 0; k < 3; k++)
-			if (PendingReset[k])
-				RecentResetKind(XactDb, (PositionKind) k);
-	memset(PendingReset, 0, sizeof(PendingReset));
+	for (int i = 0; i < NResets; i++)
+		if (Resets[i].db->dboid == MyDatabaseId)
+			RecentResetKind(Resets[i].db, Resets[i].kind);
+	NResets = 0;
+}
+
+/* Raises a counter to at least v. */
+static void
+RaiseTo(pg_atomic_uint64 *counter, uint64 v)
+{
+	uint64		cur = pg_atomic_read_u64(counter);
+
+	while (cur < v && !pg_atomic_compare_exchange_u64(counter, &cur, v))
+		;
 }
 
 /* Raises every line this transaction wrote to its highest position (commit only). */
 static void
 RaiseHighs(void)
 {
-	RegistryDb *db = XactDb;
 	uint64		lsn = (uint64) XactLastCommitEnd;
-	uint64		cur;
 
-	uint64		late = 0;
-
-	if (db == NULL || NTouched == 0 || db->dboid != MyDatabaseId)
-		return;
 	/* the commit's WAL end first: a reader that sees a raised high flushes up to it */
-	cur = pg_atomic_read_u64(&db->commit_lsn);
-	while (cur < lsn && !pg_atomic_compare_exchange_u64(&db->commit_lsn, &cur, lsn))
-		;
+	for (int i = 0; i < NTouched; i++)
+		if (Touched[i].db->dboid == MyDatabaseId)
+			RaiseTo(&Touched[i].db->commit_lsn, lsn);
 	pg_write_barrier();
 	for (int i = 0; i < NTouched; i++)
 	{
-		PositionLine *line;
+		RegistryDb *db = Touched[i].db;
 
-		if (Touched[i].line == TOUCH_LATE)
-		{
-			late += Touched[i].max;
+		if (db->dboid != MyDatabaseId)
 			continue;
+		if (Touched[i].line == TOUCH_LATE)
+			pg_atomic_fetch_add_u64(&db->late_writes, Touched[i].max);
+		else
+		{
+			RaiseTo(&db->lines[Touched[i].line].high, Touched[i].max);
+			pg_atomic_fetch_add_u64(&db->registered, Touched[i].count);
 		}
-		line = &db->lines[Touched[i].line];
-		cur = pg_atomic_read_u64(&line->high);
-		while (cur < Touched[i].max &&
-			   !pg_atomic_compare_exchange_u64(&line->high, &cur, Touched[i].max))
-			;
 	}
-	if (late > 0)
-		pg_atomic_fetch_add_u64(&db->late_writes, late);
 }
 
 /* Clears every pin of this backend's slot and wakes the notifier if any was set. */
@@ -630,22 +753,22 @@ ClearPins(void)
 	{
 		pg_write_barrier();
 		for (int i = 0; i < SLOT_PINS; i++)
-			if (PinOf[i] >= 0)
+			if (PinOf[i] != PIN_NONE)
 			{
 				pg_atomic_write_u64(&slot->low[i], LOW_NONE);
-				PinOf[i] = -1;
+				PinOf[i] = PIN_NONE;
 			}
 		if (Frozen)
 			pg_atomic_write_u32(&slot->freeze, 0);
 	}
 	/* the lines' highs are raised (or the writes gone): they may be reused */
-	for (int i = 0; i < NCounted && XactDb != NULL; i++)
-		RegistryLineDone(XactDb, Counted[i].line);
+	for (int i = 0; i < NCounted; i++)
+		RegistryLineDone(Counted[i].db, Counted[i].line);
 	Frozen = false;
 	NotifierEnsured = false;
 	NTouched = 0;
 	NCounted = 0;
-	XactDb = NULL;
+	NLates = 0;
 	if (any && registry_wake != NULL)
 		registry_wake();
 }
@@ -659,7 +782,7 @@ PositionsXactCallback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (NTouched > 0 || NCounted > 0 || Frozen || AnyPendingReset())
+			if (NTouched > 0 || NCounted > 0 || Frozen || NResets > 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that wrote xip83 messages"),
@@ -676,7 +799,7 @@ PositionsXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			memset(PendingReset, 0, sizeof(PendingReset));
+			NResets = 0;
 			ClearPins();
 			break;
 		default:
@@ -723,18 +846,16 @@ PositionsObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int su
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access != OAT_DROP || classId != RelationRelationId || subId != 0 || Reg == NULL)
 		return;
-	if (get_rel_relkind(objectId) != RELKIND_RELATION)
+	if (get_rel_relkind(objectId) != RELKIND_RELATION &&
+		get_rel_relkind(objectId) != RELKIND_PARTITIONED_TABLE)
 		return;
+	TrackedDropped(objectId);
 	db = RegistryLookupMine();
 	if (db == NULL)
 		return;
 	for (int k = 0; k < 3; k++)
 		if (objectId == RegistryOwnRelation(RegistryKindTable[k]))
-		{
-			InitLocal();
-			XactDb = db;
-			PendingReset[k] = true;
-		}
+			AddReset(db, (PositionKind) k);
 }
 
 void

@@ -17,6 +17,7 @@
 #include "utils/memutils.h"
 
 #include "recent.h"
+#include "track.h"
 
 #define RECENT_MAX_PARTS	64
 #define RECENT_MIN_PART_SLOTS 16
@@ -70,7 +71,7 @@ ComputeShape(void)
 static int
 NTables(void)
 {
-	return xip83_recent_entries > 0 ? xip83_max_databases * 3 : 0;
+	return xip83_recent_entries > 0 ? RegistryEntries() * 3 : 0;
 }
 
 Size
@@ -154,10 +155,15 @@ RecentKey(const void *topic, Size len, int32 node)
 RecentTable *
 RecentForSource(Oid relid, PositionKind kind)
 {
-	if (Reg == NULL || Tables == NULL || RecoveryInProgress() ||
-		relid != RegistryOwnRelation(RegistryKindTable[kind]))
+	TrackedSource t;
+
+	if (Reg == NULL || Tables == NULL || RecoveryInProgress())
 		return NULL;
-	return RecentTableOf(RegistryAttach(), kind);
+	if (relid == RegistryOwnRelation(RegistryKindTable[kind]))
+		return RecentTableOf(RegistryAttach(), kind);
+	if (TrackedFind(relid, &t) && t.source == relid && t.kind == kind)
+		return RecentTableOf(RegistryAttachFeed(relid), kind);
+	return NULL;
 }
 
 static inline int
@@ -362,11 +368,9 @@ RecentMayHave(const RecentTable *t, uint32 key, uint64 floor)
 }
 
 bool
-RecentStatsMine(int64 low[3], int64 used[3])
+RecentStatsOf(const RegistryDb *db, int64 low[3], int64 used[3])
 {
-	RegistryDb *db = Tables != NULL ? RegistryLookupMine() : NULL;
-
-	if (db == NULL || !db->ready)
+	if (Tables == NULL || db == NULL || !db->ready)
 		return false;
 	for (int k = 0; k < 3; k++)
 	{
@@ -381,4 +385,10 @@ RecentStatsMine(int64 low[3], int64 used[3])
 		}
 	}
 	return true;
+}
+
+bool
+RecentStatsMine(int64 low[3], int64 used[3])
+{
+	return RecentStatsOf(Tables != NULL ? RegistryLookupMine() : NULL, low, used);
 }

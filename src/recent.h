@@ -23,8 +23,8 @@
  * leave only by eviction or reset, which bump the partition's seq around the
  * change (odd while it runs); a reader that sees seq move answers "may have".
  *
- * The table is addressed by kind today; a tracked table would take a kind of
- * its own (RecentTableOf's index), nothing else changes.
+ * Every registry entry (xip83's own tables of a database, or one tracked
+ * table) has a table per kind; a tracked table uses its kind's.
  */
 #ifndef XIP83_RECENT_H
 #define XIP83_RECENT_H
@@ -51,7 +51,8 @@ extern uint32 RecentKey(const void *topic, Size len, int32 node);
 
 /*
  * The table a wave over relid may skip descents with: relid must be xip83's
- * own table of the kind, the registry loaded, the server a primary; else NULL.
+ * own table of the kind or a table tracked as that kind, the registry
+ * loaded, the server a primary; else NULL.
  */
 extern RecentTable *RecentForSource(Oid relid, PositionKind kind);
 
@@ -74,5 +75,7 @@ extern bool RecentMayHave(const RecentTable *t, uint32 key, uint64 floor);
  * partition and the entries in use; false when its entry is not loaded.
  */
 extern bool RecentStatsMine(int64 low[3], int64 used[3]);
+/* The same for any feed's entry. */
+extern bool RecentStatsOf(const RegistryDb *db, int64 low[3], int64 used[3]);
 
 #endif							/* XIP83_RECENT_H */

@@ -26,6 +26,8 @@
 #include "access/tableam.h"
 #include "access/xlog.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_sequence.h"
 #include "commands/sequence.h"
 #include "executor/tuptable.h"
@@ -44,11 +46,13 @@
 #include "compat.h"
 #include "recent.h"
 #include "registry.h"
+#include "track.h"
 
 Registry   *Reg = NULL;
 RegistryWakeFn registry_wake = NULL;
 
 int			xip83_max_databases = 16;
+int			xip83_max_tracked_tables = 8;
 int			xip83_max_originators = 1024;
 int			xip83_late_ring_size = 4096;
 
@@ -58,8 +62,18 @@ int			xip83_late_ring_size = 4096;
 const char *const RegistryKindTable[3] = {"group_messages", "welcome_messages", "envelopes"};
 
 static RegistrySlot *MySlot = NULL;
-static RegistryDb *MyDb = NULL;
 static bool ExitCallbackSet = false;
+
+/* The feeds this backend attached, by relid: entries keep their key while in use. */
+#define MY_FEEDS 8
+static RegistryDb *MyFeeds[MY_FEEDS];
+static int	MyFeedsNext = 0;
+
+int
+RegistryEntries(void)
+{
+	return xip83_max_databases + xip83_max_tracked_tables;
+}
 
 static Size
 LinesSize(void)
@@ -78,9 +92,9 @@ RegistryShmemSize(void)
 {
 	Size		size = MAXALIGN(sizeof(Registry));
 
-	size = add_size(size, MAXALIGN(mul_size(sizeof(RegistryDb), xip83_max_databases)));
-	size = add_size(size, mul_size(MAXALIGN(LinesSize()), xip83_max_databases));
-	size = add_size(size, mul_size(MAXALIGN(RingSize()), xip83_max_databases));
+	size = add_size(size, MAXALIGN(mul_size(sizeof(RegistryDb), RegistryEntries())));
+	size = add_size(size, mul_size(MAXALIGN(LinesSize()), RegistryEntries()));
+	size = add_size(size, mul_size(MAXALIGN(RingSize()), RegistryEntries()));
 	size = add_size(size, mul_size(sizeof(RegistrySlot), MaxBackends));
 	return size;
 }
@@ -106,7 +120,7 @@ RegistryShmemInit(void)
 	memset(p, 0, RegistryShmemSize());
 	Reg->lock = &(GetNamedLWLockTranche("xip83_registry"))->lock;
 	Reg->n_slots = MaxBackends;
-	Reg->n_dbs = xip83_max_databases;
+	Reg->n_dbs = RegistryEntries();
 	Reg->n_lines = LINE_FIRST_ORIGINATOR + xip83_max_originators;
 	Reg->ring_size = xip83_late_ring_size;
 	p += MAXALIGN(sizeof(Registry));
@@ -123,6 +137,7 @@ RegistryShmemInit(void)
 		pg_atomic_init_u32(&db->n_lines, LINE_FIRST_ORIGINATOR);
 		pg_atomic_init_u64(&db->commit_lsn, 0);
 		pg_atomic_init_u64(&db->late_writes, 0);
+		pg_atomic_init_u64(&db->registered, 0);
 		pg_atomic_init_u64(&db->last_use_ms, 0);
 		for (int l = 0; l < Reg->n_lines; l++)
 		{
@@ -160,27 +175,50 @@ NowMs(void)
 }
 
 static RegistryDb *
-LookupDbLocked(Oid dboid)
+LookupDbLocked(Oid dboid, Oid relid)
 {
 	for (int d = 0; d < Reg->n_dbs; d++)
-		if (Reg->dbs[d].dboid == dboid)
+		if (Reg->dbs[d].dboid == dboid && (!OidIsValid(dboid) || Reg->dbs[d].relid == relid))
 			return &Reg->dbs[d];
 	return NULL;
 }
 
+/* A feed this backend attached before, if its entry still has that key. */
+static RegistryDb *
+MyFeed(Oid relid)
+{
+	for (int i = 0; i < MY_FEEDS; i++)
+		if (MyFeeds[i] != NULL && MyFeeds[i]->dboid == MyDatabaseId && MyFeeds[i]->relid == relid)
+			return MyFeeds[i];
+	return NULL;
+}
+
 RegistryDb *
-RegistryLookupMine(void)
+RegistryLookupFeed(Oid relid)
 {
 	RegistryDb *db;
 
 	if (Reg == NULL)
 		return NULL;
-	if (MyDb != NULL && MyDb->dboid == MyDatabaseId)
-		return MyDb;
+	if ((db = MyFeed(relid)) != NULL)
+		return db;
 	LWLockAcquire(Reg->lock, LW_SHARED);
-	db = LookupDbLocked(MyDatabaseId);
+	db = LookupDbLocked(MyDatabaseId, relid);
 	LWLockRelease(Reg->lock);
 	return db;
+}
+
+int
+RegistryFeedsOf(Oid dboid, RegistryDb **out, int max)
+{
+	int			n = 0;
+
+	LWLockAcquire(Reg->lock, LW_SHARED);
+	for (int d = 0; d < Reg->n_dbs && n < max; d++)
+		if (Reg->dbs[d].dboid == dboid && Reg->dbs[d].ready)
+			out[n++] = &Reg->dbs[d];
+	LWLockRelease(Reg->lock);
+	return n;
 }
 
 /* Whether any backend of a database holds a pin or a freeze; lock held. */
@@ -202,11 +240,12 @@ RegistryDbHasPinsLocked(Oid dboid)
 	return false;
 }
 
-/* Clears an entry for a database; lock held exclusive. */
+/* Clears an entry for a feed; lock held exclusive. */
 static void
-ResetDbLocked(RegistryDb *db, Oid dboid)
+ResetDbLocked(RegistryDb *db, Oid dboid, Oid relid)
 {
 	db->dboid = dboid;
+	db->relid = relid;
 	db->ready = false;
 	db->restored = false;
 	db->replayed = false;
@@ -221,6 +260,7 @@ ResetDbLocked(RegistryDb *db, Oid dboid)
 	pg_atomic_write_u32(&db->n_lines, LINE_FIRST_ORIGINATOR);
 	pg_atomic_write_u64(&db->commit_lsn, 0);
 	pg_atomic_write_u64(&db->late_writes, 0);
+	pg_atomic_write_u64(&db->registered, 0);
 	pg_atomic_write_u64(&db->last_use_ms, NowMs());
 	for (int l = 0; l < Reg->n_lines; l++)
 	{
@@ -233,16 +273,22 @@ ResetDbLocked(RegistryDb *db, Oid dboid)
 }
 
 /*
- * Finds or creates the current database's entry. A free entry, one of a
- * dropped database, or one idle for a minute with no pins is taken.
+ * Finds or creates the entry of a feed of the current database. A free entry,
+ * one of a dropped database, or one idle for a minute with no pins is taken,
+ * from the pool of its sort: the first xip83.max_databases entries are
+ * databases' own feeds, the rest tracked tables', so tracking tables never
+ * takes a database's place.
  */
 static RegistryDb *
-AcquireDb(void)
+AcquireDb(Oid relid)
 {
-	RegistryDb *db = RegistryLookupMine();
+	RegistryDb *db = RegistryLookupFeed(relid);
 	Oid		   *stale;
 	int			n_stale = 0;
 	uint64		now = NowMs();
+	/* databases and tracked tables draw from pools of their own */
+	int			first = OidIsValid(relid) ? xip83_max_databases : 0;
+	int			end = OidIsValid(relid) ? Reg->n_dbs : xip83_max_databases;
 
 	if (db != NULL)
 		return db;
@@ -258,17 +304,19 @@ AcquireDb(void)
 	}
 
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
-	db = LookupDbLocked(MyDatabaseId);
-	if (db == NULL)
-		db = LookupDbLocked(InvalidOid);
-	for (int i = 0; db == NULL && i < n_stale; i++)
+	db = LookupDbLocked(MyDatabaseId, relid);
+	for (int d = first; db == NULL && d < end; d++)
+		if (!OidIsValid(Reg->dbs[d].dboid))
+			db = &Reg->dbs[d];
+	for (int d = first; db == NULL && d < end; d++)
 	{
-		RegistryDb *old = LookupDbLocked(stale[i]);
+		RegistryDb *old = &Reg->dbs[d];
 
-		if (old != NULL && !RegistryDbHasPinsLocked(stale[i]))
-			db = old;
+		for (int i = 0; i < n_stale; i++)
+			if (old->dboid == stale[i] && !RegistryDbHasPinsLocked(stale[i]))
+				db = old;
 	}
-	for (int d = 0; db == NULL && d < Reg->n_dbs; d++)
+	for (int d = first; db == NULL && d < end; d++)
 	{
 		RegistryDb *old = &Reg->dbs[d];
 
@@ -276,19 +324,40 @@ AcquireDb(void)
 			!RegistryDbHasPinsLocked(old->dboid))
 			db = old;
 	}
-	if (db != NULL && db->dboid != MyDatabaseId)
-		ResetDbLocked(db, MyDatabaseId);
+	if (db != NULL && (db->dboid != MyDatabaseId || db->relid != relid))
+		ResetDbLocked(db, MyDatabaseId, relid);
 	LWLockRelease(Reg->lock);
 	pfree(stale);
 
-	if (db == NULL)
+	if (db == NULL && !OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("xip83 horizons serve at most %d databases at once", Reg->n_dbs),
+				 errmsg("xip83 horizons serve at most %d databases at once", end - first),
 				 errdetail("Every entry belongs to a database used within the last %d seconds.",
 						   REGISTRY_IDLE_RECLAIM_MS / 1000),
 				 errhint("Raise xip83.max_databases and restart the server.")));
+	if (db == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("xip83 horizons follow at most %d tracked tables at once", end - first),
+				 errdetail("Every entry belongs to a tracked table used within the last %d seconds.",
+						   REGISTRY_IDLE_RECLAIM_MS / 1000),
+				 errhint("Raise xip83.max_tracked_tables and restart the server.")));
 	return db;
+}
+
+void
+RegistryForgetFeed(Oid relid)
+{
+	RegistryDb *db;
+
+	if (Reg == NULL)
+		return;
+	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
+	db = LookupDbLocked(MyDatabaseId, relid);
+	if (db != NULL)
+		ResetDbLocked(db, MyDatabaseId, relid);
+	LWLockRelease(Reg->lock);
 }
 
 int
@@ -411,7 +480,7 @@ RegistryAddLate(RegistryDb *db, PositionKind kind, int32 node, int64 position,
 	e.xid = xid;
 	RegistryRingPutLocked(db, &e);
 	/* in WAL order = sequence order; the writer's commit flushes it */
-	RegistryLogLate(db->dboid, &e);
+	RegistryLogLate(db, &e);
 	LWLockRelease(Reg->lock);
 	return seq;
 }
@@ -427,16 +496,18 @@ RegistryRingPutLocked(RegistryDb *db, const LateEntry *e)
 }
 
 RegistryDb *
-RegistryEntryForRedoLocked(Oid dboid)
+RegistryEntryForRedoLocked(Oid dboid, Oid relid)
 {
-	RegistryDb *db = LookupDbLocked(dboid);
+	RegistryDb *db = LookupDbLocked(dboid, relid);
+	int			first = OidIsValid(relid) ? xip83_max_databases : 0;
+	int			end = OidIsValid(relid) ? Reg->n_dbs : xip83_max_databases;
 
-	if (db == NULL)
-	{
-		db = LookupDbLocked(InvalidOid);
-		if (db != NULL)
-			ResetDbLocked(db, dboid);
-	}
+	for (int d = first; db == NULL && d < end; d++)
+		if (!OidIsValid(Reg->dbs[d].dboid))
+		{
+			db = &Reg->dbs[d];
+			ResetDbLocked(db, dboid, relid);
+		}
 	return db;
 }
 
@@ -525,14 +596,13 @@ ProbeKey(Relation heap, Relation index, Snapshot snapshot, ScanKey keys, int nke
 	return found;
 }
 
-/* Opens a table and its primary key; false when the table does not exist. */
+/* Opens a table and its primary key; false when there is none. */
 static bool
-OpenWithKey(const char *name, Relation *heap, Relation *index)
+OpenWithKey(Oid relid, Relation *heap, Relation *index)
 {
-	Oid			relid = RegistryOwnRelation(name);
 	Oid			pk;
 
-	if (!OidIsValid(relid))
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
 		return false;
 	*heap = table_open(relid, AccessShareLock);
 	pk = xip83_primary_key_index(*heap);
@@ -554,24 +624,28 @@ CloseWithKey(Relation heap, Relation index)
 
 /* The highest committed id of a v3 table, or its sequence's last value if higher. */
 static int64
-LoadV3High(const char *table, const char *sequence, Snapshot snapshot)
+LoadV3High(Oid table, Oid sequence, Snapshot snapshot)
 {
 	Relation	heap;
 	Relation	index;
-	int64		high = RegistrySequenceLastValue(RegistryOwnRelation(sequence));
+	int64		high = RegistrySequenceLastValue(sequence);
 	int64		max;
+	AttrNumber	id_col = get_attnum(table, "id");
 
-	if (!OpenWithKey(table, &heap, &index))
+	if (id_col == InvalidAttrNumber || !OpenWithKey(table, &heap, &index))
 		return high;
-	if (ProbeKey(heap, index, snapshot, NULL, 0, BackwardScanDirection, 1, &max))
+	if (ProbeKey(heap, index, snapshot, NULL, 0, BackwardScanDirection, id_col, &max))
 		high = Max(high, max);
 	CloseWithKey(heap, index);
 	return high;
 }
 
-/* Every stored originator with its highest committed sequence id: a loose scan. */
+/*
+ * Every originator stored in one table (a leaf of a partitioned one) with its
+ * highest committed sequence id: a loose scan of the primary key.
+ */
 static void
-LoadOriginators(RegistryDb *db, Snapshot snapshot)
+LoadOriginators(RegistryDb *db, Oid relid, Snapshot snapshot)
 {
 	Relation	heap;
 	Relation	index;
@@ -580,7 +654,11 @@ LoadOriginators(RegistryDb *db, Snapshot snapshot)
 	bool		first = true;
 	int32		last = 0;
 
-	if (!OpenWithKey("envelopes", &heap, &index))
+	AttrNumber	node_col = get_attnum(relid, "originator_node_id");
+	AttrNumber	seq_col = get_attnum(relid, "originator_sequence_id");
+
+	if (node_col == InvalidAttrNumber || seq_col == InvalidAttrNumber ||
+		!OpenWithKey(relid, &heap, &index))
 		return;
 	for (;;)
 	{
@@ -590,12 +668,12 @@ LoadOriginators(RegistryDb *db, Snapshot snapshot)
 		CHECK_FOR_INTERRUPTS();
 		ScanKeyInit(&key, 1, BTGreaterStrategyNumber, F_INT4GT, Int32GetDatum(last));
 		if (!ProbeKey(heap, index, snapshot, first ? NULL : &key, first ? 0 : 1,
-					  ForwardScanDirection, 1, &node))
+					  ForwardScanDirection, node_col, &node))
 			break;
 		first = false;
 		last = (int32) node;
 		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(last));
-		(void) ProbeKey(heap, index, snapshot, &key, 1, BackwardScanDirection, 2, &high);
+		(void) ProbeKey(heap, index, snapshot, &key, 1, BackwardScanDirection, seq_col, &high);
 		LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 		l = AddOriginatorLocked(db, last, (uint64) Max(high, 0));
 		LWLockRelease(Reg->lock);
@@ -607,15 +685,41 @@ LoadOriginators(RegistryDb *db, Snapshot snapshot)
 	CloseWithKey(heap, index);
 }
 
-/* Loads a fresh entry from the sequences and tables (first use after a start). */
+/*
+ * Loads a fresh entry from the sequences and tables (first use after a start):
+ * xip83's own three tables, or the tracked table of a feed with every leaf.
+ */
 static void
 LoadDb(RegistryDb *db)
 {
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	int64		group_high = LoadV3High("group_messages", "group_messages_id_seq", snapshot);
-	int64		welcome_high = LoadV3High("welcome_messages", "welcome_messages_id_seq", snapshot);
+	int64		group_high = 0;
+	int64		welcome_high = 0;
+	TrackedSource t;
 
-	LoadOriginators(db, snapshot);
+	if (!OidIsValid(db->relid))
+	{
+		group_high = LoadV3High(RegistryOwnRelation("group_messages"),
+								RegistryOwnRelation("group_messages_id_seq"), snapshot);
+		welcome_high = LoadV3High(RegistryOwnRelation("welcome_messages"),
+								  RegistryOwnRelation("welcome_messages_id_seq"), snapshot);
+		LoadOriginators(db, RegistryOwnRelation("envelopes"), snapshot);
+	}
+	else if (TrackedFind(db->relid, &t) && t.source == db->relid)
+	{
+		if (t.kind == KIND_GROUP)
+			group_high = LoadV3High(t.source, t.sequence, snapshot);
+		else if (t.kind == KIND_WELCOME)
+			welcome_high = LoadV3High(t.source, t.sequence, snapshot);
+		else
+		{
+			List	   *leaves = find_all_inheritors(t.source, AccessShareLock, NULL);
+			ListCell   *lc;
+
+			foreach(lc, leaves)
+				LoadOriginators(db, lfirst_oid(lc), snapshot);
+		}
+	}
 	UnregisterSnapshot(snapshot);
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 	if (!db->ready && db->dboid == MyDatabaseId)
@@ -649,9 +753,10 @@ RegistryMySlot(void)
 }
 
 RegistryDb *
-RegistryAttach(void)
+RegistryAttachFeed(Oid relid)
 {
 	uint64		now;
+	RegistryDb *db;
 
 	RegistryRequirePreload();
 	if (RecoveryInProgress())
@@ -660,8 +765,12 @@ RegistryAttach(void)
 				 errmsg("xip83 horizons are only known on the primary"),
 				 errdetail("The in-flight registry lives in the memory of the server that takes the writes."),
 				 errhint("Read horizons and follow the live feed on the primary.")));
-	if (MyDb == NULL || MyDb->dboid != MyDatabaseId)
-		MyDb = AcquireDb();
+	if ((db = MyFeed(relid)) == NULL)
+	{
+		db = AcquireDb(relid);
+		MyFeeds[MyFeedsNext] = db;
+		MyFeedsNext = (MyFeedsNext + 1) % MY_FEEDS;
+	}
 	if (MySlot == NULL)
 	{
 		int			procno = xip83_my_proc_number();
@@ -683,12 +792,12 @@ RegistryAttach(void)
 	}
 	/* at most every 100 ms: every writer of the database shares this line */
 	now = NowMs();
-	if (now - pg_atomic_read_u64(&MyDb->last_use_ms) >= 100)
-		pg_atomic_write_u64(&MyDb->last_use_ms, now);
-	if (!MyDb->ready)
-		LoadDb(MyDb);
+	if (!AmBackgroundWorkerProcess() && now - pg_atomic_read_u64(&db->last_use_ms) >= 100)
+		pg_atomic_write_u64(&db->last_use_ms, now);
+	if (!db->ready)
+		LoadDb(db);
 	/* a ring restored from the shutdown file goes to WAL at once */
-	if (MyDb->restored && !MyDb->ring_logged)
-		RegistryLogRing(MyDb);
-	return MyDb;
+	if (db->restored && !db->ring_logged)
+		RegistryLogRing(db);
+	return db;
 }

@@ -3,20 +3,25 @@
  * path (positions.c) and the read path (horizon.c), and by the recent-writes
  * tables (recent.h) that hang off each database entry. Nothing else includes it.
  *
- * Position lines. Each database has lines of positions: group message ids
+ * Feeds. An entry (RegistryDb) is one feed of one database: xip83's own
+ * tables (relid InvalidOid), or one table a node had xip83 track (relid = the
+ * tracked table; xip83.tracked_sources, track.c), with its partitions and
+ * blob table. Entries are keyed by (dboid, relid).
+ *
+ * Position lines. Each feed has lines of positions: group message ids
  * (line 0), welcome ids (line 1), and one line per originator (its sequence
- * ids). Per line the database entry keeps
+ * ids); a tracked table uses the lines of its kind. Per line the entry keeps
  *   high       the highest position of a COMMITTED write (raised by the
  *              writer at commit, before its pins are cleared), and
  *   published  the highest horizon ever handed out; it never goes back.
  * A write that aborts never raises a line, so the horizon never passes a
  * position that may still be written by a retry.
  *
- * Per backend a slot holds up to SLOT_PINS pins (line, low): low is a lower
- * bound of every position its open transaction writes on that line. A
- * transaction that writes more originator lines than that sets `freeze`,
- * which holds every originator line of its database at its published horizon
- * until it ends (correct, only slower to advance).
+ * Per backend a slot holds up to SLOT_PINS pins (entry and line, low): low is
+ * a lower bound of every position its open transaction writes on that line. A
+ * transaction that writes more lines than that sets `freeze`, which holds
+ * every line of every feed of its database at its published horizon until it
+ * ends (correct, only slower to advance).
  *
  * Horizon of a line = min(high, min over pins of low - 1), raised to
  * published. Invariant: while a pin with low L is set, published < L, or the
@@ -72,6 +77,10 @@ RegistryLineOfKind(uint32 line, PositionKind kind)
 		: line == (kind == KIND_GROUP ? LINE_GROUP : LINE_WELCOME);
 }
 
+/* A pin names an entry (its index in Registry.dbs) and a line of it. */
+#define PIN_KEY(entry, line)	(((uint32) (entry) << 16) | (uint32) (line))
+#define PIN_NONE				PG_UINT32_MAX
+
 /* The two counters of one position line, and the originator it follows. */
 typedef struct PositionLine
 {
@@ -91,10 +100,11 @@ typedef struct LateEntry
 	TransactionId xid;			/* the row's xmin */
 } LateEntry;
 
-/* One database's lines and late ring. */
+/* One feed's lines and late ring. */
 typedef struct RegistryDb
 {
 	Oid			dboid;			/* InvalidOid: free (changes under lock) */
+	Oid			relid;			/* the tracked table, InvalidOid: xip83's own tables */
 	bool		ready;			/* loaded from the tables (under lock) */
 	bool		restored;		/* read back from the file of a clean shutdown */
 	bool		replayed;		/* late entries replayed from WAL by crash recovery */
@@ -102,6 +112,7 @@ typedef struct RegistryDb
 	pg_atomic_uint32 n_lines;	/* lines in use: 2 + originators */
 	pg_atomic_uint64 commit_lsn;	/* end of the newest commit that raised a high */
 	pg_atomic_uint64 late_writes;	/* late writes committed since start */
+	pg_atomic_uint64 registered;	/* positions registered by commits since start */
 	pg_atomic_uint64 last_use_ms;	/* last attach, for reclaiming idle entries */
 	uint64		late_next;		/* seq of the next late entry (under lock) */
 	uint64		late_first;		/* entries from this seq on are all known (under lock) */
@@ -115,7 +126,7 @@ typedef struct RegistrySlot
 {
 	Oid			dboid;			/* database of the owner, set before any pin */
 	pg_atomic_uint32 freeze;	/* 1: holds every originator line at published */
-	uint32		line[SLOT_PINS];	/* written before its low */
+	uint32		line[SLOT_PINS];	/* PIN_KEY, written before its low */
 	pg_atomic_uint64 low[SLOT_PINS];	/* LOW_NONE when unused */
 } RegistrySlot;
 
@@ -123,8 +134,8 @@ typedef struct Registry
 {
 	LWLock	   *lock;
 	int			n_slots;
-	int			n_dbs;
-	int			n_lines;		/* per database */
+	int			n_dbs;			/* entries: max_databases + max_tracked_tables */
+	int			n_lines;		/* per entry */
 	int			ring_size;
 	RegistryDb *dbs;
 	RegistrySlot *slots;
@@ -134,6 +145,7 @@ extern Registry *Reg;
 
 /* Capacities (PGC_POSTMASTER settings, src/xip83.c). */
 extern int	xip83_max_databases;
+extern int	xip83_max_tracked_tables;
 extern int	xip83_max_originators;
 extern int	xip83_late_ring_size;
 
@@ -148,20 +160,34 @@ extern void RegistryShmemInit(void);
 
 /* The late ring in WAL (registry_wal.c). */
 extern void RegistryRegisterRmgr(void);
-extern void RegistryLogLate(Oid dboid, const LateEntry *entry);
+extern void RegistryLogLate(const RegistryDb *db, const LateEntry *entry);
 extern void RegistryLogRing(RegistryDb *db);
-/* The entry of a database for WAL replay, made fresh when new; lock held exclusive. */
-extern RegistryDb *RegistryEntryForRedoLocked(Oid dboid);
+/* The entry of a feed for WAL replay, made fresh when new; lock held exclusive. */
+extern RegistryDb *RegistryEntryForRedoLocked(Oid dboid, Oid relid);
+/* Registry entries in all: xip83.max_databases + xip83.max_tracked_tables. */
+extern int	RegistryEntries(void);
 
 /* Reads back what a clean shutdown saved (registry_file.c); postmaster only. */
 extern void RegistryRestore(void);
 
 extern void RegistryRequirePreload(void);
-/* The current database's entry, loaded, and this backend's slot; refuses during recovery. */
-extern RegistryDb *RegistryAttach(void);
+/*
+ * A feed of the current database, loaded, with this backend's slot set up;
+ * refuses during recovery. relid: a tracked table, or InvalidOid for xip83's
+ * own tables (RegistryAttach).
+ */
+extern RegistryDb *RegistryAttachFeed(Oid relid);
+#define RegistryAttach() RegistryAttachFeed(InvalidOid)
 extern RegistrySlot *RegistryMySlot(void);
-/* The existing entry of the current database without attaching, or NULL. */
-extern RegistryDb *RegistryLookupMine(void);
+/* The existing entry of a feed of the current database without attaching, or NULL. */
+extern RegistryDb *RegistryLookupFeed(Oid relid);
+#define RegistryLookupMine() RegistryLookupFeed(InvalidOid)
+/* The loaded feeds of a database (at most max), for the notifier; returns how many. */
+extern int	RegistryFeedsOf(Oid dboid, RegistryDb **out, int max);
+/* Starts a feed over, unloaded (track and untrack; no writer can hold a pin). */
+extern void RegistryForgetFeed(Oid relid);
+/* An entry's index, as pins name it. */
+#define RegistryEntryIndex(db) ((int) ((db) - Reg->dbs))
 /* Index of an originator's line, or -1; no lock needed. */
 extern int	RegistryFindOriginator(RegistryDb *db, int32 node);
 /*

@@ -30,12 +30,13 @@
 
 #define REGISTRY_FILE "pg_xip83.registry"
 #define REGISTRY_FILE_TMP REGISTRY_FILE ".tmp"
-#define REGISTRY_MAGIC 0x78383301
+#define REGISTRY_MAGIC 0x78383302
 
 /* One saved database entry, followed by its lines and late entries. */
 typedef struct SavedDb
 {
 	Oid			dboid;
+	Oid			relid;			/* the feed */
 	uint32		n_lines;
 	uint32		n_late;
 	uint64		late_next;
@@ -94,6 +95,7 @@ RegistrySave(int code, Datum arg)
 		if (!OidIsValid(db->dboid) || !db->ready)
 			continue;
 		s.dboid = db->dboid;
+		s.relid = db->relid;
 		s.n_lines = pg_atomic_read_u32(&db->n_lines);
 		s.n_late = 0;
 		for (int i = 0; i < Reg->ring_size; i++)
@@ -132,16 +134,25 @@ error:
 	unlink(REGISTRY_FILE_TMP);
 }
 
-/* Reads one saved entry into a free registry entry; false on a short file. */
+/*
+ * Reads one saved entry into the next free entry of its pool (databases'
+ * feeds, then tracked tables': see AcquireDb); false on a short file or a
+ * full pool (settings lowered since).
+ */
 static bool
-RestoreDb(FILE *f, RegistryDb *db)
+RestoreDb(FILE *f, int *next_home, int *next_tracked)
 {
 	SavedDb		s;
 	uint32		keep;
+	RegistryDb *db;
 
 	if (!ReadAll(f, &s, sizeof(s)))
 		return false;
+	if (OidIsValid(s.relid) ? *next_tracked >= Reg->n_dbs : *next_home >= xip83_max_databases)
+		return false;
+	db = &Reg->dbs[OidIsValid(s.relid) ? (*next_tracked)++ : (*next_home)++];
 	db->dboid = s.dboid;
+	db->relid = s.relid;
 	db->ready = false;			/* lines are raised to what is committed on first use */
 	db->restored = true;
 	pg_atomic_write_u64(&db->last_use_ms, (uint64) (GetCurrentTimestamp() / 1000));
@@ -155,7 +166,7 @@ RestoreDb(FILE *f, RegistryDb *db)
 		SavedLine	line;
 
 		if (!ReadAll(f, &line, sizeof(line)))
-			return false;
+			goto short_file;
 		if (l >= keep)
 			continue;
 		db->lines[l].node = line.node;
@@ -169,13 +180,18 @@ RestoreDb(FILE *f, RegistryDb *db)
 		LateEntry	e;
 
 		if (!ReadAll(f, &e, sizeof(e)))
-			return false;
+			goto short_file;
 		if (db->ring[e.seq % Reg->ring_size].seq > e.seq)
 			db->late_evicted = Max(db->late_evicted, e.seq);
 		else
 			RegistryRingPutLocked(db, &e);
 	}
 	return true;
+
+short_file:
+	db->dboid = InvalidOid;
+	db->restored = false;
+	return false;
 }
 
 /* At shared-memory creation in the postmaster: restores the saved registry, then forgets it. */
@@ -193,16 +209,15 @@ RegistryRestore(void)
 		return;
 	if (ReadAll(f, header, sizeof(header)) && header[0] == REGISTRY_MAGIC)
 	{
-		int			d = 0;
+		int			next_home = 0;
+		int			next_tracked = xip83_max_databases;
 
-		for (uint32 i = 0; i < header[1] && d < Reg->n_dbs; i++, d++)
-			if (!RestoreDb(f, &Reg->dbs[d]))
+		for (uint32 i = 0; i < header[1]; i++)
+			if (!RestoreDb(f, &next_home, &next_tracked))
 			{
 				ereport(LOG,
-						(errmsg("xip83 registry file \"%s\" is truncated; ignoring the rest",
+						(errmsg("xip83 registry file \"%s\" is truncated or holds more feeds than the settings allow; ignoring the rest",
 								REGISTRY_FILE)));
-				Reg->dbs[d].dboid = InvalidOid;
-				Reg->dbs[d].restored = false;
 				break;
 			}
 	}

@@ -37,18 +37,20 @@
 typedef struct xl_xip83_late
 {
 	Oid			dboid;
+	Oid			relid;			/* the feed: a tracked table, or InvalidOid */
 	LateEntry	entry;			/* RING: unused */
 	uint64		late_first;		/* RING: the ring's bounds */
 	uint64		late_evicted;
 } xl_xip83_late;
 
 void
-RegistryLogLate(Oid dboid, const LateEntry *entry)
+RegistryLogLate(const RegistryDb *db, const LateEntry *entry)
 {
 	xl_xip83_late rec;
 
 	memset(&rec, 0, sizeof(rec));
-	rec.dboid = dboid;
+	rec.dboid = db->dboid;
+	rec.relid = db->relid;
 	rec.entry = *entry;
 	XLogBeginInsert();
 	XLogRegisterData((char *) &rec, sizeof(rec));
@@ -75,6 +77,7 @@ RegistryLogRing(RegistryDb *db)
 	memset(&rec, 0, sizeof(rec));
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 	rec.dboid = db->dboid;
+	rec.relid = db->relid;
 	rec.late_first = db->late_first;
 	rec.late_evicted = db->late_evicted;
 	rec.entry.seq = db->late_next - 1;
@@ -86,7 +89,7 @@ RegistryLogRing(RegistryDb *db)
 			copy[n++] = db->ring[i];
 	qsort(copy, n, sizeof(LateEntry), CompareSeq);
 	for (int i = 0; i < n; i++)
-		RegistryLogLate(db->dboid, &copy[i]);
+		RegistryLogLate(db, &copy[i]);
 	if (n > 0)
 		lsn = GetXLogInsertRecPtr();
 	db->ring_logged = true;
@@ -111,7 +114,7 @@ Xip83Redo(XLogReaderState *record)
 	if (Reg == NULL)
 		return;
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
-	db = RegistryEntryForRedoLocked(rec->dboid);
+	db = RegistryEntryForRedoLocked(rec->dboid, rec->relid);
 	if (db != NULL)
 	{
 		if (info == XLOG_XIP83_LATE)
@@ -143,12 +146,12 @@ Xip83Desc(StringInfo buf, XLogReaderState *record)
 	xl_xip83_late *rec = (xl_xip83_late *) XLogRecGetData(record);
 
 	if (info == XLOG_XIP83_LATE)
-		appendStringInfo(buf, "db %u late seq " UINT64_FORMAT " kind %d node %d position " INT64_FORMAT " xid %u",
-						 rec->dboid, rec->entry.seq, rec->entry.kind, rec->entry.node,
+		appendStringInfo(buf, "db %u feed %u late seq " UINT64_FORMAT " kind %d node %d position " INT64_FORMAT " xid %u",
+						 rec->dboid, rec->relid, rec->entry.seq, rec->entry.kind, rec->entry.node,
 						 rec->entry.position, rec->entry.xid);
 	else
-		appendStringInfo(buf, "db %u late ring head " UINT64_FORMAT " first " UINT64_FORMAT " evicted " UINT64_FORMAT,
-						 rec->dboid, rec->entry.seq, rec->late_first, rec->late_evicted);
+		appendStringInfo(buf, "db %u feed %u late ring head " UINT64_FORMAT " first " UINT64_FORMAT " evicted " UINT64_FORMAT,
+						 rec->dboid, rec->relid, rec->entry.seq, rec->late_first, rec->late_evicted);
 }
 
 static const char *

@@ -296,26 +296,15 @@ ClassifyRow(void *arg, const SourceLeaf *leaf, TupleTableSlot *slot)
 static bool
 FetchBlob(WaveRun *run, int32 originator, int64 sequence, Datum *envelope, bool *isnull)
 {
-	for (int i = 0; i < run->blob->nleaves; i++)
-	{
-		SourceLeaf *leaf = &run->blob->leaves[i];
-		TupleTableSlot *slot;
-		ScanKeyData keys[2];
+	SourceLeaf *leaf;
+	TupleTableSlot *slot = KeyProbeExact(run->blob_probes, originator, sequence, &leaf);
 
-		if (!LeafMayHoldKey(leaf, originator, sequence))
-			continue;
-		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(originator));
-		ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(sequence));
-		slot = KeyProbeFirst(run->blob_probes, leaf, keys, ForwardScanDirection);
-		if (slot != NULL)
-		{
-			*envelope = slot_getattr(slot, leaf->attnos[BLOB_COL_ENVELOPE], isnull);
-			if (!*isnull)
-				*envelope = PointerGetDatum(PG_DETOAST_DATUM_PACKED(*envelope));
-			return true;
-		}
-	}
-	return false;
+	if (slot == NULL)
+		return false;
+	*envelope = slot_getattr(slot, leaf->attnos[BLOB_COL_ENVELOPE], isnull);
+	if (!*isnull)
+		*envelope = PointerGetDatum(PG_DETOAST_DATUM_PACKED(*envelope));
+	return true;
 }
 
 /*
@@ -660,3 +649,6 @@ envelope_wave_rows(PG_FUNCTION_ARGS)
 	WaveRunShutdown(PointerGetDatum(run));
 	SRF_RETURN_DONE(funcctx);
 }
+
+/* The layouts a d14n source must have, for tracking (track.c). */
+const SourceSpec *const WaveD14nSpecs[3] = {&meta_spec, &meta_only_spec, &blob_spec};

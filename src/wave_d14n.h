@@ -26,14 +26,22 @@
 
 typedef struct KeyProbes KeyProbes;
 
+/* Layouts: meta with its payload, meta whose payload is in a blob table, the blob table. */
+extern const SourceSpec *const WaveD14nSpecs[3];
+
 /* The columns of an envelope source, in the order of the SourceSpecs. */
 #define ENVELOPE_COL_ORIGINATOR		0
 #define ENVELOPE_COL_SEQUENCE		1
+/* The payload's column in the blob table's SourceSpec. */
+#define ENVELOPE_COL_BLOB_PAYLOAD	2
 
 extern KeyProbes *KeyProbesBegin(Source *source, Snapshot snapshot, int nkeys);
 extern TupleTableSlot *KeyProbeFirst(KeyProbes *probes, SourceLeaf *leaf, ScanKey keys,
 									 ScanDirection direction);
 extern void KeyProbesEnd(KeyProbes *probes);
+/* The row of an exact key in the leaf that holds it (*leaf_out), or NULL. */
+extern TupleTableSlot *KeyProbeExact(KeyProbes *probes, int32 originator, int64 sequence,
+									 SourceLeaf **leaf_out);
 extern bool LeafMayHoldKey(const SourceLeaf *leaf, int32 originator, int64 sequence);
 
 /*

@@ -25,6 +25,7 @@
 #include "notifier.h"
 #include "recent.h"
 #include "registry.h"
+#include "track.h"
 #include "xip83.h"
 
 PG_MODULE_MAGIC;
@@ -134,11 +135,18 @@ _PG_init(void)
 							16, 1, 4096,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("xip83.max_tracked_tables",
+							"Node tables xip83.track may follow at once, over all databases.",
+							"Each is a feed of its own, sized like a database's.",
+							&xip83_max_tracked_tables,
+							8, 0, 4096,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("xip83.max_originators",
-							"Originators per database whose horizons the registry follows.",
-							NULL,
+							"Originators per feed whose horizons the registry follows.",
+							"A feed is xip83's own tables of one database, or one tracked table.",
 							&xip83_max_originators,
-							1024, 1, 1000000,
+							1024, 1, 65000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("xip83.late_ring_size",
@@ -167,6 +175,7 @@ _PG_init(void)
 	shmem_startup_hook = Xip83ShmemStartup;
 	PositionsInstallHooks();
 	HorizonInstallHooks();
+	TrackInstallHooks();
 	RegistryRegisterRmgr();
 	NotifierInstallHooks();
 }

@@ -26,10 +26,13 @@ AS 'MODULE_PATHNAME', 'register_position' LANGUAGE C;
 CREATE FUNCTION xip83.reset_positions() RETURNS trigger
 AS 'MODULE_PATHNAME', 'reset_positions' LANGUAGE C;
 
--- Trigger functions fire whatever the writer's grants; nobody needs to call
--- them or attach them elsewhere (they refuse any other table anyway).
-REVOKE EXECUTE ON FUNCTION xip83.register_position() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION xip83.reset_positions() FROM PUBLIC;
+-- Trigger functions fire whatever the writer's grants. They keep EXECUTE for
+-- PUBLIC because whoever creates a partition of a tracked table clones them
+-- (70_track.sql); they act only on xip83's own tables and on tracked tables,
+-- and refuse the write on any other table they are attached to. (Granted
+-- explicitly: 0.1.0 had revoked it, and an update must end where this does.)
+GRANT EXECUTE ON FUNCTION xip83.register_position() TO PUBLIC;
+GRANT EXECUTE ON FUNCTION xip83.reset_positions() TO PUBLIC;
 
 CREATE TRIGGER register_position BEFORE INSERT OR UPDATE OF id, group_id ON xip83.group_messages
     FOR EACH ROW EXECUTE FUNCTION xip83.register_position('group');
@@ -57,33 +60,41 @@ ALTER TABLE xip83.envelopes ENABLE ALWAYS TRIGGER reset_positions;
 -- and the rows in a later one (live fetch does both in the right order).
 -- PARALLEL UNSAFE: a horizon must be read before a new snapshot is taken,
 -- which no parallel query may do.
-CREATE FUNCTION xip83.group_horizon() RETURNS bigint
+-- `source`: xip83's own table of the kind, or a table xip83.track follows.
+CREATE FUNCTION xip83.group_horizon(source regclass DEFAULT 'xip83.group_messages')
+RETURNS bigint
 AS 'MODULE_PATHNAME', 'group_horizon' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-CREATE FUNCTION xip83.welcome_horizon() RETURNS bigint
+CREATE FUNCTION xip83.welcome_horizon(source regclass DEFAULT 'xip83.welcome_messages')
+RETURNS bigint
 AS 'MODULE_PATHNAME', 'welcome_horizon' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-CREATE FUNCTION xip83.envelope_horizons()
+CREATE FUNCTION xip83.envelope_horizons(source regclass DEFAULT 'xip83.envelopes')
 RETURNS TABLE (originator_node_id int, horizon bigint)
 AS 'MODULE_PATHNAME', 'envelope_horizons' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-CREATE FUNCTION xip83.late_cursor() RETURNS bigint
+-- source NULL: xip83's own tables (one late ring for the three of them).
+CREATE FUNCTION xip83.late_cursor(source regclass DEFAULT NULL) RETURNS bigint
 AS 'MODULE_PATHNAME', 'late_cursor' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- Live fetch: late rows the consumer has passed, then primary-key range scans
 -- up to the horizon; every row carries the late cursor to pass next time.
-CREATE FUNCTION xip83.live_group_messages(after_id bigint, row_limit int, late_after bigint)
+CREATE FUNCTION xip83.live_group_messages(after_id bigint, row_limit int, late_after bigint,
+                                          source regclass DEFAULT 'xip83.group_messages')
 RETURNS TABLE (id bigint, created_at timestamp, group_id bytea, data bytea,
                is_commit boolean, sender_hmac bytea, should_push boolean,
                late_cursor bigint)
 AS 'MODULE_PATHNAME', 'live_group_messages' LANGUAGE C VOLATILE PARALLEL UNSAFE
 ROWS 100;
-CREATE FUNCTION xip83.live_welcome_messages(after_id bigint, row_limit int, late_after bigint)
+CREATE FUNCTION xip83.live_welcome_messages(after_id bigint, row_limit int, late_after bigint,
+                                            source regclass DEFAULT 'xip83.welcome_messages')
 RETURNS TABLE (id bigint, created_at timestamp, installation_key bytea, data bytea,
                hpke_public_key bytea, wrapper_algorithm smallint, welcome_metadata bytea,
                message_type smallint, late_cursor bigint)
 AS 'MODULE_PATHNAME', 'live_welcome_messages' LANGUAGE C VOLATILE PARALLEL UNSAFE
 ROWS 100;
 CREATE FUNCTION xip83.live_envelopes(node_ids int[], after_sequence_ids bigint[], row_limit int,
-                                     late_after bigint)
+                                     late_after bigint,
+                                     source regclass DEFAULT 'xip83.envelopes',
+                                     blob_source regclass DEFAULT NULL)
 RETURNS TABLE (originator_node_id int, originator_sequence_id bigint, gateway_time timestamp,
                topic bytea, originator_envelope bytea, late_cursor bigint)
 AS 'MODULE_PATHNAME', 'live_envelopes' LANGUAGE C VOLATILE PARALLEL UNSAFE
@@ -113,23 +124,23 @@ COMMENT ON FUNCTION xip83.next_group_id(regclass) IS
 COMMENT ON FUNCTION xip83.next_welcome_id(regclass) IS
   'Id default of xip83.welcome_messages: draws from xip83.welcome_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs USAGE on the sequence.';
 COMMENT ON FUNCTION xip83.register_position() IS
-  'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: notes each row''s topic and position for reconnect waves and registers each written position; positions at or below the published horizon are stored and announced in the late ring. Refuses any other table. No EXECUTE for PUBLIC.';
+  'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: notes each row''s topic and position for reconnect waves and registers each written position; positions at or below the published horizon are stored and announced in the late ring. Also the trigger xip83.track adds to a node''s table. Refuses the write on any other table.';
 COMMENT ON FUNCTION xip83.reset_positions() IS
-  'AFTER TRUNCATE trigger of the xip83 tables: the table''s position lines start over at 0 when the TRUNCATE commits. Refuses any other table. No EXECUTE for PUBLIC.';
-COMMENT ON FUNCTION xip83.group_horizon() IS
-  'Highest group message id H such that every id <= H is committed, will never exist, or is announced as a late write. Never decreases, across restarts. Read it before taking the snapshot the rows are read with. Needs SELECT on xip83.group_messages; primary only; PARALLEL UNSAFE.';
-COMMENT ON FUNCTION xip83.welcome_horizon() IS
-  'The horizon of welcome ids (see group_horizon). Needs SELECT on xip83.welcome_messages.';
-COMMENT ON FUNCTION xip83.envelope_horizons() IS
-  'Per originator, the highest sequence id such that every one at or below is committed, will never exist, or is announced as a late write. Needs SELECT on xip83.envelopes.';
-COMMENT ON FUNCTION xip83.late_cursor() IS
-  'Sequence number of the newest late write the database remembers: the late cursor a consumer following "from now" passes to its first live fetch (read it before the horizons).';
-COMMENT ON FUNCTION xip83.live_group_messages(bigint, int, bigint) IS
-  'Rows a live consumer has not seen: late group messages at or below after_id written since late cursor late_after, then ids in (after_id, group_horizon()], at most row_limit rows. Reads the horizon first, then with a new snapshot, whatever the isolation level (refused under SERIALIZABLE). Each row carries the late cursor to pass next; the consumer''s cursor becomes the highest id it received. Needs SELECT on xip83.group_messages.';
-COMMENT ON FUNCTION xip83.live_welcome_messages(bigint, int, bigint) IS
-  'The live fetch of welcomes (see live_group_messages). Needs SELECT on xip83.welcome_messages.';
-COMMENT ON FUNCTION xip83.live_envelopes(int[], bigint[], int, bigint) IS
-  'The live fetch of envelopes: late envelopes of the listed originators, then per listed originator sequence ids in (after, horizon], ordered (originator, sequence); an originator listed twice counts once, with its lowest cursor. Needs SELECT on xip83.envelopes.';
+  'AFTER TRUNCATE trigger of the xip83 tables and tracked tables: the table''s position lines start over at 0 when the TRUNCATE commits. Refuses any other table.';
+COMMENT ON FUNCTION xip83.group_horizon(regclass) IS
+  'Highest group message id H of source (xip83.group_messages or a table xip83.track follows as group) such that every id <= H is committed, will never exist, or is announced as a late write. Never decreases, across restarts. Read it before taking the snapshot the rows are read with. Needs USAGE on the source''s schema and SELECT on it; primary only; PARALLEL UNSAFE.';
+COMMENT ON FUNCTION xip83.welcome_horizon(regclass) IS
+  'The horizon of welcome ids of source (see group_horizon).';
+COMMENT ON FUNCTION xip83.envelope_horizons(regclass) IS
+  'Per originator of source (xip83.envelopes or a table xip83.track follows as envelope), the highest sequence id such that every one at or below is committed, will never exist, or is announced as a late write. Needs SELECT on source.';
+COMMENT ON FUNCTION xip83.late_cursor(regclass) IS
+  'Sequence number of the newest late write a feed remembers (source NULL: xip83''s own tables; else a tracked table): the late cursor a consumer following "from now" passes to its first live fetch (read it before the horizons).';
+COMMENT ON FUNCTION xip83.live_group_messages(bigint, int, bigint, regclass) IS
+  'Rows a live consumer has not seen: late group messages at or below after_id written since late cursor late_after, then ids in (after_id, group_horizon()], at most row_limit rows. Reads the horizon first, then with a new snapshot, whatever the isolation level (refused under SERIALIZABLE). Each row carries the late cursor to pass next; the consumer''s cursor becomes the highest id it received. source: xip83.group_messages or a table xip83.track follows as group. Needs USAGE on its schema and SELECT on it.';
+COMMENT ON FUNCTION xip83.live_welcome_messages(bigint, int, bigint, regclass) IS
+  'The live fetch of welcomes (see live_group_messages). source as for live_group_messages.';
+COMMENT ON FUNCTION xip83.live_envelopes(int[], bigint[], int, bigint, regclass, regclass) IS
+  'The live fetch of envelopes: late envelopes of the listed originators, then per listed originator sequence ids in (after, horizon], ordered (originator, sequence); an originator listed twice counts once, with its lowest cursor. source: xip83.envelopes or a table xip83.track follows as envelope, with blob_source the blob table it was tracked with (else NULL). Needs SELECT on both.';
 COMMENT ON FUNCTION xip83.feed_status() IS
   'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size; per kind the recent-writes table''s low-water position (a wave skips a topic whose floor is at or above it and that has no recent write above its floor) and entries in use (NULL like the horizons), and its capacity per kind (xip83.recent_entries).';
 GRANT SELECT ON xip83.feed_status TO PUBLIC;

@@ -299,6 +299,24 @@ PrefixedTopic(Xip83Feed *f, unsigned char kind_byte, const char *id, size_t len)
 	return f->scratch;
 }
 
+/* The table a kind is read from, or NULL for xip83's own. */
+static const char *
+SourceOf(const Xip83Feed *f, int kind)
+{
+	return kind == XIP83_FEED_GROUP ? f->opt.group_source
+		: kind == XIP83_FEED_WELCOME ? f->opt.welcome_source : f->opt.envelope_source;
+}
+
+/* The late cursor of the feed (table) a kind is read from. */
+static PGresult *
+LateCursorQuery(Xip83Feed *f, int kind)
+{
+	const char *params[1] = {SourceOf(f, kind)};
+
+	return PQexecParams(f->conn, "SELECT xip83.late_cursor($1::regclass)", 1, NULL, params,
+						NULL, NULL, 0);
+}
+
 /*
  * SQLSTATE X83L0: late writes owed to this feed were dropped (late ring
  * overflow, or a server restart). Reported through the status callback as
@@ -315,7 +333,7 @@ LateLost(Xip83Feed *f, PGresult *res, int kind)
 	if (state == NULL || strcmp(state, "X83L0") != 0)
 		return false;
 	PQclear(res);
-	cur = PQexec(f->conn, "SELECT xip83.late_cursor()");
+	cur = LateCursorQuery(f, kind);
 	if (PQresultStatus(cur) == PGRES_TUPLES_OK && PQntuples(cur) == 1)
 		f->late[kind == XIP83_FEED_GROUP ? 0 : kind == XIP83_FEED_WELCOME ? 1 : 2] =
 			atoll(PQgetvalue(cur, 0, 0));
@@ -348,7 +366,7 @@ FetchPage(Xip83Feed *f, int kind)
 	char		late[32];
 	char	   *nodes = NULL;
 	char	   *afters = NULL;
-	const char *params[4];
+	const char *params[6];
 	const char *sql;
 	PGresult   *res;
 	int			n;
@@ -385,9 +403,12 @@ FetchPage(Xip83Feed *f, int kind)
 		params[1] = afters;
 		params[2] = limit;
 		params[3] = late;
+		params[4] = f->opt.envelope_source;
+		params[5] = f->opt.blob_source;
 		sql = "SELECT originator_node_id, originator_sequence_id, topic, originator_envelope,"
-			" late_cursor FROM xip83.live_envelopes($1::int[], $2::bigint[], $3::int, $4::bigint)";
-		res = PQexecParams(f->conn, sql, 4, NULL, params, NULL, NULL, 1);
+			" late_cursor FROM xip83.live_envelopes($1::int[], $2::bigint[], $3::int, $4::bigint,"
+			" coalesce($5::regclass, 'xip83.envelopes'), $6::regclass)";
+		res = PQexecParams(f->conn, sql, 6, NULL, params, NULL, NULL, 1);
 		free(nodes);
 		free(afters);
 	}
@@ -398,13 +419,16 @@ FetchPage(Xip83Feed *f, int kind)
 		params[0] = after;
 		params[1] = limit;
 		params[2] = late;
+		params[3] = SourceOf(f, kind);
 		sql = kind == XIP83_FEED_GROUP
 			? "SELECT 0, id, group_id, data, late_cursor, created_at, is_commit, sender_hmac,"
-			"  should_push FROM xip83.live_group_messages($1::bigint, $2::int, $3::bigint)"
+			"  should_push FROM xip83.live_group_messages($1::bigint, $2::int, $3::bigint,"
+			"  coalesce($4::regclass, 'xip83.group_messages'))"
 			: "SELECT 0, id, installation_key, data, late_cursor, created_at, hpke_public_key,"
 			"  wrapper_algorithm, welcome_metadata, message_type"
-			"  FROM xip83.live_welcome_messages($1::bigint, $2::int, $3::bigint)";
-		res = PQexecParams(f->conn, sql, 3, NULL, params, NULL, NULL, 1);
+			"  FROM xip83.live_welcome_messages($1::bigint, $2::int, $3::bigint,"
+			"  coalesce($4::regclass, 'xip83.welcome_messages'))";
+		res = PQexecParams(f->conn, sql, 4, NULL, params, NULL, NULL, 1);
 	}
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		return LateLost(f, res, kind) ? 0 : QueryFailed(f, res);
@@ -470,7 +494,11 @@ FetchPage(Xip83Feed *f, int kind)
 static int
 DiscoverOriginators(Xip83Feed *f)
 {
-	PGresult   *res = PQexec(f->conn, "SELECT originator_node_id FROM xip83.envelope_horizons()");
+	const char *params[1] = {f->opt.envelope_source};
+	PGresult   *res = PQexecParams(f->conn,
+								   "SELECT originator_node_id FROM xip83.envelope_horizons("
+								   "coalesce($1::regclass, 'xip83.envelopes'))",
+								   1, NULL, params, NULL, NULL, 0);
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		return QueryFailed(f, res);
@@ -616,11 +644,12 @@ DrainNotices(Xip83Feed *f)
 	return fetch;
 }
 
-/* A query of start_at_horizon; NULL (reported, disconnected) when it failed. */
+/* A query of start_at_horizon about a table; NULL (reported, disconnected) when it failed. */
 static PGresult *
-HorizonQuery(Xip83Feed *f, const char *sql)
+HorizonQuery(Xip83Feed *f, const char *sql, const char *source)
 {
-	PGresult   *res = PQexec(f->conn, sql);
+	const char *params[1] = {source};
+	PGresult   *res = PQexecParams(f->conn, sql, 1, NULL, params, NULL, NULL, 0);
 
 	if (PQresultStatus(res) == PGRES_TUPLES_OK)
 		return res;
@@ -637,17 +666,38 @@ xip83_feed_start_at_horizon(Xip83Feed *f)
 
 	if (f->conn == NULL && !Connect(f))
 		return false;
-	/* the late cursor first: late writes after it are news to this feed */
-	if ((res = HorizonQuery(f, "SELECT xip83.late_cursor()")) == NULL)
-		return false;
-	f->late[0] = f->late[1] = f->late[2] = atoll(PQgetvalue(res, 0, 0));
-	PQclear(res);
-	if ((res = HorizonQuery(f, "SELECT xip83.group_horizon(), xip83.welcome_horizon()")) == NULL)
-		return false;
-	f->group_after = atoll(PQgetvalue(res, 0, 0));
-	f->welcome_after = atoll(PQgetvalue(res, 0, 1));
-	PQclear(res);
-	if ((res = HorizonQuery(f, "SELECT originator_node_id, horizon FROM xip83.envelope_horizons()")) == NULL)
+	/* the late cursors first: late writes after them are news to this feed */
+	for (int k = 0; k < 3; k++)
+	{
+		if ((res = HorizonQuery(f, "SELECT xip83.late_cursor($1::regclass)",
+								SourceOf(f, 1 << k))) == NULL)
+			return false;
+		f->late[k] = atoll(PQgetvalue(res, 0, 0));
+		PQclear(res);
+	}
+	if ((f->opt.kinds & XIP83_FEED_GROUP) != 0)
+	{
+		if ((res = HorizonQuery(f, "SELECT xip83.group_horizon("
+								"coalesce($1::regclass, 'xip83.group_messages'))",
+								f->opt.group_source)) == NULL)
+			return false;
+		f->group_after = atoll(PQgetvalue(res, 0, 0));
+		PQclear(res);
+	}
+	if ((f->opt.kinds & XIP83_FEED_WELCOME) != 0)
+	{
+		if ((res = HorizonQuery(f, "SELECT xip83.welcome_horizon("
+								"coalesce($1::regclass, 'xip83.welcome_messages'))",
+								f->opt.welcome_source)) == NULL)
+			return false;
+		f->welcome_after = atoll(PQgetvalue(res, 0, 0));
+		PQclear(res);
+	}
+	if ((f->opt.kinds & XIP83_FEED_ENVELOPE) == 0)
+		return true;
+	if ((res = HorizonQuery(f, "SELECT originator_node_id, horizon FROM xip83.envelope_horizons("
+							"coalesce($1::regclass, 'xip83.envelopes'))",
+							f->opt.envelope_source)) == NULL)
 		return false;
 	for (int r = 0; r < PQntuples(res); r++)
 		xip83_feed_set_cursor(f, XIP83_FEED_ENVELOPE, (int32_t) atol(PQgetvalue(res, r, 0)),

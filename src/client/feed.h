@@ -65,6 +65,14 @@ typedef struct Xip83FeedOptions
 	int			poll_ms;		/* poll interval while offline; 0 = 50 */
 	int			offline_after_ms;	/* silence that means offline; 0 = 3000 */
 	int			max_backoff_ms; /* reconnect backoff cap; 0 = 2000 */
+	/*
+	 * The table each kind is read from: a table xip83.track follows, or NULL
+	 * for xip83's own. Each tracked table has its own horizons and late ring.
+	 */
+	const char *group_source;
+	const char *welcome_source;
+	const char *envelope_source;
+	const char *blob_source;	/* envelopes: the blob table it was tracked with */
 	Xip83FeedRowFn on_row;
 	Xip83FeedStatusFn on_status;	/* may be NULL */
 	void	   *arg;			/* passed to both callbacks */

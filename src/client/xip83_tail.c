@@ -92,7 +92,11 @@ Usage(void)
 			"      --offline-ms MS       silence that means offline (3000)\n"
 			"      --page ROWS           rows per fetch (1000)\n"
 			"      --exit-after ROWS     exit after printing this many rows\n"
-			"      --timestamps          prefix lines with monotonic microseconds\n");
+			"      --timestamps          prefix lines with monotonic microseconds\n"
+			"      --source TABLE        read the one kind of --kinds from a table xip83.track follows\n"
+			"      --group-source TABLE, --welcome-source TABLE, --envelope-source TABLE\n"
+			"                            the same per kind (default: xip83's own tables)\n"
+			"      --blob-source TABLE   the blob table the envelope table was tracked with\n");
 }
 
 /* Refuses a bad option value: a clear message on stderr, exit 2. */
@@ -180,6 +184,11 @@ main(int argc, char **argv)
 		{"page", required_argument, NULL, 7},
 		{"exit-after", required_argument, NULL, 8},
 		{"timestamps", no_argument, NULL, 9},
+		{"source", required_argument, NULL, 10},
+		{"group-source", required_argument, NULL, 11},
+		{"welcome-source", required_argument, NULL, 12},
+		{"envelope-source", required_argument, NULL, 13},
+		{"blob-source", required_argument, NULL, 14},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -190,9 +199,10 @@ main(int argc, char **argv)
 	bool		explicit_cursor = false;
 	int64_t		group_after = -1;
 	int64_t		welcome_after = -1;
-	int32_t		orig_nodes[64];
-	int64_t		orig_afters[64];
+	int32_t    *orig_nodes = NULL;
+	int64_t    *orig_afters = NULL;
 	int			n_orig = 0;
+	const char *source = NULL;
 	int			c;
 
 	opt.conninfo = "";
@@ -218,8 +228,13 @@ main(int argc, char **argv)
 				explicit_cursor = true;
 				break;
 			case 4:
-				if (n_orig == 64)
-					BadOption("--originator-after", optarg, "at most 64 originators");
+				orig_nodes = realloc(orig_nodes, sizeof(int32_t) * (n_orig + 1));
+				orig_afters = realloc(orig_afters, sizeof(int64_t) * (n_orig + 1));
+				if (orig_nodes == NULL || orig_afters == NULL)
+				{
+					fprintf(stderr, "xip83-tail: out of memory\n");
+					return 1;
+				}
 				ParseOriginatorAfter(optarg, &orig_nodes[n_orig], &orig_afters[n_orig]);
 				n_orig++;
 				explicit_cursor = true;
@@ -239,6 +254,21 @@ main(int argc, char **argv)
 			case 9:
 				out.timestamps = true;
 				break;
+			case 10:
+				source = optarg;
+				break;
+			case 11:
+				opt.group_source = optarg;
+				break;
+			case 12:
+				opt.welcome_source = optarg;
+				break;
+			case 13:
+				opt.envelope_source = optarg;
+				break;
+			case 14:
+				opt.blob_source = optarg;
+				break;
 			default:
 				Usage();
 				return c == 'h' ? 0 : 2;
@@ -249,6 +279,18 @@ main(int argc, char **argv)
 		fprintf(stderr, "xip83-tail: unexpected argument \"%s\"\n", argv[optind]);
 		Usage();
 		return 2;
+	}
+	if (source != NULL)
+	{
+		/* the table of the one kind followed */
+		if (opt.kinds == XIP83_FEED_GROUP)
+			opt.group_source = source;
+		else if (opt.kinds == XIP83_FEED_WELCOME)
+			opt.welcome_source = source;
+		else if (opt.kinds == XIP83_FEED_ENVELOPE)
+			opt.envelope_source = source;
+		else
+			BadOption("--source", source, "one kind in --kinds (or --group-source etc.)");
 	}
 	opt.on_row = PrintRow;
 	opt.on_status = PrintStatus;
@@ -285,5 +327,7 @@ main(int argc, char **argv)
 		fflush(stdout);
 	}
 	xip83_feed_free(feed);
+	free(orig_nodes);
+	free(orig_afters);
 	return 0;
 }

@@ -1,0 +1,57 @@
+-- Tracking a node's own tables: xip83.track makes every write to a node's
+-- table register its position as writes to xip83's tables do, so horizons,
+-- ceilings, live fetch and the notifier cover it (README, "Adopting xip83 on a
+-- running node"). What track changes on a table: a v3 table's id default
+-- becomes xip83.next_id('<table>') (same sequence), and the triggers
+-- xip83_register_position (on the blob table too) and xip83_reset_positions
+-- are added; untrack restores the default and drops the triggers.
+
+-- Written only by track/untrack (as C, after checking the caller owns the
+-- tables) and by a drop of a tracked table: nobody has INSERT on it.
+CREATE TABLE xip83.tracked_sources (
+    source       regclass    NOT NULL,
+    kind         text        NOT NULL,
+    blob_source  regclass,
+    id_sequence  regclass,
+    tracked_at   timestamptz NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('xip83.tracked_sources', '');
+GRANT SELECT ON xip83.tracked_sources TO PUBLIC;
+
+CREATE FUNCTION xip83.track(source regclass, kind text, blob_source regclass DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'xip83_track' LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+CREATE FUNCTION xip83.untrack(source regclass) RETURNS void
+AS 'MODULE_PATHNAME', 'xip83_untrack' LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+
+-- The id default track installs; refuses any table that is not a tracked v3
+-- table. Every writer runs it, so it keeps EXECUTE for PUBLIC.
+CREATE FUNCTION xip83.next_id(source regclass) RETURNS bigint
+AS 'MODULE_PATHNAME', 'next_id' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION xip83.tracked_status(source regclass,
+    OUT horizon bigint, OUT originator_node_ids int[], OUT originator_horizons bigint[],
+    OUT registered bigint, OUT late_writes bigint, OUT late_cursor bigint,
+    OUT low_water bigint, OUT recent bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'tracked_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE VIEW xip83.tracked AS
+    SELECT t.source, t.kind, t.blob_source, t.tracked_at, s.*
+      FROM xip83.tracked_sources t, LATERAL xip83.tracked_status(t.source) s;
+GRANT SELECT ON xip83.tracked TO PUBLIC;
+
+COMMENT ON TABLE xip83.tracked_sources IS
+  'Node tables xip83.track follows: written by track/untrack and by dropping a tracked table only.';
+COMMENT ON FUNCTION xip83.track(regclass, text, regclass) IS
+  'Makes a node''s table (kind group, welcome or envelope; envelopes may name their blob table) a feed of its own: replaces a v3 table''s nextval id default with xip83.next_id, adds the triggers xip83_register_position and xip83_reset_positions. No rewrite; takes each table''s lock for a moment. The caller must own the tables; layout checks as the wave scans.';
+COMMENT ON FUNCTION xip83.untrack(regclass) IS
+  'Restores what xip83.track changed: the nextval id default, no xip83 triggers. The caller must own the tables.';
+COMMENT ON FUNCTION xip83.next_id(regclass) IS
+  'The id default xip83.track gives a tracked v3 table: registers the id, then draws it from the table''s own sequence (needs USAGE on it, as nextval).';
+COMMENT ON FUNCTION xip83.tracked_status(regclass) IS
+  'One row about a tracked table''s feed (NULL unless the caller may SELECT it): horizon or originator horizons, positions registered and late writes since it was loaded, late cursor, recent-writes low-water position and entries.';
+COMMENT ON VIEW xip83.tracked IS
+  'Every tracked table with xip83.tracked_status.';

@@ -1,0 +1,95 @@
+-- xip83.track on a node's own tables: what it changes, horizons and live
+-- fetch over them, late writes, untrack, and what a hostile role can't do.
+SET client_min_messages = warning;
+CREATE ROLE xip83_node_owner;
+CREATE ROLE xip83_stranger;
+CREATE SCHEMA node AUTHORIZATION xip83_node_owner;
+GRANT USAGE ON SCHEMA node TO xip83_stranger;
+GRANT USAGE ON SCHEMA xip83 TO xip83_node_owner, xip83_stranger;
+SET ROLE xip83_node_owner;
+CREATE TABLE node.group_messages (
+    id bigserial PRIMARY KEY, created_at timestamp NOT NULL DEFAULT now(),
+    group_id bytea NOT NULL, data bytea NOT NULL,
+    group_id_data_hash bytea NOT NULL UNIQUE,
+    is_commit boolean DEFAULT NULL, sender_hmac bytea, should_push boolean);
+CREATE INDEX ON node.group_messages (group_id, id);
+INSERT INTO node.group_messages (group_id, data, group_id_data_hash)
+    SELECT 'g', ('old' || i)::bytea, ('old' || i)::bytea FROM generate_series(1, 3) i;
+-- not tracked yet: no horizon, the ceiling is the highest visible id
+SELECT xip83.group_horizon('node.group_messages');
+SELECT xip83.group_ceiling('node.group_messages');
+SELECT xip83.track('node.group_messages', 'group');
+SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'node.group_messages'::regclass;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'node.group_messages'::regclass ORDER BY 1;
+SELECT source, kind, blob_source, horizon, registered, late_writes FROM xip83.tracked;
+SELECT xip83.track('node.group_messages', 'group');
+INSERT INTO node.group_messages (group_id, data, group_id_data_hash)
+    SELECT 'g', ('new' || i)::bytea, ('new' || i)::bytea FROM generate_series(1, 3) i;
+SELECT xip83.group_horizon('node.group_messages');
+SELECT xip83.group_ceiling('node.group_messages');
+SELECT id, data, late_cursor > 0 AS has_late_cursor
+  FROM xip83.live_group_messages(2, 10, 0, 'node.group_messages');
+-- a late write: an explicit id below the horizon comes through the late lane
+SELECT xip83.late_cursor('node.group_messages') AS lc \gset
+DELETE FROM node.group_messages WHERE id = 2;
+INSERT INTO node.group_messages (id, group_id, data, group_id_data_hash)
+    VALUES (2, 'g', 'again', 'again');
+SELECT id, data FROM xip83.live_group_messages(6, 10, :lc, 'node.group_messages');
+SELECT horizon, late_writes FROM xip83.tracked;
+RESET ROLE;
+-- xip83's own tables are a feed of their own
+SELECT xip83.group_horizon('xip83.group_messages') = xip83.group_horizon();
+-- a stranger may not track, untrack or read the table's horizon
+SET ROLE xip83_stranger;
+SELECT xip83.track('node.group_messages', 'welcome');
+SELECT xip83.untrack('node.group_messages');
+SELECT xip83.group_horizon('node.group_messages');
+SELECT horizon, registered FROM xip83.tracked;
+-- the trigger on a table of its own does nothing; next_id refuses it
+CREATE TEMP TABLE mine (id bigint, group_id bytea);
+CREATE TRIGGER t BEFORE INSERT ON mine FOR EACH ROW EXECUTE FUNCTION xip83.register_position('group');
+INSERT INTO mine VALUES (1000000, 'x');
+SELECT xip83.next_id('mine');
+DROP TABLE mine;
+RESET ROLE;
+SELECT horizon FROM xip83.tracked;
+-- bad arguments
+SELECT xip83.track('node.group_messages', 'nonsense');
+SELECT xip83.track('xip83.group_messages', 'group');
+SELECT xip83.track(NULL, 'group');
+-- envelopes in a plain table with their payload
+SET ROLE xip83_node_owner;
+CREATE TABLE node.envelopes (
+    originator_node_id int NOT NULL, originator_sequence_id bigint NOT NULL,
+    topic bytea NOT NULL, gateway_time timestamp NOT NULL DEFAULT now(),
+    expiry bigint NOT NULL DEFAULT 0, payer_id int, originator_envelope bytea NOT NULL,
+    PRIMARY KEY (originator_node_id, originator_sequence_id));
+CREATE INDEX ON node.envelopes (topic, originator_node_id, originator_sequence_id);
+SELECT xip83.track('node.envelopes', 'envelope');
+INSERT INTO node.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (100, 1, 't', 'e1'), (100, 2, 't', 'e2'), (200, 5, 'u', 'e5');
+SELECT * FROM xip83.envelope_horizons('node.envelopes');
+SELECT originator_node_id, originator_sequence_id, originator_envelope
+  FROM xip83.live_envelopes('{100,200}', '{0,0}', 10, 0, 'node.envelopes');
+SELECT * FROM xip83.originator_ceilings(NULL, 'node.envelopes');
+-- sequence 0 (chain originators) is stored and delivered as a late write
+SELECT xip83.late_cursor('node.envelopes') AS elc \gset
+INSERT INTO node.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (300, 0, 't', 'e0');
+SELECT originator_node_id, originator_sequence_id, originator_envelope
+  FROM xip83.live_envelopes('{300}', '{-1}', 10, :elc, 'node.envelopes');
+INSERT INTO node.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (300, -1, 't', 'neg');
+-- untrack restores the default and drops the triggers
+SELECT xip83.untrack('node.group_messages');
+SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'node.group_messages'::regclass;
+SELECT count(*) FROM pg_trigger WHERE tgrelid = 'node.group_messages'::regclass;
+SELECT xip83.untrack('node.group_messages');
+-- dropping a tracked table untracks it
+DROP TABLE node.envelopes;
+SELECT count(*) FROM xip83.tracked;
+RESET ROLE;
+DROP SCHEMA node CASCADE;
+REVOKE USAGE ON SCHEMA xip83 FROM xip83_node_owner, xip83_stranger;
+DROP ROLE xip83_node_owner;
+DROP ROLE xip83_stranger;
