@@ -176,7 +176,8 @@ func (n *node) table(own string) string {
 // wave: the late cursor first, then the ceiling (pinned), then the topics'
 // rows up to it, page by page. The live feed goes on from the ceiling.
 func (n *node) wave(ctx context.Context) error {
-	if err := n.db.QueryRow(ctx, "SELECT xip83.late_cursor()").Scan(&n.late); err != nil {
+	sql, args := n.call("late_cursor", false)
+	if err := n.db.QueryRow(ctx, "SELECT "+sql, args...).Scan(&n.late); err != nil {
 		return err
 	}
 	if n.opt.kind == "group" {

@@ -25,7 +25,7 @@ typedef enum NodeMode
  * XIP83_NODE_TABLES (own or tracked) picks what the exactly-once test runs
  * against; this is its default.
  */
-#define NODE_TABLES_DEFAULT "own"
+#define NODE_TABLES_DEFAULT "tracked"
 
 typedef struct NodeTables
 {
