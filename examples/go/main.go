@@ -74,7 +74,7 @@ func main() {
 	flag.StringVar(&topics, "topics", "", "comma-separated hex topics (default: every stored topic, and every live row)")
 	flag.IntVar(&opt.page, "page", 500, "rows per page and per live fetch")
 	flag.DurationVar(&opt.poll, "poll", time.Second, "fetch at least this often without a notice")
-	flag.Int64Var(&opt.startFloor, "start-floor", 0, "envelopes: the cursor of an originator not seen yet")
+	flag.Int64Var(&opt.startFloor, "start-floor", -1, "envelopes: the cursor of an originator not seen yet (-1: sequence 0 is a position too)")
 	flag.Parse()
 	if opt.kind != "group" && opt.kind != "envelope" {
 		fatalf("-kind must be group or envelope")

@@ -429,11 +429,6 @@ main(int argc, char **argv)
 			Arg(k, go ? "-blob-source" : "--blob-source");
 			Arg(k, tables.envelope_blob);
 		}
-		if (go && k->envelopes && tables.first_sequence == 0)
-		{
-			Arg(k, "-start-floor");
-			Arg(k, "-1");
-		}
 	}
 
 	for (int i = 0; i < WRITERS; i++)
@@ -509,6 +504,10 @@ main(int argc, char **argv)
 			 (long long) atomic_load(&given_up), MAX_TRIES);
 	TL_CHECK(atomic_load(&batches_retried) > 0, "an envelope batch was rolled back and retried");
 	TL_CHECK(stored_group.n > 0 && stored_env.n > 0, "rows committed");
+	/* positions are sorted and originator 1 has the lowest keys: its first sequence leads */
+	TL_CHECK(stored_env.n > 0 && stored_env.pos[0] == nodes_envelope_key(1, tables.first_sequence),
+			 "originator 1's sequence %lld is stored (and was delivered above)",
+			 (long long) tables.first_sequence);
 	printf("t_node_feed (%s): %lld calls, %zu group messages and %zu envelopes committed, "
 		   "%lld rolled back on purpose (%lld envelope batches retried), %lld failed attempts "
 		   "retried, %.1f s\n", tables.mode == NODE_OWN ? "own tables" : "tracked node tables",
