@@ -160,6 +160,22 @@ $(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,t
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
+# ---------------------------------------------------------------- Go example
+# examples/go (a node's live loop in Go, run by tests/libpq/t_node_feed), built
+# offline in GOPATH mode against Debian's packages golang-go and
+# golang-github-jackc-pgx-v4-dev: nothing is downloaded. Skipped when go is
+# absent (that test then fails).
+GO           ?= go
+GO_PATH      ?= /usr/share/gocode
+GO_EXAMPLE    = $(if $(shell command -v $(GO) 2>/dev/null),$(BUILD)/xip83-go-node)
+
+all: $(GO_EXAMPLE)
+
+$(BUILD)/xip83-go-node: $(call srcfiles,examples/go/*.go)
+	@mkdir -p $(BUILD)
+	cd $(S)examples/go && GO111MODULE=off GOFLAGS= GOPATH=$(GO_PATH) \
+		GOCACHE=$(abspath $(BUILD))/gocache $(GO) build -o $(abspath $@) .
+
 # ---------------------------------------------------------------- fuzzing
 # libFuzzer harnesses over the decoders (tests/fuzz), built with clang and
 # AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer; run by

@@ -40,12 +40,18 @@ wd_exec_script(PGconn *conn, const char *sql)
 }
 
 void
-wd_load_reference(PGconn *conn)
+wd_exec_file(PGconn *conn, const char *path)
 {
-	char	   *sql = ReadFile("tests/wave_d14n_reference.sql");
+	char	   *sql = ReadFile(path);
 
 	wd_exec_script(conn, sql);
 	free(sql);
+}
+
+void
+wd_load_reference(PGconn *conn)
+{
+	wd_exec_file(conn, "tests/wave_d14n_reference.sql");
 }
 
 void
