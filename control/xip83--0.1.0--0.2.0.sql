@@ -242,8 +242,9 @@ COMMENT ON FUNCTION xip83.originator_ceilings(int[], regclass) IS
 -- message is never skipped silently: the batch fails with 23505.
 --
 -- Ids and sequence ids keep their values. Explicit v3 ids above the id
--- sequence move it up, by the writer's own setval (positions.c), so the
--- caller needs UPDATE on the sequence.
+-- sequence move it up, by the writer's own setval (positions.c); import_step
+-- does it once per batch, ahead of the rows, so the caller needs USAGE (to
+-- read where it is) and UPDATE on the sequence.
 --
 -- Everything runs as the caller (nothing is SECURITY DEFINER). import_step
 -- pins search_path; the procedure cannot (a SET clause forbids COMMIT), so
@@ -276,6 +277,7 @@ DECLARE
     n_inserted bigint;
     last_key bigint;
     bad text;
+    seq regclass;
 BEGIN
     IF source IS NULL OR target IS NULL OR batch_rows IS NULL OR resume IS NULL THEN
         RAISE EXCEPTION 'arguments "source", "target", "batch_rows" and "resume" must not be null'
@@ -343,6 +345,18 @@ BEGIN
                 source, target)
                INTO last_key USING originator;
             after_key := coalesce(last_key, after_key);
+        END IF;
+    END IF;
+
+    -- Move the id sequence past the batch once, ahead of the rows: the row
+    -- trigger then finds every id below it instead of calling setval per row.
+    IF kind <> 'envelope' THEN
+        seq := pg_catalog.format('xip83.%s_messages_id_seq', kind)::regclass;
+        EXECUTE pg_catalog.format('SELECT pg_catalog.max(k.id) FROM (SELECT s.id FROM %s s WHERE s.id > $1
+                                    ORDER BY s.id LIMIT $2) k', source)
+           INTO last_key USING after_key, batch_rows;
+        IF last_key > coalesce(pg_catalog.pg_sequence_last_value(seq), 0) THEN
+            PERFORM pg_catalog.setval(seq, last_key);
         END IF;
     END IF;
 
@@ -440,5 +454,5 @@ REVOKE EXECUTE ON FUNCTION xip83.import_step(regclass, regclass, int, regclass, 
 COMMENT ON FUNCTION xip83.import_step(regclass, regclass, int, regclass, boolean, int, bigint, bigint, bigint) IS
 'Internal to xip83.import: one batch of an import, the next position and running totals. Raises 23505 when a source row conflicts with a different target row. Runs as the caller. Not executable by PUBLIC.';
 COMMENT ON PROCEDURE xip83.import(regclass, regclass, int, regclass, boolean, bigint, bigint) IS
-'Copies a node''s table (v3 group or welcome messages; d14n envelopes, or a meta table with blob_source) into the xip83 table of that kind, batch_rows rows per transaction in key order, keys kept; resumes after the highest key the target holds within the source''s keys (resume => false: from the beginning); idempotent. A NOTICE per batch; returns the rows read and inserted. CALL it outside a transaction block. Runs as the caller: needs SELECT on the sources, SELECT and INSERT on the target, UPDATE on the target''s id sequence (v3), EXECUTE on xip83.import_step.';
+'Copies a node''s table (v3 group or welcome messages; d14n envelopes, or a meta table with blob_source) into the xip83 table of that kind, batch_rows rows per transaction in key order, keys kept; resumes after the highest key the target holds within the source''s keys (resume => false: from the beginning); idempotent. A NOTICE per batch; returns the rows read and inserted. CALL it outside a transaction block. Runs as the caller: needs SELECT on the sources, SELECT and INSERT on the target, USAGE and UPDATE on the target''s id sequence (v3), EXECUTE on xip83.import_step.';
 -- ================================================================= end import

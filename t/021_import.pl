@@ -214,8 +214,8 @@ SQL
 ($ret, $out, $err) = $node->psql($db,
 	"SET ROLE importer; CALL xip83.import('node.welcome_messages', 'xip83.welcome_messages', 1000)");
 like($err, qr/permission denied for sequence welcome_messages_id_seq/,
-	'without UPDATE on the id sequence the ids cannot move it');
-$node->safe_psql($db, 'GRANT UPDATE ON SEQUENCE xip83.welcome_messages_id_seq TO importer');
+	'without USAGE and UPDATE on the id sequence the ids cannot move it');
+$node->safe_psql($db, 'GRANT USAGE, UPDATE ON SEQUENCE xip83.welcome_messages_id_seq TO importer');
 is( $node->safe_psql($db,
 		"SET ROLE importer; CALL xip83.import('node.welcome_messages', 'xip83.welcome_messages', 1000)"),
 	'3000|3000', 'with it the role imports');
