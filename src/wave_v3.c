@@ -238,7 +238,6 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	RecentTable *recent;
 
 	ArgRequireSameLength(&topics, &floors);
-	ArgRequireNonEmptyTopics(&topics);
 	ArgRequire(fcinfo, 2, "scan_cursor");
 	ArgRequire(fcinfo, 3, "ceiling");
 	ArgRequire(fcinfo, source_arg, "source");

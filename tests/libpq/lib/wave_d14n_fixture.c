@@ -98,7 +98,10 @@ wd_wave_params(const WdWave *w, char *params[5])
 	{
 		const char *sep = i ? "," : "";
 
-		tl_buf_add(&t[0], "%s\"\\\\x00%08x\"", sep, (unsigned) w->topic_ids[i]);
+		if (w->topic_ids[i] < 0)	/* the empty topic */
+			tl_buf_add(&t[0], "%s\"\"", sep);
+		else
+			tl_buf_add(&t[0], "%s\"\\\\x00%08x\"", sep, (unsigned) w->topic_ids[i]);
 		tl_buf_add(&t[1], "%s%d", sep, w->nodes[i]);
 		tl_buf_add(&t[2], "%s%lld", sep, (long long) w->floors[i]);
 	}
