@@ -29,8 +29,11 @@ AS 'MODULE_PATHNAME', 'reset_positions' LANGUAGE C;
 -- Trigger functions fire whatever the writer's grants. They keep EXECUTE for
 -- PUBLIC because whoever creates a partition of a tracked table clones them
 -- (70_track.sql); they act only on xip83's own tables and on tracked tables,
--- and refuse the write on any other table they are attached to. (Granted
--- explicitly: 0.1.0 had revoked it, and an update must end where this does.)
+-- and refuse the write on any other table they are attached to. (Revoked,
+-- then granted: 0.1.0 revoked it and its update grants it, and a fresh
+-- install ends with the very same ACL.)
+REVOKE EXECUTE ON FUNCTION xip83.register_position() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION xip83.reset_positions() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION xip83.register_position() TO PUBLIC;
 GRANT EXECUTE ON FUNCTION xip83.reset_positions() TO PUBLIC;
 
