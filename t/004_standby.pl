@@ -255,6 +255,28 @@ cmp_ok(scalar(@unfenced_missed), '>', 0,
 	'the unfenced read (primary horizon, standby rows, no wait) missed rows: '
 	  . scalar(@unfenced_missed));
 
+# xip83-tail: --standby (LISTEN and horizons on the primary, rows fenced from
+# the standby) and --standby-only (the standby's own horizons, polled)
+my $from = $final_h - 300;
+my @want = grep { $committed{$_} && $_ > $from } ($from + 1 .. $final_h);
+for my $mode (['--standby', $standby->connstr('postgres'), '-d', $primary->connstr('postgres')],
+	['--standby-only', '-d', $standby->connstr('postgres')])
+{
+	my ($tail_out, $tail_err) = ('', '');
+	IPC::Run::run(
+		[
+			'xip83-tail', @$mode, '-k', 'group', '--group-after', $from,
+			'--exit-after', scalar(@want) + $n_late
+		],
+		'>', \$tail_out, '2>', \$tail_err, IPC::Run::timeout(60));
+	my @lines = split /\n/, $tail_out;
+	my @range = map { (split / /)[2] } grep { !/ late$/ } @lines;
+	my @lates = grep { / late$/ } @lines;
+	is_deeply(\@range, \@want, "xip83-tail $mode->[0]: every row after the cursor once, in order")
+	  or diag $tail_err;
+	is(scalar(@lates), $n_late, "xip83-tail $mode->[0]: every late row, flagged");
+}
+
 # WAL of the feed's horizon records is there to read
 my $tl_before = $primary->safe_psql('postgres', 'SELECT timeline_id FROM xip83.horizon_fence()');
 
