@@ -75,43 +75,6 @@ AS 'MODULE_PATHNAME', 'envelope_horizons' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION xip83.late_cursor(source regclass DEFAULT NULL) RETURNS bigint
 AS 'MODULE_PATHNAME', 'late_cursor' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
--- Live fetch: late rows the consumer has passed, then primary-key range scans
--- up to the horizon; every row carries the late cursor to pass next time.
-CREATE FUNCTION xip83.live_group_messages(after_id bigint, row_limit int, late_after bigint,
-                                          source regclass DEFAULT 'xip83.group_messages',
-                                          up_to bigint DEFAULT NULL, fence pg_lsn DEFAULT NULL)
-RETURNS TABLE (id bigint, created_at timestamp, group_id bytea, data bytea,
-               is_commit boolean, sender_hmac bytea, should_push boolean,
-               late_cursor bigint)
-AS 'MODULE_PATHNAME', 'live_group_messages' LANGUAGE C VOLATILE PARALLEL UNSAFE
-ROWS 100;
-CREATE FUNCTION xip83.live_welcome_messages(after_id bigint, row_limit int, late_after bigint,
-                                            source regclass DEFAULT 'xip83.welcome_messages',
-                                            up_to bigint DEFAULT NULL, fence pg_lsn DEFAULT NULL)
-RETURNS TABLE (id bigint, created_at timestamp, installation_key bytea, data bytea,
-               hpke_public_key bytea, wrapper_algorithm smallint, welcome_metadata bytea,
-               message_type smallint, late_cursor bigint)
-AS 'MODULE_PATHNAME', 'live_welcome_messages' LANGUAGE C VOLATILE PARALLEL UNSAFE
-ROWS 100;
-CREATE FUNCTION xip83.live_envelopes(node_ids int[], after_sequence_ids bigint[], row_limit int,
-                                     late_after bigint,
-                                     source regclass DEFAULT 'xip83.envelopes',
-                                     blob_source regclass DEFAULT NULL,
-                                     up_to_sequence_ids bigint[] DEFAULT NULL,
-                                     fence pg_lsn DEFAULT NULL)
-RETURNS TABLE (originator_node_id int, originator_sequence_id bigint, gateway_time timestamp,
-               topic bytea, originator_envelope bytea, late_cursor bigint)
-AS 'MODULE_PATHNAME', 'live_envelopes' LANGUAGE C VOLATILE PARALLEL UNSAFE
-ROWS 100;
-
--- Read replicas: a feed's horizons with the fence a standby must replay to
--- see every row at or below them (src/standby.c).
-CREATE FUNCTION xip83.horizon_fence(source regclass DEFAULT 'xip83.group_messages',
-    OUT horizon bigint, OUT originator_node_ids int[], OUT originator_horizons bigint[],
-    OUT fence pg_lsn, OUT timeline_id int, OUT system_identifier bigint)
-RETURNS record
-AS 'MODULE_PATHNAME', 'horizon_fence' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-
 -- The feed at a glance: horizons (NULL where the caller may not read the
 -- table), the notifier, its last notice, late writes, the NOTIFY queue.
 CREATE FUNCTION xip83.feed_status(
@@ -147,14 +110,6 @@ COMMENT ON FUNCTION xip83.envelope_horizons(regclass) IS
   'Per originator of source (xip83.envelopes or a table xip83.track follows as envelope), the highest sequence id such that every one at or below is committed, will never exist, or is announced as a late write. Needs SELECT on source.';
 COMMENT ON FUNCTION xip83.late_cursor(regclass) IS
   'Sequence number of the newest late write a feed remembers (source NULL: xip83''s own tables; else a tracked table): the late cursor a consumer following "from now" passes to its first live fetch (read it before the horizons).';
-COMMENT ON FUNCTION xip83.live_group_messages(bigint, int, bigint, regclass, bigint, pg_lsn) IS
-  'Rows a live consumer has not seen: late group messages at or below after_id written since late cursor late_after, then ids in (after_id, group_horizon()], at most row_limit rows. Reads the horizon first, then with a new snapshot, whatever the isolation level (refused under SERIALIZABLE). Each row carries the late cursor to pass next; the consumer''s cursor becomes the highest id it received. source: xip83.group_messages or a table xip83.track follows as group. Needs USAGE on its schema and SELECT on it. up_to and fence (from xip83.horizon_fence on the primary): on a standby, waits up to xip83.standby_wait_ms for replay to pass fence (X83F0 past it, X83F1 if promoted short of it), then reads up to up_to; without them a standby reads up to its replayed horizon; up_to without fence is refused there (22023). On the primary up_to only lowers the horizon.';
-COMMENT ON FUNCTION xip83.live_welcome_messages(bigint, int, bigint, regclass, bigint, pg_lsn) IS
-  'The live fetch of welcomes (see live_group_messages). source, up_to and fence as for live_group_messages.';
-COMMENT ON FUNCTION xip83.live_envelopes(int[], bigint[], int, bigint, regclass, regclass, bigint[], pg_lsn) IS
-  'The live fetch of envelopes: late envelopes of the listed originators, then per listed originator sequence ids in (after, horizon], ordered (originator, sequence); an originator listed twice counts once, with its lowest cursor. source: xip83.envelopes or a table xip83.track follows as envelope, with blob_source the blob table it was tracked with (else NULL). Needs SELECT on both. up_to_sequence_ids (paired with node_ids) and fence: as up_to and fence of live_group_messages.';
-COMMENT ON FUNCTION xip83.horizon_fence(regclass) IS
-  'The horizons of source (horizon for a group or welcome table, originator arrays for an envelope table) and, read right after them, the fence: the primary''s WAL position before which every commit at or below them lies, with its timeline and system identifier. Pass horizon and fence to a live fetch on a standby. On a standby: its replayed horizons and replay position. Needs SELECT on source.';
 COMMENT ON FUNCTION xip83.feed_status() IS
   'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size; per kind the recent-writes table''s low-water position (a wave skips a topic whose floor is at or above it and that has no recent write above its floor) and entries in use (NULL like the horizons), and its capacity per kind (xip83.recent_entries).';
 GRANT SELECT ON xip83.feed_status TO PUBLIC;
