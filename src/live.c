@@ -469,7 +469,6 @@ LiveFetchMessages(FunctionCallInfo fcinfo, const char *const *columns, int n_col
 	int64		late_after;
 	int			limit;
 	int64		horizon;
-	int64		up_to;
 
 	ArgRequire(fcinfo, 0, "after_id");
 	ArgRequire(fcinfo, 2, "late_after");
@@ -481,7 +480,8 @@ LiveFetchMessages(FunctionCallInfo fcinfo, const char *const *columns, int n_col
 	NotifierEnsureRunning();
 	if (LiveFetchFence(fcinfo, 4, 5))
 	{
-		up_to = PG_GETARG_INT64(4);
+		int64		up_to = PG_GETARG_INT64(4);
+
 		/* on the primary, never past what it vouches for now */
 		horizon = RecoveryInProgress() ? up_to
 			: Min(up_to, HorizonOfLine(f.feed, kind == KIND_WELCOME ? LINE_WELCOME : LINE_GROUP));
@@ -646,7 +646,11 @@ live_envelopes(PG_FUNCTION_ARGS)
 	NotifierEnsureRunning();
 	given = LiveFetchFence(fcinfo, 6, 7);
 	if (given && RecoveryInProgress())
+	{
 		set.n_originators = 0;
+		set.originator_node_ids = NULL;
+		set.originator_horizons = NULL;
+	}
 	else
 		HorizonCollectFeed(f.feed, &set);
 	horizons = palloc(sizeof(int64) * (cs.n + 1));

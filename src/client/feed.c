@@ -486,7 +486,6 @@ FetchPage(Xip83Feed *f, int kind)
 	char	   *nodes = NULL;
 	char	   *afters = NULL;
 	char	   *up_tos = NULL;
-	char		up_to[32];
 	const char *params[8];
 	const char *fence = f->standby != NULL ? f->fenced.fence : NULL;
 	const char *sql;
@@ -545,6 +544,8 @@ FetchPage(Xip83Feed *f, int kind)
 	}
 	else
 	{
+		char		up_to[32];
+
 		snprintf(after, sizeof(after), "%lld",
 				 (long long) (kind == XIP83_FEED_GROUP ? f->group_after : f->welcome_after));
 		params[0] = after;
