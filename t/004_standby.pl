@@ -277,7 +277,19 @@ for my $mode (['--standby', $standby->connstr('postgres'), '-d', $primary->conns
 	is(scalar(@lates), $n_late, "xip83-tail $mode->[0]: every late row, flagged");
 }
 
-# WAL of the feed's horizon records is there to read
+# the rest of the read side answers on the standby, read-only
+is($standby->safe_psql('postgres',
+		'SELECT xip83.group_ceiling() = xip83.group_horizon(), xip83.late_cursor() > 0,'
+	  . ' (SELECT count(*) FROM xip83.envelope_horizons()) = 0'),
+	't|t|t', 'ceilings, late cursor and envelope horizons answer on the standby');
+my ($fs_ret, $fs_out, $fs_err) = $standby->psql('postgres',
+	'SELECT group_horizon IS NOT NULL, notifier_pid IS NULL FROM xip83.feed_status');
+is($fs_out, 't|t', 'feed_status on the standby: replayed horizons, no notifier')
+  or diag $fs_err;
+($fs_ret, $fs_out, $fs_err) = $standby->psql('postgres',
+	"INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash) VALUES ('s', 's', 's')");
+like($fs_err, qr/read-only transaction/, 'writes stay impossible on the standby');
+
 my $tl_before = $primary->safe_psql('postgres', 'SELECT timeline_id FROM xip83.horizon_fence()');
 
 # promotion: the standby serves horizons at once and follows on as a primary
