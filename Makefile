@@ -84,7 +84,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies here (Debian builds without
 # --enable-depend): every object depends on every header, which is cheap at
 # this size and never leaves a stale object after a struct changes.
-$(OBJS): $(PROTO_H) $(call srcfiles,src/*.h)
+$(OBJS) $(OBJS:.o=.bc): $(PROTO_H) $(call srcfiles,src/*.h)
 
 # Objects built against one PostgreSQL major version are never linked into
 # another's: when PG_CONFIG names another major than the last build's, the
