@@ -1,5 +1,5 @@
 /*
- * session_frames.c: v3 SubscribeResponse frames (see session_frames.h).
+ * session_frames.c: SubscribeResponse frames (see session_frames.h).
  * Control frames are packed by protobuf-c; a Messages frame is assembled
  * around already-packed messages, so a batch never holds row pointers that a
  * libpq result owns.
@@ -208,21 +208,30 @@ PackRow(const Xip83V3Row *r, size_t *len)
 }
 
 bool
-xip83_batch_add(Xip83Out *out, Xip83Batch *b, const Xip83V3Row *row)
+xip83_batch_add(Xip83Out *out, Xip83Batch *b, const Xip83Msg *m)
 {
 	size_t		len;
-	unsigned char *msg = PackRow(row, &len);
+	unsigned char *packed = NULL;
+	const unsigned char *msg;
 	size_t		need;
+	bool		ok = false;
 
-	if (msg == NULL)
-		return false;
+	/* d14n envelopes go as stored: a message field and a bytes field share the wire format */
+	if (m->v3 != NULL)
+	{
+		if ((packed = PackRow(m->v3, &len)) == NULL)
+			return false;
+		msg = packed;
+	}
+	else
+	{
+		msg = m->envelope;
+		len = m->envelope_len;
+	}
 	need = 1 + 10 + len;
 	if (b->count > 0 && b->len + need + FRAME_OVERHEAD > XIP83_MAX_FRAME
 		&& !xip83_batch_flush(out, b))
-	{
-		free(msg);
-		return false;
-	}
+		goto done;
 	if (b->cap - b->len < need)
 	{
 		size_t		cap = b->cap ? b->cap : 65536;
@@ -231,21 +240,20 @@ xip83_batch_add(Xip83Out *out, Xip83Batch *b, const Xip83V3Row *row)
 		while (cap - b->len < need)
 			cap *= 2;
 		if ((nb = realloc(b->buf, cap)) == NULL)
-		{
-			free(msg);
-			return false;
-		}
+			goto done;
 		b->buf = nb;
 		b->cap = cap;
 	}
-	/* Messages.group_messages = 1, welcome_messages = 2, both length-delimited */
-	b->buf[b->len++] = row->kind == XIP83_V3_GROUP ? 0x0a : 0x12;
+	/* Messages.group_messages = 1, welcome_messages = 2; Envelopes.envelopes = 1 */
+	b->buf[b->len++] = m->v3 != NULL && m->v3->kind == XIP83_V3_WELCOME ? 0x12 : 0x0a;
 	b->len += xip83_varint_put(b->buf + b->len, len);
 	memcpy(b->buf + b->len, msg, len);
 	b->len += len;
 	b->count++;
-	free(msg);
-	return true;
+	ok = true;
+done:
+	free(packed);
+	return ok;
 }
 
 bool
@@ -262,13 +270,14 @@ xip83_batch_flush(Xip83Out *out, Xip83Batch *b)
 		return true;
 	if (b->mutate_id != 0)
 	{
-		tail[0] = 0x18;			/* Messages.mutate_id = 3, varint */
+		/* varint Messages.mutate_id = 3, Envelopes.mutate_id = 2 */
+		tail[0] = out->d14n ? 0x10 : 0x18;
 		tail_len = 1 + xip83_varint_put(tail + 1, b->mutate_id);
 	}
 	body += tail_len;
 	if ((frame = malloc(body + FRAME_OVERHEAD)) == NULL)
 		return false;
-	/* SubscribeResponse.v1 = 1 { V1.messages = 1 { ... } } */
+	/* SubscribeResponse.v1 = 1 { V1.messages (d14n: envelopes) = 1 { ... } } */
 	{
 		unsigned char inner[11];
 		size_t		inner_len;

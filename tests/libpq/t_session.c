@@ -764,9 +764,6 @@ TestRefusals(void)
 	TL_CHECK(p.held_len <= 4096, "257 Mutates take %zu bytes: not one atomic write", p.held_len);
 	sp_release(&p);
 	ExpectStatus(&p, "RESOURCE_EXHAUSTED", "257 waves in flight");
-
-	sp_start(&p, argv0, "d14n", 30000);
-	ExpectStatus(&p, "UNIMPLEMENTED", "d14n");
 }
 
 /* ---------------------------------------------------------------- keepalive */
