@@ -70,6 +70,14 @@ OnRow(void *arg, const Xip83FeedRow *row)
 		m.envelope = row->data;
 		m.envelope_len = row->data_len;
 	}
+	/*
+	 * Rows at or below the floor the client gave are ones it has seen, unless
+	 * they are late writes (stored after the horizon passed them): those it
+	 * cannot have seen, and it gets them once.
+	 */
+	l = xip83_topic_line(t, m.node);
+	if (!row->late && m.position <= (l ? l->floor : XIP83_NOTHING_SEEN))
+		return;
 	if (t->live)
 	{
 		if ((l = xip83_topic_line_put(t, m.node)) == NULL)
@@ -80,10 +88,8 @@ OnRow(void *arg, const Xip83FeedRow *row)
 			xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
 		return;
 	}
-	/* gated: the wave replays above its floors itself, up to its ceilings */
-	l = xip83_topic_line(t, m.node);
-	if ((w = xip83_wave_find(s, t->wave)) != NULL
-		&& m.position > (l ? l->floor : XIP83_NOTHING_SEEN))
+	/* gated: held for the wave, which replays above the floors up to its ceilings itself */
+	if ((w = xip83_wave_find(s, t->wave)) != NULL)
 		(void) xip83_wave_fold(s, w, &m);
 }
 
