@@ -93,15 +93,26 @@ OnRow(void *arg, const Xip83FeedRow *row)
 		(void) xip83_wave_fold(s, w, &m);
 }
 
+/*
+ * X83L0: late writes owed to this stream were dropped by the server (its
+ * late ring overflowed while the feed lagged, or a crash lost its tail). They
+ * lie below positions already sent, so no replay from the topics' current
+ * positions finds them, and a replay from their first floors would repeat
+ * everything else: the engine cannot resynchronize exactly once by itself.
+ * It ends the stream with ABORTED ("retry at a higher level") rather than
+ * UNAVAILABLE, which clients retry from their current cursors, skipping the
+ * lost rows. Rows sent before are valid; nothing is sent after.
+ */
 static void
 OnStatus(void *arg, const char *status, const char *detail)
 {
 	Xip83Session *s = arg;
 
 	(void) detail;
-	/* late writes we owe the client are gone: only a new stream can recover */
 	if (strcmp(status, "late-lost") == 0)
-		s->late_lost = true;
+		xip83_session_fail(s, "ABORTED", "late writes owed to this stream were dropped by the"
+						   " server (SQLSTATE X83L0): resubscribe with cursors from before the"
+						   " loss; the current ones would skip them");
 }
 
 static bool
@@ -206,8 +217,6 @@ Run(Xip83Session *s, Keepalive *ka)
 			ok = xip83_session_fail(s, "UNAVAILABLE", "live feed failed");
 		if (ok && !xip83_batch_flush(&s->out, &s->live))
 			ok = xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
-		if (ok && s->late_lost)
-			ok = xip83_session_fail(s, "UNAVAILABLE", "late writes were lost: resubscribe");
 		if (ok && s->out.failed)
 			ok = xip83_session_fail(s, "CANCELLED", "the client stopped reading");
 	}

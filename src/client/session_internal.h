@@ -97,7 +97,6 @@ struct Xip83Session
 	/* the first stream error wins; later ones are consequences */
 	char		status[512];
 	bool		failed;
-	bool		late_lost;
 };
 
 /* Records a stream error (first one wins); always returns false. */

@@ -24,6 +24,9 @@
  * 4. Keepalive: a client Ping is answered; frames sent reset the idle timer;
  *    an idle stream is pinged; a Ping left unanswered ends the stream with
  *    DEADLINE_EXCEEDED.
+ * 6. Late writes lost (SQLSTATE X83L0): more late writes in one commit than
+ *    the server's late ring holds end the stream with ABORTED, never
+ *    silently.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -863,6 +866,51 @@ TestFrameLimit(PGconn *conn)
 	sp_finish(&p, 10000, NULL, NULL);
 }
 
+/* More late writes at once than the late ring holds: the stream ends ABORTED. */
+static void
+TestLateLost(PGconn *conn)
+{
+	SessionProc p;
+	SpAdd		add = Add("\0ll", 3, 0);
+	SpResponse *r;
+	bool		acked = false;
+	int64_t		ring = tl_scalar(conn, "SELECT late_ring_size FROM xip83.feed_status()");
+	int64_t		top = tl_scalar(conn, "SELECT coalesce(max(id), 0) FROM xip83.group_messages");
+	char		gap_from[32],
+				gap_to[32],
+				high[32];
+	const char *params[2] = {gap_from, gap_to};
+
+	InsertN(conn, "ll", 2);
+	sp_start(&p, argv0, "v3", 30000);
+	sp_mutate(&p, &add, 1, NULL, NULL, 0, false, 50);
+	while (!acked && (r = sp_read(&p, 5000)) != NULL)
+	{
+		acked = r->v1 && r->v1->response_case == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE;
+		sp_free(r);
+	}
+	TL_CHECK(acked, "late lost: the wave never finished");
+	/* a row far above leaves a gap the horizon passes; filling it is ring + 100 late writes */
+	snprintf(high, sizeof(high), "%lld", (long long) (top + ring + 1000));
+	snprintf(gap_from, sizeof(gap_from), "%lld", (long long) (top + 100));
+	snprintf(gap_to, sizeof(gap_to), "%lld", (long long) (top + ring + 199));
+	{
+		const char *hp[1] = {high};
+
+		PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+						" VALUES ($1::bigint, 'll', 'high', sha256('llhigh'))", 1, hp));
+	}
+	for (int i = 0; i < 100 && tl_scalar(conn, "SELECT xip83.group_horizon()") < top + ring + 1000; i++)
+		usleep(10000);
+	PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+					" SELECT i, 'll', int8send(i), sha256('ll'::bytea || int8send(i))"
+					" FROM generate_series($1::bigint, $2::bigint) i", 2, params));
+	sp_finish(&p, 10000, NULL, NULL);
+	TL_CHECK(strncmp(p.status, "ABORTED", 7) == 0 && strstr(p.status, "X83L0") != NULL
+			 && p.exit_code == 1, "late writes lost: STATUS %s, exit %d (expected ABORTED ... X83L0)",
+			 p.status, p.exit_code);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -874,6 +922,7 @@ main(int argc, char **argv)
 	TestKeepalive();
 	TestRules(conn);
 	TestFrameLimit(conn);
+	TestLateLost(conn);
 	TestSeam(conn);
 	PQfinish(conn);
 	return tl_done("t_session");
