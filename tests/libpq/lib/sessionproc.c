@@ -535,6 +535,25 @@ sp_next(SessionProc *p, int timeout_ms, SpEvent *e)
 	return true;
 }
 
+int
+sp_next_arm(SessionProc *p, int timeout_ms)
+{
+	size_t		off,
+				size,
+				i;
+	int			arm = -1;
+
+	if (!Fill(p, timeout_ms, &off, &size))
+		return -1;
+	/* SubscribeResponse { v1 = 1 (tag 0x0a), length, then the arm's field key } */
+	for (i = off + 1; i < off + size && (p->buf[i] & 0x80); i++)
+		;
+	if (size > 2 && p->buf[off] == 0x0a && i + 1 < off + size)
+		arm = p->buf[i + 1] >> 3;
+	Consume(p, off + size);
+	return arm;
+}
+
 void
 sp_event_free(SpEvent *e)
 {

@@ -102,6 +102,8 @@ extern void sp_mutate_cur(SessionProc *p, const SpCurAdd *adds, size_t n_adds,
 /* The next response of either binding within timeout_ms; false on timeout or end of stream. */
 extern bool sp_next(SessionProc *p, int timeout_ms, SpEvent *e);
 extern void sp_event_free(SpEvent *e);
+/* The arm (SP_*) of the next response, read but not decoded; -1 on timeout or end of stream. */
+extern int	sp_next_arm(SessionProc *p, int timeout_ms);
 /* A real OriginatorEnvelope (node, seq, target topic in its AuthenticatedData); free() it. */
 extern unsigned char *sp_envelope(int32_t node, int64_t seq, const unsigned char *topic,
 								  size_t topic_len, size_t *len);
