@@ -17,7 +17,8 @@
  *    half-close finishes the wave in flight, then OK.
  * 3. Refusals: adds with mutate_id 0, a mutate_id in flight, an unknown
  *    version arm, a topic kind past 0x05.
- * 4. Keepalive: Started advertises the interval, a client Ping is answered, an
+ * 4. Keepalive: Started advertises the interval, a client Ping is answered,
+ *    frames sent reset the idle timer, an idle stream is pinged, an
  *    unanswered Ping ends the stream with DEADLINE_EXCEEDED.
  */
 #include <stdio.h>
@@ -370,6 +371,24 @@ TestKeepalive(void)
 	TL_CHECK(sp_next(&p, 5000, &e) && e.type == SP_PONG && e.nonce == 77,
 			 "d14n: client Ping 77 not answered with Pong 77");
 	sp_event_free(&e);
+	/* traffic resets the idle timer: a Pong every 100 ms keeps Pings away */
+	{
+		int			pings = 0;
+
+		for (int i = 0; i < 8; i++)
+		{
+			usleep(100 * 1000);
+			sp_ping(&p, 100 + (uint64_t) i);
+			while (sp_next(&p, 5000, &e) && e.type != SP_PONG)
+			{
+				pings += e.type == SP_PING;
+				sp_event_free(&e);
+			}
+			sp_event_free(&e);
+		}
+		TL_CHECK(pings == 0, "d14n: %d Pings while a frame went out every 100 ms (interval 300)",
+				 pings);
+	}
 	TL_CHECK(sp_next(&p, 5000, &e) && e.type == SP_PING, "d14n: no Ping when idle");
 	sp_event_free(&e);
 	sp_finish_events(&p, 5000, NULL, NULL);
