@@ -72,8 +72,10 @@ typedef struct Xip83WaveOps
 {
 	/* Pins the ceilings and builds the passes from the adds the wave replays. */
 	bool		(*prepare) (Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n);
-	/* One page of pass p, every row through xip83_wave_scanned; false on a stream error. */
-	bool		(*scan_page) (Xip83Session *s, Xip83Wave *w, int p);
+	/* The next page of pass p (through xip83_wave_query); NULL after a stream error. */
+	PGresult   *(*page) (Xip83Session *s, Xip83Wave *w, int p);
+	/* Row r of a page: moves the pass's scan position, hands it to xip83_wave_scanned. */
+	bool		(*row) (Xip83Session *s, Xip83Wave *w, int p, const PGresult *res, int r);
 } Xip83WaveOps;
 
 extern const Xip83WaveOps xip83_wave_v3;
@@ -108,6 +110,9 @@ extern bool xip83_msg_v3(Xip83Session *s, Xip83Msg *m, const Xip83V3Row *row);
 
 /* The wave lane (session_wave.c). */
 extern bool xip83_wave_start(Xip83Session *s, const Xip83Request *req);
+/* Runs a page query on the wave connection (binary results); NULL after failing the stream. */
+extern PGresult *xip83_wave_query(Xip83Session *s, const Xip83Wave *w, const char *sql,
+								  int n_params, const char *const *params);
 /* One page of one wave; finishes it when it is complete. false on a stream error. */
 extern bool xip83_wave_step(Xip83Session *s);
 /* A row a scan returned: remembered, and sent if its topic is still gated in w. */

@@ -58,8 +58,8 @@ Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
 	return ok || xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 }
 
-static bool
-ScanPage(Xip83Session *s, Xip83Wave *w, int p)
+static PGresult *
+Page(Xip83Session *s, Xip83Wave *w, int p)
 {
 	Xip83Pass  *pass = &w->pass[p];
 	char		node[16],
@@ -67,43 +67,30 @@ ScanPage(Xip83Session *s, Xip83Wave *w, int p)
 				limit[16];
 	const char *params[8] = {pass->params[0], pass->params[1], pass->params[2],
 	pass->params[3], pass->params[4], node, seq, limit};
-	PGresult   *res;
-	int			n;
-	bool		ok = true;
 
 	snprintf(node, sizeof(node), "%d", pass->scan.node);
 	snprintf(seq, sizeof(seq), "%lld", (long long) pass->scan.seq);
 	snprintf(limit, sizeof(limit), "%d", XIP83_PAGE_ROWS);
-	res = PQexecParams(s->wave_conn,
-					   "SELECT originator_node_id, originator_sequence_id, topic, originator_envelope"
-					   " FROM xip83.envelope_wave_scan($1::bytea[], $2::int[], $3::bigint[],"
-					   " $4::int[], $5::bigint[], $6::int, $7::bigint, $8::int)",
-					   8, NULL, params, NULL, NULL, 1);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		xip83_session_fail(s, "UNAVAILABLE", "wave %llu: %s",
-						   (unsigned long long) w->mutate_id, PQerrorMessage(s->wave_conn));
-		PQclear(res);
-		return false;
-	}
-	n = PQntuples(res);
-	for (int r = 0; ok && r < n; r++)
-	{
-		Xip83Msg	m = {0};
-
-		m.node = (int32_t) xip83_result_int(res, r, 0);
-		m.position = xip83_result_int(res, r, 1);
-		m.topic = (const unsigned char *) PQgetvalue(res, r, 2);
-		m.topic_len = (size_t) PQgetlength(res, r, 2);
-		m.envelope = (const unsigned char *) PQgetvalue(res, r, 3);
-		m.envelope_len = (size_t) PQgetlength(res, r, 3);
-		pass->scan.node = m.node;
-		pass->scan.seq = m.position;
-		ok = xip83_wave_scanned(s, w, &m);
-	}
-	PQclear(res);
-	pass->done = n < XIP83_PAGE_ROWS;
-	return ok;
+	return xip83_wave_query(s, w,
+							"SELECT originator_node_id, originator_sequence_id, topic, originator_envelope"
+							" FROM xip83.envelope_wave_scan($1::bytea[], $2::int[], $3::bigint[],"
+							" $4::int[], $5::bigint[], $6::int, $7::bigint, $8::int)", 8, params);
 }
 
-const Xip83WaveOps xip83_wave_d14n = {Prepare, ScanPage};
+static bool
+Row(Xip83Session *s, Xip83Wave *w, int p, const PGresult *res, int r)
+{
+	Xip83Msg	m = {0};
+
+	m.node = (int32_t) xip83_result_int(res, r, 0);
+	m.position = xip83_result_int(res, r, 1);
+	m.topic = (const unsigned char *) PQgetvalue(res, r, 2);
+	m.topic_len = (size_t) PQgetlength(res, r, 2);
+	m.envelope = (const unsigned char *) PQgetvalue(res, r, 3);
+	m.envelope_len = (size_t) PQgetlength(res, r, 3);
+	w->pass[p].scan.node = m.node;
+	w->pass[p].scan.seq = m.position;
+	return xip83_wave_scanned(s, w, &m);
+}
+
+const Xip83WaveOps xip83_wave_d14n = {Prepare, Page, Row};

@@ -52,42 +52,30 @@ Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
 	return ok;
 }
 
-static bool
-ScanPage(Xip83Session *s, Xip83Wave *w, int k)
+static PGresult *
+Page(Xip83Session *s, Xip83Wave *w, int k)
 {
 	Xip83Pass  *pass = &w->pass[k];
 	char		cursor[32],
 				ceiling[32],
 				limit[16];
 	const char *params[5] = {pass->params[0], pass->params[1], cursor, ceiling, limit};
-	PGresult   *res;
-	int			n;
-	bool		ok = true;
 
 	snprintf(cursor, sizeof(cursor), "%lld", (long long) pass->scan.seq);
 	snprintf(ceiling, sizeof(ceiling), "%lld", (long long) pass->ceiling);
 	snprintf(limit, sizeof(limit), "%d", XIP83_PAGE_ROWS);
-	res = PQexecParams(s->wave_conn, scan_sql[k], 5, NULL, params, NULL, NULL, 1);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		xip83_session_fail(s, "UNAVAILABLE", "wave %llu: %s",
-						   (unsigned long long) w->mutate_id, PQerrorMessage(s->wave_conn));
-		PQclear(res);
-		return false;
-	}
-	n = PQntuples(res);
-	for (int r = 0; ok && r < n; r++)
-	{
-		Xip83V3Row	row;
-		Xip83Msg	m;
-
-		xip83_v3row_read(res, r, k, &xip83_v3_scan_cols, &row);
-		pass->scan.seq = row.id;
-		ok = xip83_msg_v3(s, &m, &row) && xip83_wave_scanned(s, w, &m);
-	}
-	PQclear(res);
-	pass->done = n < XIP83_PAGE_ROWS;
-	return ok;
+	return xip83_wave_query(s, w, scan_sql[k], 5, params);
 }
 
-const Xip83WaveOps xip83_wave_v3 = {Prepare, ScanPage};
+static bool
+Row(Xip83Session *s, Xip83Wave *w, int k, const PGresult *res, int r)
+{
+	Xip83V3Row	row;
+	Xip83Msg	m;
+
+	xip83_v3row_read(res, r, k, &xip83_v3_scan_cols, &row);
+	w->pass[k].scan.seq = row.id;
+	return xip83_msg_v3(s, &m, &row) && xip83_wave_scanned(s, w, &m);
+}
+
+const Xip83WaveOps xip83_wave_v3 = {Prepare, Page, Row};

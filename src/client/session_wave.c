@@ -282,6 +282,38 @@ Finish(Xip83Session *s, Xip83Wave *w)
 	return ok && xip83_send_catchup_complete(&s->out, w->mutate_id);
 }
 
+PGresult *
+xip83_wave_query(Xip83Session *s, const Xip83Wave *w, const char *sql, int n_params,
+				 const char *const *params)
+{
+	PGresult   *res = PQexecParams(s->wave_conn, sql, n_params, NULL, params, NULL, NULL, 1);
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		return res;
+	xip83_session_fail(s, "UNAVAILABLE", "wave %llu: %s", (unsigned long long) w->mutate_id,
+					   PQerrorMessage(s->wave_conn));
+	PQclear(res);
+	return NULL;
+}
+
+/* One page of pass p; a short page ends the pass. */
+static bool
+ScanPage(Xip83Session *s, Xip83Wave *w, int p)
+{
+	PGresult   *res = s->ops->page(s, w, p);
+	int			n;
+	bool		ok = true;
+
+	if (res == NULL)
+		return false;
+	n = PQntuples(res);
+	for (int r = 0; ok && r < n; r++)
+		ok = s->ops->row(s, w, p, res, r);
+	PQclear(res);
+	w->pass[p].done = n < XIP83_PAGE_ROWS;
+	return ok && xip83_batch_flush(&s->out, &w->batch);
+}
+
 bool
 xip83_wave_step(Xip83Session *s)
 {
@@ -295,7 +327,7 @@ xip83_wave_step(Xip83Session *s)
 	w = s->waves[i];
 	for (int p = 0; p < w->n_passes; p++)
 		if (!w->pass[p].done)
-			return s->ops->scan_page(s, w, p) && xip83_batch_flush(&s->out, &w->batch);
+			return ScanPage(s, w, p);
 	/* every row committed before this fetch has now passed the feed */
 	rc = xip83_feed_fetch(s->feed);
 	if (rc == -1)

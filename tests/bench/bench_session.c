@@ -88,16 +88,6 @@ Topic(int i, uint8_t *out)
 	return 1 + (size_t) sprintf((char *) out + 1, "w%05d", i);
 }
 
-/* Appends bytes as a bytea array element. */
-static void
-HexElem(TlBuf *b, const uint8_t *p, size_t n)
-{
-	tl_buf_add(b, "%s\"\\\\x", b->len > 1 ? "," : "");
-	for (size_t i = 0; i < n; i++)
-		tl_buf_add(b, "%02x", p[i]);
-	tl_buf_add(b, "\"");
-}
-
 static void
 Load(PGconn *c, bool d14n)
 {
@@ -137,8 +127,8 @@ Load(PGconn *c, bool d14n)
 
 			tl_buf_add(&nodes, "%s%d", i > from ? "," : "", 100 * (1 + i % 3));
 			tl_buf_add(&seqs, "%s%d", i > from ? "," : "", 1 + i / 3);
-			HexElem(&topics, t, tl);
-			HexElem(&envs, env, el);
+			sp_bytea_elem(&topics, t, tl);
+			sp_bytea_elem(&envs, env, el);
 			free(env);
 		}
 		tl_buf_add(&nodes, "}");

@@ -678,15 +678,6 @@ TestRules(PGconn *conn)
 /* ---------------------------------------------------------------- refusals */
 
 static void
-ExpectStatus(SessionProc *p, const char *code, const char *what)
-{
-	sp_close(p);
-	sp_finish(p, 10000, NULL, NULL);
-	TL_CHECK(strncmp(p->status, code, strlen(code)) == 0 && p->exit_code == 1,
-			 "%s: STATUS %s, exit %d (expected %s, exit 1)", what, p->status, p->exit_code, code);
-}
-
-static void
 TestRefusals(void)
 {
 	SessionProc p;
@@ -699,19 +690,19 @@ TestRefusals(void)
 
 	sp_start(&p, argv0, "v3", 30000);
 	sp_mutate(&p, &add, 1, NULL, NULL, 0, false, 0);
-	ExpectStatus(&p, "INVALID_ARGUMENT", "adds with mutate_id 0");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "adds with mutate_id 0");
 
 	sp_start(&p, argv0, "v3", 30000);
 	sp_send_raw(&p, unknown_version, sizeof(unknown_version));
-	ExpectStatus(&p, "INVALID_ARGUMENT", "unknown version arm");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "unknown version arm");
 
 	sp_start(&p, argv0, "v3", 30000);
 	sp_send_raw(&p, no_request, sizeof(no_request));
-	ExpectStatus(&p, "INVALID_ARGUMENT", "no request arm");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "no request arm");
 
 	sp_start(&p, argv0, "v3", 30000);
 	sp_mutate(&p, &bad_kind, 1, NULL, NULL, 0, false, 3);
-	ExpectStatus(&p, "INVALID_ARGUMENT", "unknown topic kind");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "unknown topic kind");
 
 	/* both Mutates in one write: the second meets the first's wave in flight */
 	sp_start(&p, argv0, "v3", 30000);
@@ -719,7 +710,7 @@ TestRefusals(void)
 	sp_mutate(&p, &add, 1, NULL, NULL, 0, false, 5);
 	sp_mutate(&p, &other, 1, NULL, NULL, 0, false, 5);
 	sp_release(&p);
-	ExpectStatus(&p, "INVALID_ARGUMENT", "mutate_id of a wave in flight");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "mutate_id of a wave in flight");
 
 	/* the control: a valid stream closes OK (the checks above can tell) */
 	sp_start(&p, argv0, "v3", 30000);
@@ -736,7 +727,7 @@ TestRefusals(void)
 			many[i] = add;
 		sp_start(&p, argv0, "v3", 30000);
 		sp_mutate(&p, many, XIP83_TEST_MAX_ADDS + 1, NULL, NULL, 0, false, 7);
-		ExpectStatus(&p, "RESOURCE_EXHAUSTED", "100,001 adds");
+		sp_expect_status(&p, "RESOURCE_EXHAUSTED", "100,001 adds");
 		free(many);
 	}
 
@@ -747,11 +738,11 @@ TestRefusals(void)
 
 		sp_start(&p, argv0, "v3", 30000);
 		sp_send_raw(&p, garbage, sizeof(garbage));
-		ExpectStatus(&p, "INVALID_ARGUMENT", "malformed request");
+		sp_expect_status(&p, "INVALID_ARGUMENT", "malformed request");
 		sp_start(&p, argv0, "v3", 30000);
 		if (write(p.to_child, cut, sizeof(cut)) != (ssize_t) sizeof(cut))
 			tl_fatal("write failed");
-		ExpectStatus(&p, "INVALID_ARGUMENT", "truncated request");
+		sp_expect_status(&p, "INVALID_ARGUMENT", "truncated request");
 	}
 
 	/* 257 waves in one write (under PIPE_BUF, so all start before any finishes) */
@@ -766,7 +757,7 @@ TestRefusals(void)
 	}
 	TL_CHECK(p.held_len <= 4096, "257 Mutates take %zu bytes: not one atomic write", p.held_len);
 	sp_release(&p);
-	ExpectStatus(&p, "RESOURCE_EXHAUSTED", "257 waves in flight");
+	sp_expect_status(&p, "RESOURCE_EXHAUSTED", "257 waves in flight");
 }
 
 /* ---------------------------------------------------------------- keepalive */

@@ -312,15 +312,6 @@ TestCursorsAndRules(PGconn *conn)
 }
 
 static void
-ExpectStatus(SessionProc *p, const char *code, const char *what)
-{
-	sp_close(p);
-	sp_finish_events(p, 10000, NULL, NULL);
-	TL_CHECK(strncmp(p->status, code, strlen(code)) == 0 && p->exit_code == 1,
-			 "d14n %s: STATUS %s, exit %d (expected %s)", what, p->status, p->exit_code, code);
-}
-
-static void
 TestRefusals(void)
 {
 	SessionProc p;
@@ -331,22 +322,22 @@ TestRefusals(void)
 
 	sp_start(&p, argv0, "d14n", 30000);
 	sp_mutate_cur(&p, &add, 1, NULL, NULL, 0, false, 0);
-	ExpectStatus(&p, "INVALID_ARGUMENT", "adds with mutate_id 0");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "adds with mutate_id 0");
 
 	sp_start(&p, argv0, "d14n", 30000);
 	sp_send_raw(&p, unknown_version, sizeof(unknown_version));
-	ExpectStatus(&p, "INVALID_ARGUMENT", "unknown version arm");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "unknown version arm");
 
 	sp_start(&p, argv0, "d14n", 30000);
 	sp_mutate_cur(&p, &kind6, 1, NULL, NULL, 0, false, 3);
-	ExpectStatus(&p, "INVALID_ARGUMENT", "topic kind 0x06");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "topic kind 0x06");
 
 	sp_start(&p, argv0, "d14n", 30000);
 	p.hold = true;
 	sp_mutate_cur(&p, &add, 1, NULL, NULL, 0, false, 5);
 	sp_mutate_cur(&p, &kind5, 1, NULL, NULL, 0, false, 5);
 	sp_release(&p);
-	ExpectStatus(&p, "INVALID_ARGUMENT", "mutate_id of a wave in flight");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "mutate_id of a wave in flight");
 
 	/* the control: kind 0x05 is served and the stream closes OK */
 	sp_start(&p, argv0, "d14n", 30000);

@@ -136,16 +136,6 @@ NoteLate(int line, int64_t pos)
 	pthread_mutex_unlock(&late_lock);
 }
 
-/* Appends a bytea array element in hex. */
-static void
-HexElem(TlBuf *b, const uint8_t *p, size_t n)
-{
-	tl_buf_add(b, "%s\"\\\\x", b->len > 1 ? "," : "");
-	for (size_t i = 0; i < n; i++)
-		tl_buf_add(b, "%02x", p[i]);
-	tl_buf_add(b, "\"");
-}
-
 /* Writes one d14n envelope row per (node, seq, topic) in the open transaction. */
 static void
 InsertEnvelopes(PGconn *conn, int n, const int64_t *seqs, const int *topics, int count)
@@ -165,8 +155,8 @@ InsertEnvelopes(PGconn *conn, int n, const int64_t *seqs, const int *topics, int
 		unsigned char *env = sp_envelope(node_ids[n], seqs[i], topic_bytes[topics[i]],
 										 topic_lens[topics[i]], &len);
 
-		HexElem(&t, topic_bytes[topics[i]], topic_lens[topics[i]]);
-		HexElem(&e, env, len);
+		sp_bytea_elem(&t, topic_bytes[topics[i]], topic_lens[topics[i]]);
+		sp_bytea_elem(&e, env, len);
 		tl_buf_add(&s, "%s%lld", i ? "," : "", (long long) seqs[i]);
 		free(env);
 	}
@@ -202,8 +192,8 @@ InsertV3(PGconn *conn, const int *topics, int count, long serial)
 		char		data[48];
 		int			n = snprintf(data, sizeof(data), "race %ld.%d", serial, i);
 
-		HexElem(&t, topic_bytes[topics[i]] + 1, topic_lens[topics[i]] - 1);
-		HexElem(&d, (const uint8_t *) data, (size_t) n);
+		sp_bytea_elem(&t, topic_bytes[topics[i]] + 1, topic_lens[topics[i]] - 1);
+		sp_bytea_elem(&d, (const uint8_t *) data, (size_t) n);
 	}
 	tl_buf_add(&t, "}");
 	tl_buf_add(&d, "}");
@@ -640,6 +630,20 @@ RandomCursor(unsigned *seed, SpRow *cur, int64_t high)
 	return n;
 }
 
+/* The next wave Mutate's record. */
+static Wave *
+NewWave(Client *c)
+{
+	Wave	   *w = &c->waves[c->n_waves++];
+
+	memset(w, 0, sizeof(*w));
+	w->id = ++c->next_mutate;
+	w->mseq = ++c->sent;
+	for (int l = 0; l < NODES; l++)
+		w->last[l] = INT64_MIN;
+	return w;
+}
+
 /* Sends a wave Mutate: removes (all re-added) then adds of topics ts. */
 static void
 WaveMutate(Client *c, const int *ts, int n, bool remove_first, unsigned *seed, int64_t high)
@@ -648,13 +652,8 @@ WaveMutate(Client *c, const int *ts, int n, bool remove_first, unsigned *seed, i
 	SpRow		curs[TOPICS][NODES];
 	const unsigned char *rm[TOPICS];
 	size_t		rm_len[TOPICS];
-	Wave	   *w = &c->waves[c->n_waves++];
+	Wave	   *w = NewWave(c);
 
-	memset(w, 0, sizeof(*w));
-	w->id = ++c->next_mutate;
-	w->mseq = ++c->sent;
-	for (int l = 0; l < NODES; l++)
-		w->last[l] = INT64_MIN;
 	for (int i = 0; i < n; i++)
 	{
 		int			t = ts[i];
@@ -738,13 +737,8 @@ Change(Client *c, unsigned *seed, int64_t high)
 		/* from nothing seen: always below a position that got rows */
 		SpCurAdd	adds[4];
 		SpRow		zero[4];
-		Wave	   *w = &c->waves[c->n_waves++];
+		Wave	   *w = NewWave(c);
 
-		memset(w, 0, sizeof(*w));
-		w->id = ++c->next_mutate;
-		w->mseq = ++c->sent;
-		for (int l = 0; l < NODES; l++)
-			w->last[l] = INT64_MIN;
 		for (int i = 0; i < n; i++)
 		{
 			zero[i].node = topic_bytes[ts[i]][0];
@@ -793,9 +787,6 @@ Account(PGconn *conn, Client *c, long *expected, int *missing, int *repeats)
 		if (!c->subscribed[t] || c->live_ep[t] < 0)
 			continue;
 		e = &c->epochs[c->live_ep[t]];
-		if (getenv("XIP83_RACE_DEBUG"))
-			printf("final topic %d: cursor n %zu pos %lld, got %zu\n", t, e->n_cursor,
-				   e->n_cursor ? (long long) e->cursor[0].pos : -1LL, e->n_got);
 		for (size_t i = 0; i < topic_lens[t]; i++)
 			snprintf(hex + 2 * i, 3, "%02x", topic_bytes[t][i]);
 		res = tl_exec(conn, d14n

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "testlib.h"
 #include "xip83/mls_api.pb-c.h"
 
 typedef Xmtp__Mls__Api__V1__SubscribeResponse SpResponse;
@@ -107,6 +108,10 @@ extern int	sp_next_arm(SessionProc *p, int timeout_ms);
 /* A real OriginatorEnvelope (node, seq, target topic in its AuthenticatedData); free() it. */
 extern unsigned char *sp_envelope(int32_t node, int64_t seq, const unsigned char *topic,
 								  size_t topic_len, size_t *len);
+/* Appends bytes to a text array literal being built ("{" first) as a bytea element. */
+extern void sp_bytea_elem(TlBuf *b, const uint8_t *bytes, size_t len);
+/* Half-closes, waits for the end and checks the STATUS starts with code and the exit is 1. */
+extern void sp_expect_status(SessionProc *p, const char *code, const char *what);
 /* Half-closes (end of stdin). */
 extern void sp_close(SessionProc *p);
 /*
