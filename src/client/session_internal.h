@@ -63,6 +63,8 @@ typedef struct Xip83Wave
 	size_t		n_folded;
 	size_t		cap_folded;
 	Xip83Batch	batch;
+	PGresult   *prefetched;		/* the next page of pass prefetched_pass, read ahead */
+	int			prefetched_pass;
 } Xip83Wave;
 
 typedef struct Xip83Session Xip83Session;
@@ -72,9 +74,11 @@ typedef struct Xip83WaveOps
 {
 	/* Pins the ceilings and builds the passes from the adds the wave replays. */
 	bool		(*prepare) (Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n);
-	/* The next page of pass p (through xip83_wave_query); NULL after a stream error. */
-	PGresult   *(*page) (Xip83Session *s, Xip83Wave *w, int p);
-	/* Row r of a page: moves the pass's scan position, hands it to xip83_wave_scanned. */
+	/* Sends the query of pass p's next page (xip83_wave_send); false after a stream error. */
+	bool		(*page) (Xip83Session *s, Xip83Wave *w, int p);
+	/* The position of row r of a page of pass p. */
+	Xip83Pos	(*position) (const PGresult *res, int r, int p);
+	/* Row r of a page: hands it to xip83_wave_scanned. */
 	bool		(*row) (Xip83Session *s, Xip83Wave *w, int p, const PGresult *res, int r);
 } Xip83WaveOps;
 
@@ -92,6 +96,8 @@ struct Xip83Session
 	Xip83Topics topics;
 	Xip83Wave  *waves[XIP83_MAX_WAVES];
 	int			n_waves;
+	Xip83Wave  *ahead;			/* whose page query is in flight on wave_conn */
+	int			ahead_pass;
 	int			next_wave;		/* round robin */
 	size_t		pending_bytes;	/* folded rows held in all waves */
 	unsigned char *scratch;		/* a kind-prefixed v3 topic */
@@ -110,9 +116,11 @@ extern bool xip83_msg_v3(Xip83Session *s, Xip83Msg *m, const Xip83V3Row *row);
 
 /* The wave lane (session_wave.c). */
 extern bool xip83_wave_start(Xip83Session *s, const Xip83Request *req);
-/* Runs a page query on the wave connection (binary results); NULL after failing the stream. */
-extern PGresult *xip83_wave_query(Xip83Session *s, const Xip83Wave *w, const char *sql,
-								  int n_params, const char *const *params);
+/* Sends a page query of wave w's pass p on the wave connection (binary results). */
+extern bool xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, const char *sql,
+							int n_params, const char *const *params);
+/* Collects a page query in flight into its wave, so the wave connection can run another query. */
+extern void xip83_wave_conn_idle(Xip83Session *s);
 /* One page of one wave; finishes it when it is complete. false on a stream error. */
 extern bool xip83_wave_step(Xip83Session *s);
 /* A row a scan returned: remembered, and sent if its topic is still gated in w. */

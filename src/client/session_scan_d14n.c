@@ -24,11 +24,13 @@ Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
 {
 	Xip83ArrayLit lit[5] = {{0}};	/* topics, nodes, floors, ceiling nodes, ceilings */
 	Xip83Pass  *pass = &w->pass[0];
-	PGresult   *res = PQexec(s->wave_conn,
-							 "SELECT originator_node_id, max_sequence_id FROM xip83.originator_ceilings()");
+	PGresult   *res;
 	int			n_orig;
 	bool		ok = true;
 
+	xip83_wave_conn_idle(s);
+	res = PQexec(s->wave_conn,
+				 "SELECT originator_node_id, max_sequence_id FROM xip83.originator_ceilings()");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		PQclear(res);
@@ -58,7 +60,7 @@ Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
 	return ok || xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 }
 
-static PGresult *
+static bool
 Page(Xip83Session *s, Xip83Wave *w, int p)
 {
 	Xip83Pass  *pass = &w->pass[p];
@@ -71,10 +73,19 @@ Page(Xip83Session *s, Xip83Wave *w, int p)
 	snprintf(node, sizeof(node), "%d", pass->scan.node);
 	snprintf(seq, sizeof(seq), "%lld", (long long) pass->scan.seq);
 	snprintf(limit, sizeof(limit), "%d", XIP83_PAGE_ROWS);
-	return xip83_wave_query(s, w,
-							"SELECT originator_node_id, originator_sequence_id, topic, originator_envelope"
-							" FROM xip83.envelope_wave_scan($1::bytea[], $2::int[], $3::bigint[],"
-							" $4::int[], $5::bigint[], $6::int, $7::bigint, $8::int)", 8, params);
+	return xip83_wave_send(s, w, p,
+						   "SELECT originator_node_id, originator_sequence_id, topic, originator_envelope"
+						   " FROM xip83.envelope_wave_scan($1::bytea[], $2::int[], $3::bigint[],"
+						   " $4::int[], $5::bigint[], $6::int, $7::bigint, $8::int)", 8, params);
+}
+
+static Xip83Pos
+Position(const PGresult *res, int r, int p)
+{
+	Xip83Pos	pos = {(int32_t) xip83_result_int(res, r, 0), xip83_result_int(res, r, 1)};
+
+	(void) p;
+	return pos;
 }
 
 static bool
@@ -88,9 +99,8 @@ Row(Xip83Session *s, Xip83Wave *w, int p, const PGresult *res, int r)
 	m.topic_len = (size_t) PQgetlength(res, r, 2);
 	m.envelope = (const unsigned char *) PQgetvalue(res, r, 3);
 	m.envelope_len = (size_t) PQgetlength(res, r, 3);
-	w->pass[p].scan.node = m.node;
-	w->pass[p].scan.seq = m.position;
+	(void) p;
 	return xip83_wave_scanned(s, w, &m);
 }
 
-const Xip83WaveOps xip83_wave_d14n = {Prepare, Page, Row};
+const Xip83WaveOps xip83_wave_d14n = {Prepare, Page, Position, Row};

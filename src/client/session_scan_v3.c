@@ -41,6 +41,7 @@ Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
 	}
 	if (!ok)
 		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+	xip83_wave_conn_idle(s);
 	res = PQexec(s->wave_conn, "SELECT xip83.group_ceiling(), xip83.welcome_ceiling()");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
 		ok = xip83_session_fail(s, "UNAVAILABLE", "wave ceiling: %s",
@@ -52,7 +53,7 @@ Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
 	return ok;
 }
 
-static PGresult *
+static bool
 Page(Xip83Session *s, Xip83Wave *w, int k)
 {
 	Xip83Pass  *pass = &w->pass[k];
@@ -64,7 +65,15 @@ Page(Xip83Session *s, Xip83Wave *w, int k)
 	snprintf(cursor, sizeof(cursor), "%lld", (long long) pass->scan.seq);
 	snprintf(ceiling, sizeof(ceiling), "%lld", (long long) pass->ceiling);
 	snprintf(limit, sizeof(limit), "%d", XIP83_PAGE_ROWS);
-	return xip83_wave_query(s, w, scan_sql[k], 5, params);
+	return xip83_wave_send(s, w, k, scan_sql[k], 5, params);
+}
+
+static Xip83Pos
+Position(const PGresult *res, int r, int k)
+{
+	Xip83Pos	pos = {k, xip83_result_int(res, r, 0)};
+
+	return pos;
 }
 
 static bool
@@ -74,8 +83,7 @@ Row(Xip83Session *s, Xip83Wave *w, int k, const PGresult *res, int r)
 	Xip83Msg	m;
 
 	xip83_v3row_read(res, r, k, &xip83_v3_scan_cols, &row);
-	w->pass[k].scan.seq = row.id;
 	return xip83_msg_v3(s, &m, &row) && xip83_wave_scanned(s, w, &m);
 }
 
-const Xip83WaveOps xip83_wave_v3 = {Prepare, Page, Row};
+const Xip83WaveOps xip83_wave_v3 = {Prepare, Page, Position, Row};

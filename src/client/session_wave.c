@@ -50,6 +50,7 @@ xip83_wave_free(Xip83Wave *w)
 		free(w->folded[i].mem);
 	free(w->folded);
 	xip83_batch_free(&w->batch);
+	PQclear(w->prefetched);
 	free(w);
 }
 
@@ -282,12 +283,29 @@ Finish(Xip83Session *s, Xip83Wave *w)
 	return ok && xip83_send_catchup_complete(&s->out, w->mutate_id);
 }
 
-PGresult *
-xip83_wave_query(Xip83Session *s, const Xip83Wave *w, const char *sql, int n_params,
-				 const char *const *params)
+bool
+xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, const char *sql, int n_params,
+				const char *const *params)
 {
-	PGresult   *res = PQexecParams(s->wave_conn, sql, n_params, NULL, params, NULL, NULL, 1);
+	if (!PQsendQueryParams(s->wave_conn, sql, n_params, NULL, params, NULL, NULL, 1))
+		return xip83_session_fail(s, "UNAVAILABLE", "wave %llu: %s",
+								  (unsigned long long) w->mutate_id, PQerrorMessage(s->wave_conn));
+	s->ahead = w;
+	s->ahead_pass = p;
+	return true;
+}
 
+/* The result of the page query in flight; NULL after failing the stream. */
+static PGresult *
+Collect(Xip83Session *s)
+{
+	PGresult   *res = PQgetResult(s->wave_conn);
+	PGresult   *extra;
+	const Xip83Wave *w = s->ahead;
+
+	while ((extra = PQgetResult(s->wave_conn)) != NULL)
+		PQclear(extra);
+	s->ahead = NULL;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK)
 		return res;
 	xip83_session_fail(s, "UNAVAILABLE", "wave %llu: %s", (unsigned long long) w->mutate_id,
@@ -296,21 +314,52 @@ xip83_wave_query(Xip83Session *s, const Xip83Wave *w, const char *sql, int n_par
 	return NULL;
 }
 
-/* One page of pass p; a short page ends the pass. */
+void
+xip83_wave_conn_idle(Xip83Session *s)
+{
+	Xip83Wave  *w = s->ahead;
+
+	if (w == NULL)
+		return;
+	w->prefetched_pass = s->ahead_pass;
+	w->prefetched = Collect(s);
+}
+
+/*
+ * One page of pass p; a short page ends the pass. A full page's successor is
+ * asked for before this page is encoded and sent, so the server reads it
+ * while the engine and the client work on this one.
+ */
 static bool
 ScanPage(Xip83Session *s, Xip83Wave *w, int p)
 {
-	PGresult   *res = s->ops->page(s, w, p);
+	PGresult   *res;
 	int			n;
 	bool		ok = true;
 
+	if (w->prefetched != NULL && w->prefetched_pass == p)
+	{
+		res = w->prefetched;
+		w->prefetched = NULL;
+	}
+	else if (s->ahead == w && s->ahead_pass == p)
+		res = Collect(s);
+	else
+	{
+		xip83_wave_conn_idle(s);
+		res = s->ops->page(s, w, p) ? Collect(s) : NULL;
+	}
 	if (res == NULL)
 		return false;
 	n = PQntuples(res);
+	if (n > 0)
+		w->pass[p].scan = s->ops->position(res, n - 1, p);
+	w->pass[p].done = n < XIP83_PAGE_ROWS;
+	if (!w->pass[p].done)
+		ok = s->ops->page(s, w, p);
 	for (int r = 0; ok && r < n; r++)
 		ok = s->ops->row(s, w, p, res, r);
 	PQclear(res);
-	w->pass[p].done = n < XIP83_PAGE_ROWS;
 	return ok && xip83_batch_flush(&s->out, &w->batch);
 }
 
