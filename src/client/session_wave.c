@@ -287,6 +287,8 @@ bool
 xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, const char *sql, int n_params,
 				const char *const *params)
 {
+	/* one query at a time: a page another wave asked for ahead is collected first */
+	xip83_wave_conn_idle(s);
 	if (!PQsendQueryParams(s->wave_conn, sql, n_params, NULL, params, NULL, NULL, 1))
 		return xip83_session_fail(s, "UNAVAILABLE", "wave %llu: %s",
 								  (unsigned long long) w->mutate_id, PQerrorMessage(s->wave_conn));
@@ -345,10 +347,7 @@ ScanPage(Xip83Session *s, Xip83Wave *w, int p)
 	else if (s->ahead == w && s->ahead_pass == p)
 		res = Collect(s);
 	else
-	{
-		xip83_wave_conn_idle(s);
 		res = s->ops->page(s, w, p) ? Collect(s) : NULL;
-	}
 	if (res == NULL)
 		return false;
 	n = PQntuples(res);

@@ -24,6 +24,9 @@
  * 4. Keepalive: a client Ping is answered; frames sent reset the idle timer;
  *    an idle stream is pinged; a Ping left unanswered ends the stream with
  *    DEADLINE_EXCEEDED.
+ * 8. Two waves of several pages each in flight at once: every row, right tags.
+ * 7. The pending-bytes limit: more than 64 MiB of live rows folded into a
+ *    wave still replaying its history end the stream with RESOURCE_EXHAUSTED.
  * 6. Late writes lost (SQLSTATE X83L0): more late writes in one commit than
  *    the server's late ring holds end the stream with ABORTED, never
  *    silently.
@@ -902,6 +905,83 @@ TestLateLost(PGconn *conn)
 			 p.status, p.exit_code);
 }
 
+/*
+ * Two waves of several pages in flight at once (one write): each one's next
+ * page is read ahead while the other's runs on the same connection; both
+ * deliver every row, tagged with their own mutate_id.
+ */
+static void
+TestLongWaves(PGconn *conn)
+{
+	SessionProc p;
+	SpAdd		a1 = Add("\0b1", 3, 0);
+	SpAdd		a2 = Add("\0b2", 3, 0);
+	SpResponse *r;
+	int			rows[2] = {0, 0},
+				acks = 0,
+				wrong = 0;
+
+	PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+					" SELECT g, int8send(i), sha256(g || int8send(i))"
+					" FROM generate_series(1, 3500) i, (VALUES ('b1'::bytea), ('b2')) t(g)", 0, NULL));
+	sp_start(&p, argv0, "v3", 30000);
+	p.hold = true;
+	sp_mutate(&p, &a1, 1, NULL, NULL, 0, false, 71);
+	sp_mutate(&p, &a2, 1, NULL, NULL, 0, false, 72);
+	sp_release(&p);
+	while (acks < 2 && (r = sp_read(&p, 10000)) != NULL)
+	{
+		if (r->v1 && r->v1->response_case == MESSAGES)
+			for (size_t i = 0; i < r->v1->messages->n_group_messages; i++)
+			{
+				ProtobufCBinaryData *g = &r->v1->messages->group_messages[i]->v1->group_id;
+				int			w = g->len == 2 && g->data[1] == '2';
+
+				rows[w]++;
+				wrong += r->v1->messages->mutate_id != (uint64_t) (71 + w);
+			}
+		acks += r->v1 && r->v1->response_case == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE;
+		sp_free(r);
+	}
+	sp_close(&p);
+	sp_finish(&p, 10000, NULL, NULL);
+	TL_CHECK(acks == 2 && rows[0] == 3500 && rows[1] == 3500 && wrong == 0
+			 && strcmp(p.status, "OK") == 0, "two long waves: %d acks, %d + %d of 3500 rows, %d mistagged, STATUS %s",
+			 acks, rows[0], rows[1], wrong, p.status);
+}
+
+/*
+ * 70 MiB of live rows for a topic whose wave is still replaying 400,000 rows
+ * of history: folded, they pass the 64 MiB limit.
+ */
+static void
+TestPendingLimit(PGconn *conn)
+{
+	SessionProc p;
+	SpAdd		add = Add("\0pb", 3, 0);
+	SpResponse *r;
+	bool		acked = false;
+
+	PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+					" SELECT 'pb', int8send(i), sha256('pb'::bytea || int8send(i))"
+					" FROM generate_series(1, 400000) i", 0, NULL));
+	sp_start(&p, argv0, "v3", 30000);
+	sp_mutate(&p, &add, 1, NULL, NULL, 0, false, 60);
+	PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+					" SELECT 'pb', d, sha256('pb'::bytea || d) FROM"
+					" (SELECT convert_to(lpad(i::text, 1048576, 'x'), 'UTF8') d"
+					"  FROM generate_series(1, 70) i) x", 0, NULL));
+	while ((r = sp_read(&p, 20000)) != NULL)
+	{
+		acked |= r->v1 && r->v1->response_case == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE;
+		sp_free(r);
+	}
+	sp_finish(&p, 10000, NULL, NULL);
+	TL_CHECK(!acked && strncmp(p.status, "RESOURCE_EXHAUSTED", 18) == 0 && strstr(p.status, "pending")
+			 && p.exit_code == 1, "pending-bytes limit: STATUS %s, exit %d, wave acked %d", p.status,
+			 p.exit_code, acked);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -914,6 +994,8 @@ main(int argc, char **argv)
 	TestRules(conn);
 	TestFrameLimit(conn);
 	TestLateLost(conn);
+	TestPendingLimit(conn);
+	TestLongWaves(conn);
 	TestSeam(conn);
 	PQfinish(conn);
 	return tl_done("t_session");
