@@ -64,18 +64,20 @@ SleepUs(int64_t us)
 		usleep((useconds_t) us);
 }
 
+static int
+CmpDouble(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of n timings (sorts them). */
 static double
 Median(double *v, int n)
 {
-	for (int i = 0; i < n; i++)
-		for (int j = i + 1; j < n; j++)
-			if (v[j] < v[i])
-			{
-				double		t = v[i];
-
-				v[i] = v[j];
-				v[j] = t;
-			}
+	qsort(v, (size_t) n, sizeof(double), CmpDouble);
 	return v[n / 2];
 }
 
