@@ -150,7 +150,10 @@ xip83_feed_free(Xip83Feed *f)
 	free(f);
 }
 
-/* The cursor slot of an originator, added at 0 when new; NULL when out of memory. */
+/*
+ * The cursor slot of an originator, added at -1 when new (nothing seen: a
+ * chain originator's first sequence id is 0); NULL when out of memory.
+ */
 static OriginatorCursor *
 Originator(Xip83Feed *f, int32_t node)
 {
@@ -168,7 +171,7 @@ Originator(Xip83Feed *f, int32_t node)
 		f->cap_originators = cap;
 	}
 	f->originators[f->n_originators].node = node;
-	f->originators[f->n_originators].after = 0;
+	f->originators[f->n_originators].after = -1;
 	return &f->originators[f->n_originators++];
 }
 
@@ -195,7 +198,7 @@ xip83_feed_cursor(const Xip83Feed *f, int kind, int32_t node)
 	for (int i = 0; i < f->n_originators; i++)
 		if (f->originators[i].node == node)
 			return f->originators[i].after;
-	return 0;
+	return -1;
 }
 
 bool
@@ -625,7 +628,7 @@ FetchPage(Xip83Feed *f, int kind)
 	return n;
 }
 
-/* Learns originators the feed has not seen yet (each starts at sequence 0). */
+/* Learns originators the feed has not seen yet (each starts before sequence 0). */
 static int
 DiscoverOriginators(Xip83Feed *f)
 {

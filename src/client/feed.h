@@ -90,7 +90,7 @@ typedef struct Xip83FeedOptions
 
 typedef struct Xip83Feed Xip83Feed;
 
-/* A feed with every cursor at 0; it connects on the first step. */
+/* A feed with its id cursors at 0 and originators before sequence 0 (-1); it connects on the first step. */
 extern Xip83Feed *xip83_feed_new(const Xip83FeedOptions *options);
 extern void xip83_feed_free(Xip83Feed *feed);
 /* Cursors: rows after these positions are delivered. */
