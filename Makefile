@@ -36,11 +36,14 @@ OBJS         = $(patsubst %.c,%.o,$(call srcfiles,src/*.c)) $(PROTO_C:.c=.o)
 
 # The install script of the current version is assembled from one file per
 # concern under control/install/, in name order. Released versions' scripts
-# (control/xip83--V.sql) and upgrade scripts (control/xip83--A--B.sql) are
-# installed as they are.
+# (control/xip83--V.sql) are installed as they are. Upgrade scripts
+# (control/xip83--A--B.sql) are built: a line "-- include: control/install/F"
+# stands for that whole part, so what an upgrade adds is written once.
 INSTALL_PARTS = $(call srcfiles,control/install/*.sql)
-DATA_built   = $(BUILD)/xip83--$(EXTVERSION).sql
-DATA         = control/xip83.control $(filter-out control/xip83--$(EXTVERSION).sql,$(call srcfiles,control/xip83--*.sql))
+UPGRADE_SRC  = $(call srcfiles,control/xip83--*--*.sql)
+DATA_built   = $(BUILD)/xip83--$(EXTVERSION).sql $(patsubst control/%,$(BUILD)/%,$(UPGRADE_SRC))
+DATA         = control/xip83.control \
+               $(filter-out control/xip83--$(EXTVERSION).sql $(UPGRADE_SRC),$(call srcfiles,control/xip83--*.sql))
 MODULEDIR    = extension
 
 PROTOBUF_CFLAGS := $(shell pkg-config --cflags libprotobuf-c)
@@ -81,7 +84,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies here (Debian builds without
 # --enable-depend): every object depends on every header, which is cheap at
 # this size and never leaves a stale object after a struct changes.
-$(OBJS): $(PROTO_H) $(call srcfiles,src/*.h)
+$(OBJS) $(OBJS:.o=.bc): $(PROTO_H) $(call srcfiles,src/*.h)
 
 # Objects built against one PostgreSQL major version are never linked into
 # another's: when PG_CONFIG names another major than the last build's, the
@@ -109,6 +112,10 @@ $(BUILD)/xip83--$(EXTVERSION).sql: $(INSTALL_PARTS) control/install
 	         '\echo Use "CREATE EXTENSION xip83" to load this file. \quit'; \
 	  for f in $(INSTALL_PARTS); do printf '\n-- %s\n' "$$f"; cat "$(S)$$f"; done ) > $@
 
+$(BUILD)/xip83--%--$(EXTVERSION).sql: control/xip83--%--$(EXTVERSION).sql $(INSTALL_PARTS)
+	@mkdir -p $(BUILD)
+	awk -v top='$(S)' '/^-- include: / { f = top $$3; while ((getline l < f) > 0) print l; close(f); next } { print }' $< > $@
+
 # ---------------------------------------------------------------- client side
 # libpq programs: the feed library under src/client, tools, and test programs.
 PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --includedir) \
@@ -134,7 +141,8 @@ $(BUILD)/client/$(BUILD)/proto/%.o: $(BUILD)/proto/%.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(PROTO_H) $(call srcfiles,tests/libpq/lib/*.h)
+$(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(PROTO_H) $(call srcfiles,tests/libpq/lib/*.h) \
+                              $(call srcfiles,src/client/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
@@ -144,13 +152,29 @@ $(BUILD)/xip83-tail: src/client/xip83_tail.c $(CLIENT_OBJ)
 $(BUILD)/xip83-session: src/client/xip83_session.c $(CLIENT_OBJ)
 	$(CC) $(PQ_CFLAGS) -o $@ $^ $(PQ_LIBS)
 
-$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h)
+$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h src/client/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
-$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h)
+$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h src/client/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
+
+# ---------------------------------------------------------------- Go example
+# examples/go (a node's live loop in Go, run by tests/libpq/t_node_feed), built
+# offline in GOPATH mode against Debian's packages golang-go and
+# golang-github-jackc-pgx-v4-dev: nothing is downloaded. Skipped when go is
+# absent (that test then fails).
+GO           ?= go
+GO_PATH      ?= /usr/share/gocode
+GO_EXAMPLE    = $(if $(shell command -v $(GO) 2>/dev/null),$(BUILD)/xip83-go-node)
+
+all: $(GO_EXAMPLE)
+
+$(BUILD)/xip83-go-node: $(call srcfiles,examples/go/*.go)
+	@mkdir -p $(BUILD)
+	cd $(S)examples/go && GO111MODULE=off GOFLAGS= GOPATH=$(GO_PATH) \
+		GOCACHE=$(abspath $(BUILD))/gocache $(GO) build -o $(abspath $@) .
 
 # ---------------------------------------------------------------- fuzzing
 # libFuzzer harnesses over the decoders (tests/fuzz), built with clang and

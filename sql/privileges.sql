@@ -15,7 +15,6 @@ SET ROLE regress_usage_only;
 \set VERBOSITY sqlstate
 SELECT xip83.batch_hashes(ARRAY['\x01']::bytea[], ARRAY['\x02']::bytea[]);
 SELECT * FROM xip83.batch_first_occurrences(ARRAY['\x01']::bytea[]);
-SELECT xip83.check_batch_topics(ARRAY['\x01']::bytea[], 'topics');
 SELECT count(*) FROM xip83.group_wave_stream(ARRAY['\x01']::bytea[], '{0}', 0, 10);
 \set VERBOSITY default
 RESET ROLE;
@@ -34,7 +33,6 @@ SELECT inserted FROM xip83.insert_envelopes(ARRAY[9], ARRAY[1]::bigint[], ARRAY[
 \set VERBOSITY default
 RESET ROLE;
 GRANT EXECUTE ON FUNCTION xip83.check_batch_array(anyarray, text, int, boolean, boolean),
-                          xip83.check_batch_topics(bytea[], text),
                           xip83.batch_first_occurrences(bytea[])
    TO regress_usage_only;
 SET ROLE regress_usage_only;
@@ -42,7 +40,6 @@ SELECT inserted FROM xip83.insert_envelopes(ARRAY[9], ARRAY[1]::bigint[], ARRAY[
 RESET ROLE;
 
 REVOKE ALL ON FUNCTION xip83.check_batch_array(anyarray, text, int, boolean, boolean),
-                       xip83.check_batch_topics(bytea[], text),
                        xip83.batch_first_occurrences(bytea[])
   FROM regress_usage_only;
 REVOKE ALL ON xip83.group_messages, xip83.envelopes FROM regress_usage_only;

@@ -63,6 +63,15 @@ SELECT * FROM xip83.insert_group_messages(ARRAY['\x5a03', NULL]::bytea[], ARRAY[
 \set VERBOSITY default
 SELECT count(*) FROM xip83.group_wave_stream(ARRAY['\x5a01', '\x5a02']::bytea[], '{0,0}', 0, 1000000);
 SELECT count(*) FROM xip83.envelope_wave_stream(ARRAY['\x5c01']::bytea[], '{5}', '{0}', '{5}', '{10}', 0, 0);
+-- the import procedure cannot pin its path (it commits): it calls only
+-- qualified functions, and the batch function it calls pins its own
+CREATE TABLE public.node_groups (LIKE xip83.group_messages);
+INSERT INTO public.node_groups (id, created_at, group_id, data, group_id_data_hash)
+VALUES (1000001, '2026-01-01', '\x5d01', '\x01', pg_catalog.sha256('\x5d0101')),
+       (1000002, '2026-01-01', '\x5d02', '\x02', pg_catalog.sha256('\x5d0202'));
+CALL xip83.import('public.node_groups', 'xip83.group_messages');
+CALL xip83.import('public.node_groups', 'xip83.group_messages', resume => false);
+DROP TABLE public.node_groups;
 RESET search_path;
 
 -- Nothing hostile ran.

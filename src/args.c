@@ -71,18 +71,6 @@ ArgRequireSameLength(const ArgArray *a, const ArgArray *b)
 						   a->name, a->n, b->name, b->n)));
 }
 
-/* Fails with 22023 on an empty topic: no stored message can have one. */
-void
-ArgRequireNonEmptyTopics(const ArgArray *topics)
-{
-	for (int i = 0; i < topics->n; i++)
-		if (VARSIZE_ANY_EXHDR(DatumGetPointer(topics->values[i])) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"%s\" must not contain empty topics", topics->name),
-					 errdetail("Element %d is empty.", i + 1)));
-}
-
 /* Reads a page size: 1 .. xip83.max_page_limit, else 22023. */
 int32
 ArgGetPageLimit(FunctionCallInfo fcinfo, int argno, const char *name)

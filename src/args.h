@@ -24,7 +24,6 @@ extern void ArgRequire(FunctionCallInfo fcinfo, int argno, const char *name);
 extern ArgArray ArgGetArray(FunctionCallInfo fcinfo, int argno, const char *name,
 							Oid elemtype);
 extern void ArgRequireSameLength(const ArgArray *a, const ArgArray *b);
-extern void ArgRequireNonEmptyTopics(const ArgArray *topics);
 extern int32 ArgGetPageLimit(FunctionCallInfo fcinfo, int argno, const char *name);
 
 #endif							/* XIP83_ARGS_H */

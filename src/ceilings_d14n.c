@@ -5,7 +5,8 @@
  * blob table.
  *
  * With a list of originators, each gets one backward probe of the key index:
- * its highest stored sequence, or 0. With NULL, a loose index scan finds the
+ * its highest stored sequence, or -1 when it has none (sequence 0 is a real
+ * envelope of a chain originator, so "nothing" must sit below it). With NULL, a loose index scan finds the
  * originators present: each probe backwards below the last originator found
  * lands on the next originator's highest sequence, so a table costs one probe
  * per originator plus one, never a full scan. A partitioned source is probed
@@ -205,12 +206,12 @@ CompareOriginators(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/* The highest sequence of one originator over every leaf that may hold it, or 0. */
+/* The highest sequence of one originator over every leaf that may hold it, or -1. */
 static int64
 HighestSequenceOf(KeyProbes *probes, int32 originator)
 {
 	Source	   *source = probes->source;
-	int64		best = 0;
+	int64		best = -1;
 
 	for (int i = source->nleaves - 1; i >= 0; i--)
 	{
@@ -385,7 +386,7 @@ ListedHorizons(RegistryDb *feed, const ArgArray *nodes, int *n)
 			j++;
 		result[i].max_sequence = j < set.n_originators &&
 			set.originator_node_ids[j] == result[i].originator
-			? set.originator_horizons[j] : 0;
+			? set.originator_horizons[j] : -1;
 	}
 	return result;
 }
@@ -408,7 +409,7 @@ EmitCeilings(ReturnSetInfo *rsinfo, const OriginatorCeiling *ceilings, int n)
 /*
  * originator_ceilings(node_ids int[] DEFAULT NULL, source regclass)
  * One row per originator (the listed ones, or every one present) with its
- * ceiling (horizon over xip83.envelopes, else highest stored sequence), or 0
+ * ceiling (horizon over xip83.envelopes, else highest stored sequence), or -1
  * for a listed originator without rows.
  */
 Datum

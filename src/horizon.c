@@ -256,7 +256,16 @@ ReadLines(RegistryDb *db, int *nlines, uint64 **out)
 	pg_read_barrier();
 	*out = palloc(sizeof(uint64) * Max(*nlines, 1));
 	NoteReadUnder();
-	ComputeLines(db, *nlines, *out);
+	if (RecoveryInProgress())
+	{
+		/* a standby's horizons are what replay published (standby.c) */
+		LWLockAcquire(Reg->lock, LW_SHARED);
+		for (int l = 0; l < *nlines; l++)
+			(*out)[l] = pg_atomic_read_u64(&db->lines[l].published);
+		LWLockRelease(Reg->lock);
+	}
+	else
+		ComputeLines(db, *nlines, *out);
 	if (ReadUnder.valid)
 		ReadAfter = RegisterSnapshotOnOwner(GetLatestSnapshot(), TopTransactionResourceOwner);
 }

@@ -13,9 +13,10 @@
  *
  * Every function here needs shared_preload_libraries = 'xip83' and fails with
  * SQLSTATE 55000 otherwise; it must be called inside a transaction, never in
- * a parallel worker or a parallel query's leader (SQLSTATE 25000), and on the
- * primary only. Each call takes the registry lock in shared mode and reads
- * every backend's slot: cheap, but call it once per wave or fetch, not per row.
+ * a parallel worker or a parallel query's leader (SQLSTATE 25000). On a
+ * standby they answer with what replay published (standby.h). Each call
+ * takes the registry lock in shared mode and reads every backend's slot:
+ * cheap, but call it once per wave or fetch, not per row.
  *
  * Ceilings: a wave that pins group_ceiling() = HorizonOfGroups() (and the
  * others likewise) never leaves a late committer for neither the wave nor the

@@ -30,6 +30,12 @@
  * lane. Late rows arrive after rows with higher positions: that is the
  * ordering price of storing them instead of refusing them.
  *
+ * On a standby (standby.h) the same order holds with replay in place of
+ * time: given the horizons a consumer read on the primary (up_to) and their
+ * fence, a fetch waits until replay passed the fence, then takes S; without
+ * them it reads up to the horizons the standby replayed. The late ring is
+ * the replayed one: an entry's record precedes its row in WAL.
+ *
  * Access: the caller needs SELECT on the table (42501 otherwise), and a table
  * with row-level security enabled is refused unless the caller bypasses it,
  * as a direct index read would otherwise get around the policies. Rows go to
@@ -44,6 +50,7 @@
 #include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
@@ -57,6 +64,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
 
 #include "args.h"
@@ -64,6 +72,7 @@
 #include "horizon.h"
 #include "notifier.h"
 #include "source.h"
+#include "standby.h"
 #include "track.h"
 #include "wave_d14n.h"
 #include "wave_v3.h"
@@ -132,7 +141,9 @@ LiveFetchBegin(LiveFetch *f, FunctionCallInfo fcinfo, const SourceSpec *spec, Oi
 {
 	f->source = SourceOpen(f->feed_relid, spec);
 	f->blob = OidIsValid(blob) ? SourceOpen(blob, WaveD14nSpecs[2]) : NULL;
-	f->snapshot = RegisterSnapshot(HorizonReadSnapshot());
+	/* a standby's reads come after its replay passed what they read up to */
+	f->snapshot = RegisterSnapshot(RecoveryInProgress() ? GetLatestSnapshot()
+								   : HorizonReadSnapshot());
 	f->blob_probes = f->blob != NULL ? KeyProbesBegin(f->blob, f->snapshot, 2) : NULL;
 	f->leaves = palloc0(sizeof(LiveLeaf) * Max(f->source->nleaves, 1));
 	f->n_out = n_columns;
@@ -417,6 +428,30 @@ LiveFetchEnd(LiveFetch *f)
 	MemoryContextDelete(f->row_cxt);
 }
 
+/*
+ * Whether a fetch was given horizons to read up to (argument up_to_arg), after
+ * waiting, on a standby, for replay to pass the fence they came with
+ * (fence_arg). A standby cannot vouch for horizons without their fence (22023).
+ */
+static bool
+LiveFetchFence(FunctionCallInfo fcinfo, int up_to_arg, int fence_arg)
+{
+	bool		up_to = PG_NARGS() > up_to_arg && !PG_ARGISNULL(up_to_arg);
+	bool		fence = PG_NARGS() > fence_arg && !PG_ARGISNULL(fence_arg);
+
+	if (!RecoveryInProgress())
+		return up_to;
+	if (up_to && !fence)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("on a standby, up_to needs the fence it was read with"),
+				 errdetail("Rows at or below a primary's horizon are visible here only once replay has passed its fence."),
+				 errhint("Pass the fence xip83.horizon_fence() returned with the horizons, or leave up_to out to read up to this standby's own horizons.")));
+	if (fence)
+		StandbyWaitForFence(PG_GETARG_LSN(fence_arg));
+	return up_to;
+}
+
 /* A v3 consumer's cursor: one for the whole kind. */
 static int64
 V3Cursor(const LateEntry *e, void *arg)
@@ -443,7 +478,16 @@ LiveFetchMessages(FunctionCallInfo fcinfo, const char *const *columns, int n_col
 	f.feed = HorizonFeedArg(fcinfo, 3, kind);
 	f.feed_relid = FeedTable(f.feed, kind);
 	NotifierEnsureRunning();
-	horizon = HorizonOfLine(f.feed, kind == KIND_WELCOME ? LINE_WELCOME : LINE_GROUP);
+	if (LiveFetchFence(fcinfo, 4, 5))
+	{
+		int64		up_to = PG_GETARG_INT64(4);
+
+		/* on the primary, never past what it vouches for now */
+		horizon = RecoveryInProgress() ? up_to
+			: Min(up_to, HorizonOfLine(f.feed, kind == KIND_WELCOME ? LINE_WELCOME : LINE_GROUP));
+	}
+	else
+		horizon = HorizonOfLine(f.feed, kind == KIND_WELCOME ? LINE_WELCOME : LINE_GROUP);
 	LiveFetchBegin(&f, fcinfo, kind == KIND_GROUP ? &WaveV3GroupSource : &WaveV3WelcomeSource,
 				   InvalidOid, columns, n_columns, limit);
 	LiveFetchLate(&f, kind, late_after, V3Cursor, &after, after > 0);
@@ -480,6 +524,7 @@ typedef struct OriginatorCursor
 {
 	int32		node;
 	int64		after;
+	int64		up_to;			/* -1: none given */
 } OriginatorCursor;
 
 typedef struct OriginatorCursors
@@ -558,6 +603,7 @@ live_envelopes(PG_FUNCTION_ARGS)
 	};
 	ArgArray	nodes = ArgGetArray(fcinfo, 0, "node_ids", INT4OID);
 	ArgArray	afters = ArgGetArray(fcinfo, 1, "after_sequence_ids", INT8OID);
+	ArgArray	up_tos = {0};
 	int			limit;
 	int64		late_after;
 	OriginatorCursors cs;
@@ -566,9 +612,15 @@ live_envelopes(PG_FUNCTION_ARGS)
 	HorizonSet	set;
 	LiveFetch	f;
 	Oid			blob;
+	bool		given;
 	int			j = 0;
 
 	ArgRequireSameLength(&nodes, &afters);
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+	{
+		up_tos = ArgGetArray(fcinfo, 6, "up_to_sequence_ids", INT8OID);
+		ArgRequireSameLength(&nodes, &up_tos);
+	}
 	limit = ArgGetPageLimit(fcinfo, 2, "row_limit");
 	ArgRequire(fcinfo, 3, "late_after");
 	late_after = PG_GETARG_INT64(3);
@@ -578,6 +630,7 @@ live_envelopes(PG_FUNCTION_ARGS)
 	{
 		cs.c[i].node = DatumGetInt32(nodes.values[i]);
 		cs.c[i].after = DatumGetInt64(afters.values[i]);
+		cs.c[i].up_to = up_tos.values != NULL ? DatumGetInt64(up_tos.values[i]) : -1;
 		any_set |= cs.c[i].after > 0;
 	}
 	qsort(cs.c, nodes.n, sizeof(OriginatorCursor), CompareCursors);
@@ -591,7 +644,15 @@ live_envelopes(PG_FUNCTION_ARGS)
 	blob = PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_OID(5) : InvalidOid;
 	RequireFeedBlob(f.feed, blob);
 	NotifierEnsureRunning();
-	HorizonCollectFeed(f.feed, &set);
+	given = LiveFetchFence(fcinfo, 6, 7);
+	if (given && RecoveryInProgress())
+	{
+		set.n_originators = 0;
+		set.originator_node_ids = NULL;
+		set.originator_horizons = NULL;
+	}
+	else
+		HorizonCollectFeed(f.feed, &set);
 	horizons = palloc(sizeof(int64) * (cs.n + 1));
 	for (int i = 0; i < cs.n; i++)
 	{
@@ -599,6 +660,9 @@ live_envelopes(PG_FUNCTION_ARGS)
 			j++;
 		horizons[i] = j < set.n_originators && set.originator_node_ids[j] == cs.c[i].node
 			? set.originator_horizons[j] : 0;
+		/* a standby reads up to what it was given; the primary never past its own */
+		if (given)
+			horizons[i] = RecoveryInProgress() ? cs.c[i].up_to : Min(horizons[i], cs.c[i].up_to);
 	}
 
 	LiveFetchBegin(&f, fcinfo, WaveD14nSpecs[OidIsValid(blob) ? 1 : 0], blob, columns,

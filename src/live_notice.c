@@ -10,6 +10,7 @@
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/pg_lsn.h"
 
 #include "args.h"
 #include "live_notice.h"
@@ -17,6 +18,7 @@
 
 PG_FUNCTION_INFO_V1(live_notice_encode);
 PG_FUNCTION_INFO_V1(live_notice_decode);
+PG_FUNCTION_INFO_V1(live_notice_fence);
 
 static const char *const state_names[] = {"unspecified", "live", "stopping"};
 
@@ -64,7 +66,9 @@ GetPosition(FunctionCallInfo fcinfo, int argno, const char *name)
 
 /*
  * live_notice_encode(epoch, state, tick, group_horizon, welcome_horizon,
- *                    originator_node_ids, originator_horizons) -> base64 text
+ *                    originator_node_ids, originator_horizons
+ *                    [, fence, timeline_id, system_identifier]) -> base64 text
+ * (the last three: NULL or left out for none)
  */
 Datum
 live_notice_encode(PG_FUNCTION_ARGS)
@@ -116,6 +120,18 @@ live_notice_encode(PG_FUNCTION_ARGS)
 		oh->horizon = DatumGetInt64(horizons.values[i]);
 		notice.originator_horizons[i] = oh;
 	}
+	if (PG_NARGS() > 7 && !PG_ARGISNULL(7))
+		notice.fence_lsn = PG_GETARG_LSN(7);
+	if (PG_NARGS() > 8 && !PG_ARGISNULL(8))
+	{
+		if (PG_GETARG_INT32(8) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"timeline_id\" must not be negative")));
+		notice.timeline_id = (uint32) PG_GETARG_INT32(8);
+	}
+	if (PG_NARGS() > 9 && !PG_ARGISNULL(9))
+		notice.system_identifier = (uint64) PG_GETARG_INT64(9);
 	PG_RETURN_TEXT_P(cstring_to_text(LiveNoticeToBase64(&notice)));
 }
 
@@ -131,29 +147,19 @@ PositionDatum(uint64 v, const char *field)
 }
 
 /*
- * live_notice_decode(payload text) -> (epoch, state, tick, group_horizon,
- *     welcome_horizon, originator_node_ids int[], originator_horizons bigint[])
+ * The notice in a payload argument, refusing anything the notifier could not
+ * have sent (22P02).
  */
-Datum
-live_notice_decode(PG_FUNCTION_ARGS)
+static Xip83__V1__LiveNotice *
+NoticeArg(FunctionCallInfo fcinfo)
 {
 	text	   *payload;
 	int			b64len;
 	char	   *raw;
 	int			rawlen;
 	Xip83__V1__LiveNotice *notice;
-	TupleDesc	tupdesc;
-	Datum		values[7];
-	bool		nulls[7] = {false};
-	Datum	   *nodes;
-	Datum	   *horizons;
 
 	ArgRequire(fcinfo, 0, "payload");
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("live_notice_decode must be declared to return a composite type")));
-
 	payload = PG_GETARG_TEXT_PP(0);
 	b64len = VARSIZE_ANY_EXHDR(payload);
 	raw = palloc(pg_b64_dec_len(b64len) + 1);
@@ -185,6 +191,35 @@ live_notice_decode(PG_FUNCTION_ARGS)
 				 errmsg("live notice payload is not a notice the notifier sends"),
 				 errdetail("Its state %d is neither live (1) nor stopping (2).",
 						   (int) notice->state)));
+	return notice;
+}
+
+/* The composite type a decoding function is declared to return. */
+static TupleDesc
+ResultType(FunctionCallInfo fcinfo)
+{
+	TupleDesc	tupdesc;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("function returning record called in context that cannot accept type record")));
+	return tupdesc;
+}
+
+/*
+ * live_notice_decode(payload text) -> (epoch, state, tick, group_horizon,
+ *     welcome_horizon, originator_node_ids int[], originator_horizons bigint[])
+ */
+Datum
+live_notice_decode(PG_FUNCTION_ARGS)
+{
+	Xip83__V1__LiveNotice *notice = NoticeArg(fcinfo);
+	TupleDesc	tupdesc = ResultType(fcinfo);
+	Datum		values[7];
+	bool		nulls[7] = {false};
+	Datum	   *nodes;
+	Datum	   *horizons;
 
 	nodes = palloc(sizeof(Datum) * (notice->n_originator_horizons + 1));
 	horizons = palloc(sizeof(Datum) * (notice->n_originator_horizons + 1));
@@ -215,5 +250,27 @@ live_notice_decode(PG_FUNCTION_ARGS)
 												TYPALIGN_DOUBLE));
 	xip83__v1__live_notice__free_unpacked(notice, PbAllocator());
 
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * live_notice_fence(payload text) -> (fence pg_lsn, timeline_id int,
+ *     system_identifier bigint): NULLs for a notice without a fence (one
+ * from 0.1.0's notifier).
+ */
+Datum
+live_notice_fence(PG_FUNCTION_ARGS)
+{
+	Xip83__V1__LiveNotice *notice = NoticeArg(fcinfo);
+	TupleDesc	tupdesc = ResultType(fcinfo);
+	Datum		values[3];
+	bool		nulls[3] = {false};
+
+	if (notice->fence_lsn == 0)
+		nulls[0] = nulls[1] = nulls[2] = true;
+	values[0] = LSNGetDatum((XLogRecPtr) notice->fence_lsn);
+	values[1] = Int32GetDatum((int32) Min(notice->timeline_id, (uint32) PG_INT32_MAX));
+	values[2] = Int64GetDatum((int64) notice->system_identifier);
+	xip83__v1__live_notice__free_unpacked(notice, PbAllocator());
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -16,7 +16,10 @@
  * consumer never takes a position, an originator or a limit from a notice: it
  * fetches, and the live fetch functions read the horizons themselves. The
  * notice carries no horizons (they are readable only by roles that may read
- * the tables); the sender's pid, which PostgreSQL attaches to every
+ * the tables), only the fence of those it stands for (the WAL position a
+ * standby must replay to see every row at or below them, with the timeline
+ * and system identifier: standby.h), which a forger can only use to make a
+ * consumer wait; the sender's pid, which PostgreSQL attaches to every
  * notification and which nobody can forge, tells the real notifier's notices
  * (feed_status.notifier_pid) from others.
  *
@@ -34,6 +37,9 @@
  * waits for other sessions to end. It is a dynamic worker that never restarts
  * itself; the next use after a crash or a failed start (retried every 10 s)
  * starts a new one.
+ *
+ * For standbys the notifier also logs the horizons it computed when they
+ * moved (standby.c), and all of them after every copy of the late ring.
  *
  * Locking: the table of notifier entries is guarded by one spinlock, held
  * only to copy or assign a few fields (no system call, no SetLatch under it);
@@ -75,6 +81,7 @@
 #include "live_notice.h"
 #include "notifier.h"
 #include "recent.h"
+#include "standby.h"
 
 PG_FUNCTION_INFO_V1(feed_status);
 
@@ -196,7 +203,8 @@ NotifierEnsureRunning(void)
 	TimestampTz now;
 	bool		start = false;
 
-	if (Shared == NULL || AmBackgroundWorkerProcess())
+	/* a standby cannot NOTIFY: its feed is the primary's notices and records */
+	if (Shared == NULL || AmBackgroundWorkerProcess() || RecoveryInProgress())
 		return;
 	e = MyEntry();
 	if (e == NULL || ((volatile NotifierDb *) e)->pid != 0)
@@ -357,6 +365,26 @@ SameDigest(const FeedDigest *a, const FeedDigest *b)
 }
 
 /*
+ * Every horizon record after a copy of the late ring is full (standby.c): a
+ * standby that starts replaying at a checkpoint learns every line from it.
+ */
+static bool HorizonsFullDue = false;
+
+/* The newest fence of the notice being made: the highest of its feeds'. */
+static Fence NoticeFence;
+
+/* Logs a feed's moved horizons for standbys and raises the notice's fence. */
+static void
+NoteFeed(RegistryDb *db, const HorizonSet *set)
+{
+	Fence		f = StandbyFenceOf(db);
+
+	StandbyLogHorizons(db, set, HorizonsFullDue);
+	if (f.lsn > NoticeFence.lsn)
+		NoticeFence = f;
+}
+
+/*
  * The horizons and late heads of every loaded tracked-table feed of the
  * database, digested: a notice goes out when any of them moves.
  */
@@ -375,6 +403,7 @@ DigestTrackedFeeds(void)
 		if (!OidIsValid(feeds[i]->relid))
 			continue;
 		HorizonCollectFeed(feeds[i], &set);
+		NoteFeed(feeds[i], &set);
 		d = Digest(&set);
 		h = (h ^ (uint64) feeds[i]->relid) * 1099511628211ULL;
 		h = (h ^ (uint64) d.group) * 1099511628211ULL;
@@ -385,7 +414,10 @@ DigestTrackedFeeds(void)
 	return h;
 }
 
-/* Queues one notice (a wake-up: epoch, state, tick) in the current transaction. */
+/*
+ * Queues one notice (a wake-up: epoch, state, tick, and the fence of the
+ * horizons it stands for) in the current transaction.
+ */
 static void
 QueueNotice(int state)
 {
@@ -395,6 +427,9 @@ QueueNotice(int state)
 	notice.epoch = e->epoch;
 	notice.state = state;
 	notice.tick = e->ticks + 1;
+	notice.fence_lsn = NoticeFence.lsn;
+	notice.timeline_id = NoticeFence.timeline;
+	notice.system_identifier = NoticeFence.system_identifier;
 	Async_Notify(NOTIFIER_CHANNEL, LiveNoticeToBase64(&notice));
 }
 
@@ -427,12 +462,17 @@ NotifierTick(int state)
 {
 	HorizonSet	now;
 	FeedDigest	d;
+	RegistryDb *own;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	HorizonCollect(&now);
+	own = RegistryAttach();
+	HorizonCollectFeed(own, &now);
+	memset(&NoticeFence, 0, sizeof(NoticeFence));
+	NoteFeed(own, &now);
 	d = Digest(&now);
 	d.originators ^= DigestTrackedFeeds();
+	HorizonsFullDue = false;
 	if (HaveLastSent && SameDigest(&d, &LastSent) &&
 		state == XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE &&
 		!TimestampDifferenceExceeds(LastSentAt, GetCurrentTimestamp(),
@@ -504,6 +544,9 @@ LogLateRingAfterCheckpoint(void)
 	for (int i = 0; i < n; i++)
 		RegistryLogRing(feeds[i]);
 	logged_after = redo;
+	/* every horizon follows at once, after the ring */
+	HorizonsFullDue = true;
+	SetLatch(MyLatch);
 }
 
 /* Whether nothing but this worker used the registry of its database for a while. */

@@ -36,6 +36,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
@@ -135,7 +136,8 @@ Touch(RegistryDb *db, int line, uint64 x)
 {
 	int			level = GetCurrentTransactionNestLevel();
 
-	for (int i = 0; i < NTouched; i++)
+	/* newest first: the current level's records are at the end */
+	for (int i = NTouched - 1; i >= 0; i--)
 		if (Touched[i].db == db && Touched[i].line == line && Touched[i].level == level)
 		{
 			Touched[i].count++;
@@ -241,7 +243,7 @@ AtOrBelowPublished(RegistryDb *db, int line, uint64 x)
 /* A late position this transaction registered, with the (sub)transaction that wrote it. */
 typedef struct LateNoted
 {
-	RegistryDb *db;
+	const RegistryDb *db;
 	int			line;
 	uint64		x;
 	TransactionId xid;
@@ -257,7 +259,7 @@ static int	LatesCap = 0;
  * needs it once.
  */
 static bool
-AlreadyLate(RegistryDb *db, int line, uint64 x)
+AlreadyLate(const RegistryDb *db, int line, uint64 x)
 {
 	TransactionId xid = GetCurrentTransactionId();
 
@@ -415,12 +417,33 @@ TriggerMisuse(const char *fn, const char *what)
 			 errhint("CREATE EXTENSION xip83 installs it on xip83's own tables, and xip83.track on a node's tables.")));
 }
 
+/*
+ * xip83's own table of each kind, looked up once per backend: the triggers
+ * ask on every row. Dropped at every relcache invalidation (a table dropped
+ * and created again gets a new OID).
+ */
+static Oid	OwnTables[3];
+
+static Oid
+OwnTable(PositionKind kind)
+{
+	if (!OidIsValid(OwnTables[kind]))
+		OwnTables[kind] = RegistryOwnRelation(RegistryKindTable[kind]);
+	return OwnTables[kind];
+}
+
+static void
+ForgetOwnTables(Datum arg, Oid relid)
+{
+	memset(OwnTables, 0, sizeof(OwnTables));
+}
+
 /* What a trigger firing acts on. */
 typedef struct TriggerTarget
 {
 	PositionKind kind;
 	Oid			feed;			/* the tracked table, InvalidOid: xip83's own tables */
-	Oid			sequence;		/* v3: the table's id sequence */
+	Oid			sequence;		/* v3 tracked tables: the id sequence */
 	bool		blob;			/* an envelope blob table: no topic column */
 } TriggerTarget;
 
@@ -449,11 +472,10 @@ TriggerTargetOf(TriggerData *trigdata, const char *fn, TriggerTarget *out)
 	else
 		TriggerMisuse(fn, "needs one argument: group, welcome or envelope");
 	out->blob = false;
-	if (relid == RegistryOwnRelation(RegistryKindTable[out->kind]))
+	if (relid == OwnTable(out->kind))
 	{
 		out->feed = InvalidOid;
-		out->sequence = out->kind == KIND_ENVELOPE ? InvalidOid
-			: RegistryOwnRelation(KindSequence[out->kind]);
+		out->sequence = InvalidOid;	/* looked up when an explicit id needs it */
 		return true;
 	}
 	if (!TrackedFind(relid, &t) || t.kind != out->kind)
@@ -630,7 +652,8 @@ register_position(PG_FUNCTION_ARGS)
 			return PointerGetDatum(tuple);
 		}
 		RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) id);
-		SequenceCatchUp(target.sequence, (uint64) id);
+		SequenceCatchUp(OidIsValid(target.feed) ? target.sequence
+						: RegistryOwnRelation(KindSequence[kind]), (uint64) id);
 	}
 	return PointerGetDatum(tuple);
 }
@@ -819,9 +842,31 @@ PositionsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 		return;
 	if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
+		/*
+		 * Down to the parent, merged with the parent's record of the same
+		 * line: a transaction of many subtransactions (PL/pgSQL exception
+		 * blocks) keeps one record per line, not one per subtransaction.
+		 */
 		for (int i = 0; i < NTouched; i++)
+		{
+			int			into = -1;
+
 			if (Touched[i].level >= level)
 				Touched[i].level = level - 1;
+			for (int j = 0; j < kept && into < 0; j++)
+				if (Touched[j].db == Touched[i].db && Touched[j].line == Touched[i].line &&
+					Touched[j].level == Touched[i].level)
+					into = j;
+			if (into < 0)
+				Touched[kept++] = Touched[i];
+			else
+			{
+				Touched[into].max = Touched[i].line == TOUCH_LATE
+					? Touched[into].max + Touched[i].max : Max(Touched[into].max, Touched[i].max);
+				Touched[into].count += Touched[i].count;
+			}
+		}
+		NTouched = kept;
 	}
 	else if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
@@ -861,6 +906,7 @@ PositionsObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int su
 void
 PositionsInstallHooks(void)
 {
+	CacheRegisterRelcacheCallback(ForgetOwnTables, (Datum) 0);
 	RegisterXactCallback(PositionsXactCallback, NULL);
 	RegisterSubXactCallback(PositionsSubXactCallback, NULL);
 	prev_object_access_hook = object_access_hook;

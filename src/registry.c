@@ -46,6 +46,7 @@
 #include "compat.h"
 #include "recent.h"
 #include "registry.h"
+#include "standby.h"
 #include "track.h"
 
 Registry   *Reg = NULL;
@@ -250,6 +251,7 @@ ResetDbLocked(RegistryDb *db, Oid dboid, Oid relid)
 	db->restored = false;
 	db->replayed = false;
 	db->ring_logged = false;
+	db->horizons_replayed = false;
 	/*
 	 * Late sequence numbers start at the clock in microseconds, so they keep
 	 * ascending across restarts (late writes are far rarer than one a
@@ -387,8 +389,8 @@ RaiseHigh(PositionLine *line, uint64 x)
  * committed anything and that no pin holds; lock held exclusive. Returns -1
  * when every line is taken (the caller reports it after releasing the lock).
  */
-static int
-AddOriginatorLocked(RegistryDb *db, int32 node, uint64 high)
+int
+RegistryAddOriginatorLocked(RegistryDb *db, int32 node, uint64 high)
 {
 	uint32		n = pg_atomic_read_u32(&db->n_lines);
 	int			l = RegistryFindOriginator(db, node);
@@ -449,7 +451,7 @@ RegistryOriginatorLine(RegistryDb *db, int32 node)
 	if (l >= 0)
 		return l;
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
-	l = AddOriginatorLocked(db, node, 0);
+	l = RegistryAddOriginatorLocked(db, node, 0);
 	if (l >= 0)
 		pg_atomic_fetch_add_u32(&db->lines[l].writers, 1);
 	LWLockRelease(Reg->lock);
@@ -675,7 +677,7 @@ LoadOriginators(RegistryDb *db, Oid relid, Snapshot snapshot)
 		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(last));
 		(void) ProbeKey(heap, index, snapshot, &key, 1, BackwardScanDirection, seq_col, &high);
 		LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
-		l = AddOriginatorLocked(db, last, (uint64) Max(high, 0));
+		l = RegistryAddOriginatorLocked(db, last, (uint64) Max(high, 0));
 		LWLockRelease(Reg->lock);
 		if (l < 0)
 			TooManyOriginators(last);
@@ -759,12 +761,9 @@ RegistryAttachFeed(Oid relid)
 	RegistryDb *db;
 
 	RegistryRequirePreload();
+	/* a standby reads what replay put there: no slot, no loading, no pins */
 	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("xip83 horizons are only known on the primary"),
-				 errdetail("The in-flight registry lives in the memory of the server that takes the writes."),
-				 errhint("Read horizons and follow the live feed on the primary.")));
+		return StandbyFeed(relid);
 	if ((db = MyFeed(relid)) == NULL)
 	{
 		db = AcquireDb(relid);

@@ -109,6 +109,7 @@ typedef struct RegistryDb
 	bool		restored;		/* read back from the file of a clean shutdown */
 	bool		replayed;		/* late entries replayed from WAL by crash recovery */
 	bool		ring_logged;	/* a copy of the ring is in WAL since the start */
+	bool		horizons_replayed;	/* standby: every line replayed (standby.c) */
 	pg_atomic_uint32 n_lines;	/* lines in use: 2 + originators */
 	pg_atomic_uint64 commit_lsn;	/* end of the newest commit that raised a high */
 	pg_atomic_uint64 late_writes;	/* late writes committed since start */
@@ -162,8 +163,20 @@ extern void RegistryShmemInit(void);
 extern void RegistryRegisterRmgr(void);
 extern void RegistryLogLate(const RegistryDb *db, const LateEntry *entry);
 extern void RegistryLogRing(RegistryDb *db);
+/* One line of a horizon record: LINE_GROUP, LINE_WELCOME, or an originator's. */
+typedef struct RegistryHorizonLine
+{
+	int32		line;			/* LINE_FIRST_ORIGINATOR: the originator node */
+	int32		node;
+	int64		horizon;
+} RegistryHorizonLine;
+/* Logs published horizons for standbys (full: every line of the feed). */
+extern void RegistryLogHorizons(const RegistryDb *db, const RegistryHorizonLine *lines, int n,
+								bool full);
 /* The entry of a feed for WAL replay, made fresh when new; lock held exclusive. */
 extern RegistryDb *RegistryEntryForRedoLocked(Oid dboid, Oid relid);
+/* An originator's line with at least that high, added when new, or -1; lock held exclusive. */
+extern int	RegistryAddOriginatorLocked(RegistryDb *db, int32 node, uint64 high);
 /* Registry entries in all: xip83.max_databases + xip83.max_tracked_tables. */
 extern int	RegistryEntries(void);
 
@@ -173,7 +186,7 @@ extern void RegistryRestore(void);
 extern void RegistryRequirePreload(void);
 /*
  * A feed of the current database, loaded, with this backend's slot set up;
- * refuses during recovery. relid: a tracked table, or InvalidOid for xip83's
+ * during recovery the replayed entry, read-only (StandbyFeed). relid: a tracked table, or InvalidOid for xip83's
  * own tables (RegistryAttach).
  */
 extern RegistryDb *RegistryAttachFeed(Oid relid);

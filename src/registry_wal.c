@@ -15,6 +15,10 @@
  * SQLSTATE X83L0 (live.c). Entries of transactions that never committed are
  * replayed too, and consumed as aborted.
  *
+ * Published horizons go to WAL too, for standbys (HORIZONS records, written
+ * by the notifier: standby.c): redo raises each line's published value, and
+ * a full record (every line of the feed) marks the feed readable there.
+ *
  * The resource manager id is PostgreSQL's experimental one (128): a cluster
  * cannot load another extension that uses it at the same time.
  */
@@ -32,6 +36,7 @@
 #define XIP83_RMGR_ID RM_EXPERIMENTAL_ID
 #define XLOG_XIP83_LATE 0x00
 #define XLOG_XIP83_RING 0x10
+#define XLOG_XIP83_HORIZONS 0x20
 
 /* One late entry, or (RING) the bounds of a copy of the ring that follows. */
 typedef struct xl_xip83_late
@@ -42,6 +47,66 @@ typedef struct xl_xip83_late
 	uint64		late_first;		/* RING: the ring's bounds */
 	uint64		late_evicted;
 } xl_xip83_late;
+
+/* A HORIZONS record: this header, then n lines. */
+typedef struct xl_xip83_horizons
+{
+	Oid			dboid;
+	Oid			relid;
+	uint32		n;
+	uint32		full;			/* 1: every line of the feed */
+} xl_xip83_horizons;
+
+void
+RegistryLogHorizons(const RegistryDb *db, const RegistryHorizonLine *lines, int n, bool full)
+{
+	xl_xip83_horizons rec;
+
+	rec.dboid = db->dboid;
+	rec.relid = db->relid;
+	rec.n = (uint32) n;
+	rec.full = full ? 1 : 0;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &rec, sizeof(rec));
+	if (n > 0)
+		XLogRegisterData((char *) lines, sizeof(RegistryHorizonLine) * n);
+	/* no flush: the notifier commits asynchronously; a standby gets it with what follows */
+	(void) XLogInsert(XIP83_RMGR_ID, XLOG_XIP83_HORIZONS);
+}
+
+/* Raises a line's published horizon (and high, which a promotion starts from). */
+static void
+RaiseLine(PositionLine *line, uint64 v)
+{
+	uint64		cur = pg_atomic_read_u64(&line->published);
+
+	while (cur < v && !pg_atomic_compare_exchange_u64(&line->published, &cur, v))
+		;
+	cur = pg_atomic_read_u64(&line->high);
+	while (cur < v && !pg_atomic_compare_exchange_u64(&line->high, &cur, v))
+		;
+}
+
+/* Replays a HORIZONS record into its feed's lines; lock held exclusive. */
+static void
+RedoHorizonsLocked(RegistryDb *db, const xl_xip83_horizons *rec)
+{
+	const RegistryHorizonLine *lines = (const RegistryHorizonLine *) (rec + 1);
+
+	for (uint32 i = 0; i < rec->n; i++)
+	{
+		int			l = lines[i].line;
+
+		if (lines[i].horizon < 0)
+			continue;
+		if (l >= LINE_FIRST_ORIGINATOR)
+			l = RegistryAddOriginatorLocked(db, lines[i].node, (uint64) lines[i].horizon);
+		if (l >= 0)
+			RaiseLine(&db->lines[l], (uint64) lines[i].horizon);
+	}
+	if (rec->full)
+		db->horizons_replayed = true;
+}
 
 void
 RegistryLogLate(const RegistryDb *db, const LateEntry *entry)
@@ -114,25 +179,31 @@ Xip83Redo(XLogReaderState *record)
 	if (Reg == NULL)
 		return;
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
+	/* every record starts with the feed's (dboid, relid) */
 	db = RegistryEntryForRedoLocked(rec->dboid, rec->relid);
 	if (db != NULL)
 	{
-		if (info == XLOG_XIP83_LATE)
+		if (info == XLOG_XIP83_HORIZONS)
+			RedoHorizonsLocked(db, (const xl_xip83_horizons *) XLogRecGetData(record));
+		else if (info == XLOG_XIP83_LATE)
 		{
+			/*
+			 * Everything from here on is replayed. Sequence numbers go on
+			 * from the writer's, not from this server's clock: a standby's
+			 * readers hand them out as late cursors.
+			 */
 			if (!db->replayed)
-				db->late_first = seq;	/* everything from here on is replayed */
+				db->late_first = seq;
 			RegistryRingPutLocked(db, &rec->entry);
-			db->late_next = Max(db->late_next, seq + 1);
+			db->late_next = db->replayed ? Max(db->late_next, seq + 1) : seq + 1;
 			db->replayed = true;
 		}
 		else if (info == XLOG_XIP83_RING)
 		{
-			if (!db->replayed)
-			{
-				db->late_first = rec->late_first;
-				db->late_evicted = rec->late_evicted;
-			}
-			db->late_next = Max(db->late_next, seq + 1);
+			/* the copy's entries follow: they fill in what came before */
+			db->late_first = db->replayed ? Min(db->late_first, rec->late_first) : rec->late_first;
+			db->late_evicted = Max(db->late_evicted, rec->late_evicted);
+			db->late_next = db->replayed ? Max(db->late_next, seq + 1) : seq + 1;
 			db->replayed = true;
 		}
 	}
@@ -145,7 +216,18 @@ Xip83Desc(StringInfo buf, XLogReaderState *record)
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
 	xl_xip83_late *rec = (xl_xip83_late *) XLogRecGetData(record);
 
-	if (info == XLOG_XIP83_LATE)
+	if (info == XLOG_XIP83_HORIZONS)
+	{
+		const xl_xip83_horizons *h = (const xl_xip83_horizons *) rec;
+		const RegistryHorizonLine *lines = (const RegistryHorizonLine *) (h + 1);
+
+		appendStringInfo(buf, "db %u feed %u %s horizons", h->dboid, h->relid,
+						 h->full ? "all" : "moved");
+		for (uint32 i = 0; i < h->n; i++)
+			appendStringInfo(buf, " %d/%d=" INT64_FORMAT, lines[i].line, lines[i].node,
+							 lines[i].horizon);
+	}
+	else if (info == XLOG_XIP83_LATE)
 		appendStringInfo(buf, "db %u feed %u late seq " UINT64_FORMAT " kind %d node %d position " INT64_FORMAT " xid %u",
 						 rec->dboid, rec->relid, rec->entry.seq, rec->entry.kind, rec->entry.node,
 						 rec->entry.position, rec->entry.xid);
@@ -163,6 +245,8 @@ Xip83Identify(uint8 info)
 			return "LATE";
 		case XLOG_XIP83_RING:
 			return "RING";
+		case XLOG_XIP83_HORIZONS:
+			return "HORIZONS";
 	}
 	return NULL;
 }

@@ -455,10 +455,11 @@ xip83_track(PG_FUNCTION_ARGS)
 	t.kind = ParseKind(PG_GETARG_TEXT_PP(1));
 	t.blob = PG_ARGISNULL(2) ? InvalidOid : PG_GETARG_OID(2);
 	t.sequence = InvalidOid;
-	if (get_rel_name(t.source) == NULL)
+	if (get_rel_name(t.source) == NULL || (OidIsValid(t.blob) && get_rel_name(t.blob) == NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", t.source)));
+				 errmsg("relation with OID %u does not exist",
+						get_rel_name(t.source) == NULL ? t.source : t.blob)));
 	if (OidIsValid(t.blob) && t.kind != KIND_ENVELOPE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

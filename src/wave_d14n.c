@@ -559,7 +559,6 @@ WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg)
 	ArgRequireSameLength(&topics, &nodes);
 	ArgRequireSameLength(&topics, &floors);
 	ArgRequireSameLength(&ceiling_nodes, &ceiling_values);
-	ArgRequireNonEmptyTopics(&topics);
 	ArgRequire(fcinfo, 5, "scan_node_id");
 	ArgRequire(fcinfo, 6, "scan_sequence_id");
 	ArgRequire(fcinfo, source_arg, "source");

@@ -300,7 +300,6 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	int			nread;
 
 	ArgRequireSameLength(&topics, &floors);
-	ArgRequireNonEmptyTopics(&topics);
 	ArgRequire(fcinfo, 2, "scan_cursor");
 	ArgRequire(fcinfo, 3, "ceiling");
 	ArgRequire(fcinfo, source_arg, "source");

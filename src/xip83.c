@@ -25,6 +25,7 @@
 #include "notifier.h"
 #include "recent.h"
 #include "registry.h"
+#include "standby.h"
 #include "track.h"
 #include "xip83.h"
 
@@ -121,6 +122,7 @@ _PG_init(void)
 							 MERGE_STRATEGY_AUTO, wave_strategy_options,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	StandbyDefineGucs();
 
 	if (!process_shared_preload_libraries_in_progress)
 	{

@@ -8,7 +8,9 @@
 
 -- One page of a wave, by definition: entries repeated for a (topic,
 -- originator) count once with their lowest floor, a repeated ceiling with its
--- lowest value; with blob_source the payload comes from the blob table.
+-- lowest value; with blob_source the payload comes from the blob table. A
+-- floor of -1 reads sequence 0, 0 means sequence 0 was seen; topics may be
+-- empty.
 CREATE FUNCTION wave_d14n_reference_page(
     cursor_topics bytea[], cursor_node_ids int[], cursor_sequence_ids bigint[],
     ceiling_node_ids int[], ceiling_sequence_ids bigint[],
@@ -48,7 +50,7 @@ BEGIN
 END $$;
 
 -- The ceilings, by definition: every originator present with max(), or each
--- distinct listed originator with its max() or 0.
+-- distinct listed originator with its max() or -1 (sequence 0 is a real one).
 CREATE FUNCTION wave_d14n_reference_ceilings(node_ids int[],
                                              source regclass DEFAULT 'xip83.envelopes')
 RETURNS TABLE (originator_node_id int, max_sequence_id bigint)
@@ -61,7 +63,7 @@ BEGIN
     ELSE
         RETURN QUERY EXECUTE format(
             'SELECT n.node, coalesce((SELECT max(e.originator_sequence_id) FROM %s e'
-            '                          WHERE e.originator_node_id = n.node), 0)'
+            '                          WHERE e.originator_node_id = n.node), -1)'
             '  FROM (SELECT DISTINCT unnest($1) AS node) n ORDER BY n.node', source)
         USING node_ids;
     END IF;

@@ -1,14 +1,16 @@
 -- Storage: the v3 and d14n tables, column for column as node servers know them
 -- (README.md, Storage), so a node can map rows unchanged and keep inserting with
--- plain INSERT.
+-- plain INSERT. Nullability and constraints are the nodes' own: every row a
+-- node's table accepts, these accept (empty topics included).
 
 CREATE TABLE xip83.group_messages (
     id                  bigserial PRIMARY KEY,
     created_at          timestamp NOT NULL DEFAULT now(),
-    group_id            bytea     NOT NULL CHECK (octet_length(group_id) > 0),
+    group_id            bytea     NOT NULL,
     data                bytea     NOT NULL,
     group_id_data_hash  bytea     NOT NULL UNIQUE,
-    is_commit           boolean   NOT NULL DEFAULT false,
+    -- NULL until the node's backfill sets it, as in the v3 node
+    is_commit           boolean   DEFAULT NULL,
     sender_hmac         bytea,
     should_push         boolean
 );
@@ -18,25 +20,29 @@ CREATE INDEX group_messages_group_id_id_idx ON xip83.group_messages (group_id, i
 CREATE TABLE xip83.welcome_messages (
     id                          bigserial PRIMARY KEY,
     created_at                  timestamp NOT NULL DEFAULT now(),
-    installation_key            bytea     NOT NULL CHECK (octet_length(installation_key) > 0),
+    installation_key            bytea     NOT NULL,
     data                        bytea     NOT NULL,
     hpke_public_key             bytea,
     installation_key_data_hash  bytea     NOT NULL UNIQUE,
-    wrapper_algorithm           smallint  NOT NULL DEFAULT 0 CHECK (wrapper_algorithm >= 0),
+    wrapper_algorithm           smallint  NOT NULL DEFAULT 0,
     welcome_metadata            bytea,
-    -- 0 = welcome, 1 = welcome pointer (data holds the pointer)
-    message_type                smallint  NOT NULL DEFAULT 0 CHECK (message_type IN (0, 1))
+    -- 0 = welcome, 1 = welcome pointer (data holds the pointer); other values
+    -- are stored as the node stores them
+    message_type                smallint  NOT NULL DEFAULT 0
 );
 CREATE INDEX welcome_messages_installation_key_id_idx
     ON xip83.welcome_messages (installation_key, id);
 
 CREATE TABLE xip83.envelopes (
     originator_node_id      int       NOT NULL,
-    -- sequence ids start at 1: a cursor of 0 means "nothing seen"
-    originator_sequence_id  bigint    NOT NULL CHECK (originator_sequence_id > 0),
-    topic                   bytea     NOT NULL CHECK (octet_length(topic) > 0),
+    -- chain originators start at 0, so a cursor of -1 means "nothing seen";
+    -- no originator assigns negative ids
+    originator_sequence_id  bigint    NOT NULL CHECK (originator_sequence_id >= 0),
+    topic                   bytea     NOT NULL,
     gateway_time            timestamp NOT NULL DEFAULT now(),
-    expiry                  bigint,
+    -- NOT NULL as in the d14n node; 0 stands for "none given", so writers of
+    -- 0.1.0, which could leave it out, keep working
+    expiry                  bigint    NOT NULL DEFAULT 0,
     payer_id                int,
     originator_envelope     bytea     NOT NULL,
     PRIMARY KEY (originator_node_id, originator_sequence_id)

@@ -4,6 +4,10 @@
 -- sequence for envelopes) returns the stored row with inserted = false instead
 -- of failing; a different message with a stored message's hash is refused
 -- (see batch_hash_collision). One output row per input element, in input order.
+-- They check what the nodes' own inserts check and no more: array shapes and
+-- NULLs in NOT NULL columns. Empty topics, sequence id 0 and any
+-- wrapper_algorithm or message_type are stored; a negative sequence id fails on
+-- the table's CHECK.
 --
 -- Every function here pins search_path to pg_catalog, pg_temp and names what it
 -- calls by schema: a function or operator another role created in a schema on
@@ -42,22 +46,6 @@ BEGIN
                   DETAIL = pg_catalog.format('Element %s is null.',
                                              pg_catalog.array_position(arr, NULL)
                                              - pg_catalog.array_lower(arr, 1) + 1);
-    END IF;
-END $$;
-
--- Topics are identifiers: an empty one would match nothing a client can name.
-CREATE FUNCTION xip83.check_batch_topics(topics bytea[], arg_name text)
-RETURNS void LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    bad bigint;
-BEGIN
-    SELECT t.ord INTO bad FROM pg_catalog.unnest(topics) WITH ORDINALITY AS t(topic, ord)
-     WHERE pg_catalog.octet_length(t.topic) = 0 LIMIT 1;
-    IF bad IS NOT NULL THEN
-        RAISE EXCEPTION 'argument "%" must not contain empty topics', arg_name
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('Element %s is empty.', bad);
     END IF;
 END $$;
 
@@ -124,17 +112,16 @@ DECLARE
 BEGIN
     PERFORM xip83.check_batch_array(group_ids, 'group_ids', n, false);
     PERFORM xip83.check_batch_array(datas, 'datas', n, false);
-    PERFORM xip83.check_batch_array(is_commits, 'is_commits', n, false, optional => true);
+    PERFORM xip83.check_batch_array(is_commits, 'is_commits', n, true, optional => true);
     PERFORM xip83.check_batch_array(sender_hmacs, 'sender_hmacs', n, true, optional => true);
     PERFORM xip83.check_batch_array(should_pushes, 'should_pushes', n, true, optional => true);
-    PERFORM xip83.check_batch_topics(group_ids, 'group_ids');
 
     hashes := xip83.batch_hashes(group_ids, datas);
     -- Insert the first occurrence of every new hash, ids in input order.
     WITH ins AS (
         INSERT INTO xip83.group_messages AS m
                (group_id, data, group_id_data_hash, is_commit, sender_hmac, should_push)
-        SELECT b.g, b.d, f.key, coalesce(b.c, false), b.s, b.p
+        SELECT b.g, b.d, f.key, b.c, b.s, b.p
           FROM ROWS FROM (pg_catalog.unnest(group_ids), pg_catalog.unnest(datas),
                           pg_catalog.unnest(is_commits), pg_catalog.unnest(sender_hmacs),
                           pg_catalog.unnest(should_pushes))
@@ -188,7 +175,6 @@ BEGIN
     PERFORM xip83.check_batch_array(wrapper_algorithms, 'wrapper_algorithms', n, false, optional => true);
     PERFORM xip83.check_batch_array(welcome_metadatas, 'welcome_metadatas', n, true, optional => true);
     PERFORM xip83.check_batch_array(message_types, 'message_types', n, false, optional => true);
-    PERFORM xip83.check_batch_topics(installation_keys, 'installation_keys');
 
     hashes := xip83.batch_hashes(installation_keys, datas);
     WITH ins AS (
@@ -248,13 +234,8 @@ BEGIN
     PERFORM xip83.check_batch_array(originator_sequence_ids, 'originator_sequence_ids', n, false);
     PERFORM xip83.check_batch_array(topics, 'topics', n, false);
     PERFORM xip83.check_batch_array(originator_envelopes, 'originator_envelopes', n, false);
-    PERFORM xip83.check_batch_array(expiries, 'expiries', n, true, optional => true);
+    PERFORM xip83.check_batch_array(expiries, 'expiries', n, false, optional => true);
     PERFORM xip83.check_batch_array(payer_ids, 'payer_ids', n, true, optional => true);
-    PERFORM xip83.check_batch_topics(topics, 'topics');
-    IF EXISTS (SELECT FROM pg_catalog.unnest(originator_sequence_ids) s WHERE s <= 0) THEN
-        RAISE EXCEPTION 'originator sequence ids must be positive'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
 
     -- (originator, sequence) as one comparable key
     keys := ARRAY(SELECT pg_catalog.int4send(u.o) || pg_catalog.int8send(u.s)
@@ -266,7 +247,7 @@ BEGIN
         INSERT INTO xip83.envelopes AS e
                (originator_node_id, originator_sequence_id, topic, expiry, payer_id,
                 originator_envelope)
-        SELECT b.o, b.s, b.t, b.x, b.p, b.env
+        SELECT b.o, b.s, b.t, coalesce(b.x, 0), b.p, b.env
           FROM ROWS FROM (pg_catalog.unnest(originator_node_ids),
                           pg_catalog.unnest(originator_sequence_ids),
                           pg_catalog.unnest(topics), pg_catalog.unnest(expiries),
@@ -298,7 +279,6 @@ END $$;
 -- (README, "Privileges"); PUBLIC has none.
 REVOKE EXECUTE ON FUNCTION
     xip83.check_batch_array(anyarray, text, int, boolean, boolean),
-    xip83.check_batch_topics(bytea[], text),
     xip83.batch_first_occurrences(bytea[]),
     xip83.batch_hashes(bytea[], bytea[]),
     xip83.batch_hash_collision(text, bigint, bytea, bytea, bigint, bytea, bytea)
@@ -306,8 +286,6 @@ FROM PUBLIC;
 
 COMMENT ON FUNCTION xip83.check_batch_array(anyarray, text, int, boolean, boolean) IS
 'Internal to the batch inserts. Returns nothing; raises 22004 (NULL argument or element) or 22023 (not one-dimensional, wrong length). Reads no table. Not executable by PUBLIC.';
-COMMENT ON FUNCTION xip83.check_batch_topics(bytea[], text) IS
-'Internal to the batch inserts. Returns nothing; raises 22023 on an empty topic. Reads no table. Not executable by PUBLIC.';
 COMMENT ON FUNCTION xip83.batch_first_occurrences(bytea[]) IS
 'Internal to the batch inserts. One row per key in input order: its ordinal, the key, and whether it is the first occurrence of that key. Reads no table. Not executable by PUBLIC.';
 COMMENT ON FUNCTION xip83.batch_hashes(bytea[], bytea[]) IS
@@ -319,4 +297,4 @@ COMMENT ON FUNCTION xip83.insert_group_messages(bytea[], bytea[], boolean[], byt
 COMMENT ON FUNCTION xip83.insert_welcome_messages(bytea[], bytea[], bytea[], smallint[], bytea[], smallint[]) IS
 'Batch insert of welcome messages, all or nothing. One row per element in input order: the stored row and whether this call inserted it. Raises 22004/22023 on bad arrays, 23505 when an element''s hash matches a different stored message. Snapshot as for insert_group_messages. Runs as the caller: needs INSERT and SELECT on xip83.welcome_messages and EXECUTE on the batch helpers.';
 COMMENT ON FUNCTION xip83.insert_envelopes(int[], bigint[], bytea[], bytea[], bigint[], int[]) IS
-'Batch insert of d14n envelopes, all or nothing. One row per element in input order: the stored envelope of its (originator, sequence) and whether this call inserted it; a repeat returns the stored envelope unchanged, for the caller to compare. Raises 22004/22023 on bad arrays or a sequence id below 1. Snapshot as for insert_group_messages. Runs as the caller: needs INSERT and SELECT on xip83.envelopes and EXECUTE on the batch helpers.';
+'Batch insert of d14n envelopes, all or nothing. One row per element in input order: the stored envelope of its (originator, sequence) and whether this call inserted it; a repeat returns the stored envelope unchanged, for the caller to compare. Raises 22004/22023 on bad arrays; a negative sequence id fails on the table (23514). Snapshot as for insert_group_messages. Runs as the caller: needs INSERT and SELECT on xip83.envelopes and EXECUTE on the batch helpers.';

@@ -78,4 +78,4 @@ COMMENT ON FUNCTION xip83.envelope_wave_rows(bytea[], int[], bigint[], int[], bi
 COMMENT ON FUNCTION xip83.envelope_wave_stream(bytea[], int[], bigint[], int[], bigint[], int, bigint, regclass, regclass) IS
 'A whole d14n wave for a cursor: each FETCH reads only what it returns. Inlined SQL (no SET clause, every name qualified); snapshot and privileges of envelope_wave_rows.';
 COMMENT ON FUNCTION xip83.originator_ceilings(int[], regclass) IS
-'Per originator (the listed ones, 0 for those without rows, or every one present when node_ids is NULL): the ceiling a d14n wave pins. Over xip83.envelopes the originators'' horizons; else the highest non-NULL sequence id visible to the statement''s snapshot. Executable by PUBLIC; needs USAGE on the source''s schema and SELECT on it.';
+'Per originator (the listed ones, -1 for those without rows, or every one present when node_ids is NULL): the ceiling a d14n wave pins. Over xip83.envelopes the originators'' horizons; else the highest non-NULL sequence id visible to the statement''s snapshot. Executable by PUBLIC; needs USAGE on the source''s schema and SELECT on it.';

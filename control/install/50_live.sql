@@ -29,8 +29,11 @@ AS 'MODULE_PATHNAME', 'reset_positions' LANGUAGE C;
 -- Trigger functions fire whatever the writer's grants. They keep EXECUTE for
 -- PUBLIC because whoever creates a partition of a tracked table clones them
 -- (70_track.sql); they act only on xip83's own tables and on tracked tables,
--- and refuse the write on any other table they are attached to. (Granted
--- explicitly: 0.1.0 had revoked it, and an update must end where this does.)
+-- and refuse the write on any other table they are attached to. (Revoked,
+-- then granted: 0.1.0 revoked it and its update grants it, and a fresh
+-- install ends with the very same ACL.)
+REVOKE EXECUTE ON FUNCTION xip83.register_position() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION xip83.reset_positions() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION xip83.register_position() TO PUBLIC;
 GRANT EXECUTE ON FUNCTION xip83.reset_positions() TO PUBLIC;
 
@@ -75,31 +78,6 @@ AS 'MODULE_PATHNAME', 'envelope_horizons' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION xip83.late_cursor(source regclass DEFAULT NULL) RETURNS bigint
 AS 'MODULE_PATHNAME', 'late_cursor' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
--- Live fetch: late rows the consumer has passed, then primary-key range scans
--- up to the horizon; every row carries the late cursor to pass next time.
-CREATE FUNCTION xip83.live_group_messages(after_id bigint, row_limit int, late_after bigint,
-                                          source regclass DEFAULT 'xip83.group_messages')
-RETURNS TABLE (id bigint, created_at timestamp, group_id bytea, data bytea,
-               is_commit boolean, sender_hmac bytea, should_push boolean,
-               late_cursor bigint)
-AS 'MODULE_PATHNAME', 'live_group_messages' LANGUAGE C VOLATILE PARALLEL UNSAFE
-ROWS 100;
-CREATE FUNCTION xip83.live_welcome_messages(after_id bigint, row_limit int, late_after bigint,
-                                            source regclass DEFAULT 'xip83.welcome_messages')
-RETURNS TABLE (id bigint, created_at timestamp, installation_key bytea, data bytea,
-               hpke_public_key bytea, wrapper_algorithm smallint, welcome_metadata bytea,
-               message_type smallint, late_cursor bigint)
-AS 'MODULE_PATHNAME', 'live_welcome_messages' LANGUAGE C VOLATILE PARALLEL UNSAFE
-ROWS 100;
-CREATE FUNCTION xip83.live_envelopes(node_ids int[], after_sequence_ids bigint[], row_limit int,
-                                     late_after bigint,
-                                     source regclass DEFAULT 'xip83.envelopes',
-                                     blob_source regclass DEFAULT NULL)
-RETURNS TABLE (originator_node_id int, originator_sequence_id bigint, gateway_time timestamp,
-               topic bytea, originator_envelope bytea, late_cursor bigint)
-AS 'MODULE_PATHNAME', 'live_envelopes' LANGUAGE C VOLATILE PARALLEL UNSAFE
-ROWS 100;
-
 -- The feed at a glance: horizons (NULL where the caller may not read the
 -- table), the notifier, its last notice, late writes, the NOTIFY queue.
 CREATE FUNCTION xip83.feed_status(
@@ -128,19 +106,13 @@ COMMENT ON FUNCTION xip83.register_position() IS
 COMMENT ON FUNCTION xip83.reset_positions() IS
   'AFTER TRUNCATE trigger of the xip83 tables and tracked tables: the table''s position lines start over at 0 when the TRUNCATE commits. Refuses any other table.';
 COMMENT ON FUNCTION xip83.group_horizon(regclass) IS
-  'Highest group message id H of source (xip83.group_messages or a table xip83.track follows as group) such that every id <= H is committed, will never exist, or is announced as a late write. Never decreases, across restarts. Read it before taking the snapshot the rows are read with. Needs USAGE on the source''s schema and SELECT on it; primary only; PARALLEL UNSAFE.';
+  'Highest group message id H of source (xip83.group_messages or a table xip83.track follows as group) such that every id <= H is committed, will never exist, or is announced as a late write. Never decreases, across restarts. Read it before taking the snapshot the rows are read with. Needs USAGE on the source''s schema and SELECT on it; PARALLEL UNSAFE. On a standby: the horizons replayed from the primary (55000 until the first full record after a checkpoint).';
 COMMENT ON FUNCTION xip83.welcome_horizon(regclass) IS
   'The horizon of welcome ids of source (see group_horizon).';
 COMMENT ON FUNCTION xip83.envelope_horizons(regclass) IS
   'Per originator of source (xip83.envelopes or a table xip83.track follows as envelope), the highest sequence id such that every one at or below is committed, will never exist, or is announced as a late write. Needs SELECT on source.';
 COMMENT ON FUNCTION xip83.late_cursor(regclass) IS
   'Sequence number of the newest late write a feed remembers (source NULL: xip83''s own tables; else a tracked table): the late cursor a consumer following "from now" passes to its first live fetch (read it before the horizons).';
-COMMENT ON FUNCTION xip83.live_group_messages(bigint, int, bigint, regclass) IS
-  'Rows a live consumer has not seen: late group messages at or below after_id written since late cursor late_after, then ids in (after_id, group_horizon()], at most row_limit rows. Reads the horizon first, then with a new snapshot, whatever the isolation level (refused under SERIALIZABLE). Each row carries the late cursor to pass next; the consumer''s cursor becomes the highest id it received. source: xip83.group_messages or a table xip83.track follows as group. Needs USAGE on its schema and SELECT on it.';
-COMMENT ON FUNCTION xip83.live_welcome_messages(bigint, int, bigint, regclass) IS
-  'The live fetch of welcomes (see live_group_messages). source as for live_group_messages.';
-COMMENT ON FUNCTION xip83.live_envelopes(int[], bigint[], int, bigint, regclass, regclass) IS
-  'The live fetch of envelopes: late envelopes of the listed originators, then per listed originator sequence ids in (after, horizon], ordered (originator, sequence); an originator listed twice counts once, with its lowest cursor. source: xip83.envelopes or a table xip83.track follows as envelope, with blob_source the blob table it was tracked with (else NULL). Needs SELECT on both.';
 COMMENT ON FUNCTION xip83.feed_status() IS
   'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size; per kind the recent-writes table''s low-water position (a wave skips a topic whose floor is at or above it and that has no recent write above its floor) and entries in use (NULL like the horizons), and its capacity per kind (xip83.recent_entries).';
 GRANT SELECT ON xip83.feed_status TO PUBLIC;

@@ -17,6 +17,10 @@
  * lost connection) it polls on a timer and reconnects with doubling backoff;
  * the cursors live here, so a restart of the server or of the notifier loses
  * and repeats nothing.
+ *
+ * With a standby (feed.h), a second connection reads the rows: each round
+ * reads a kind's horizons and fence on the primary first, then pages from
+ * the standby up to them.
  */
 #include "feed.h"
 
@@ -38,10 +42,21 @@ typedef struct OriginatorCursor
 	int64_t		after;
 } OriginatorCursor;
 
+/* The horizons a round reads up to on a standby, and their fence. */
+typedef struct FencedHorizons
+{
+	int64_t		horizon;		/* group or welcome */
+	int			n;				/* envelopes: originators with a horizon */
+	OriginatorCursor *originators;	/* (node, horizon) */
+	char		fence[32];
+} FencedHorizons;
+
 struct Xip83Feed
 {
 	Xip83FeedOptions opt;
 	PGconn	   *conn;
+	PGconn	   *standby;		/* rows come from here when set */
+	FencedHorizons fenced;		/* of the kind being read from the standby */
 	int64_t		group_after;
 	int64_t		welcome_after;
 	int64_t		late[3];		/* late cursor per kind: group, welcome, envelope */
@@ -127,12 +142,18 @@ xip83_feed_free(Xip83Feed *f)
 		return;
 	if (f->conn)
 		PQfinish(f->conn);
+	if (f->standby)
+		PQfinish(f->standby);
+	free(f->fenced.originators);
 	free(f->scratch);
 	free(f->originators);
 	free(f);
 }
 
-/* The cursor slot of an originator, added at 0 when new; NULL when out of memory. */
+/*
+ * The cursor slot of an originator, added at -1 when new (nothing seen: a
+ * chain originator's first sequence id is 0); NULL when out of memory.
+ */
 static OriginatorCursor *
 Originator(Xip83Feed *f, int32_t node)
 {
@@ -150,7 +171,7 @@ Originator(Xip83Feed *f, int32_t node)
 		f->cap_originators = cap;
 	}
 	f->originators[f->n_originators].node = node;
-	f->originators[f->n_originators].after = 0;
+	f->originators[f->n_originators].after = -1;
 	return &f->originators[f->n_originators++];
 }
 
@@ -177,7 +198,7 @@ xip83_feed_cursor(const Xip83Feed *f, int kind, int32_t node)
 	for (int i = 0; i < f->n_originators; i++)
 		if (f->originators[i].node == node)
 			return f->originators[i].after;
-	return 0;
+	return -1;
 }
 
 bool
@@ -198,7 +219,10 @@ Disconnect(Xip83Feed *f, const char *why)
 {
 	if (f->conn)
 		PQfinish(f->conn);
+	if (f->standby)
+		PQfinish(f->standby);
 	f->conn = NULL;
+	f->standby = NULL;
 	f->next_connect_ms = NowMs() + f->backoff_ms;
 	f->backoff_ms = f->backoff_ms * 2 > f->opt.max_backoff_ms ? f->opt.max_backoff_ms
 		: f->backoff_ms * 2;
@@ -211,7 +235,8 @@ ConnectionLost(Xip83Feed *f, const PGresult *res)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
-	return PQstatus(f->conn) != CONNECTION_OK || state == NULL ||
+	return PQstatus(f->conn) != CONNECTION_OK ||
+		(f->standby != NULL && PQstatus(f->standby) != CONNECTION_OK) || state == NULL ||
 		strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0;
 }
 
@@ -230,7 +255,9 @@ QueryFailed(Xip83Feed *f, PGresult *res)
 	bool		lost = ConnectionLost(f, res);
 
 	if (!lost)
-		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
+		fprintf(stderr, "xip83 feed: %s",
+				res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
+				: PQerrorMessage(f->conn));
 	PQclear(res);
 	if (lost)
 		Disconnect(f, "connection lost");
@@ -252,6 +279,22 @@ Connect(Xip83Feed *f)
 		return false;
 	}
 	PQsetNoticeProcessor(f->conn, IgnoreNotice, NULL);
+	if (f->opt.standby_conninfo != NULL)
+	{
+		f->standby = PQconnectdb(f->opt.standby_conninfo);
+		if (PQstatus(f->standby) != CONNECTION_OK)
+		{
+			Disconnect(f, "cannot connect to the standby");
+			return false;
+		}
+		PQsetNoticeProcessor(f->standby, IgnoreNotice, NULL);
+	}
+	/* a standby cannot LISTEN: the feed polls it */
+	if (f->opt.standby_only)
+	{
+		f->backoff_ms = 50;
+		return true;
+	}
 	res = PQexec(f->conn, "LISTEN xip83_live");
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 	{
@@ -307,13 +350,20 @@ SourceOf(const Xip83Feed *f, int kind)
 		: kind == XIP83_FEED_WELCOME ? f->opt.welcome_source : f->opt.envelope_source;
 }
 
+/* The connection rows are read on: the standby's, or the only one. */
+static PGconn *
+RowsConn(const Xip83Feed *f)
+{
+	return f->standby != NULL ? f->standby : f->conn;
+}
+
 /* The late cursor of the feed (table) a kind is read from. */
 static PGresult *
 LateCursorQuery(Xip83Feed *f, int kind)
 {
 	const char *params[1] = {SourceOf(f, kind)};
 
-	return PQexecParams(f->conn, "SELECT xip83.late_cursor($1::regclass)", 1, NULL, params,
+	return PQexecParams(RowsConn(f), "SELECT xip83.late_cursor($1::regclass)", 1, NULL, params,
 						NULL, NULL, 0);
 }
 
@@ -349,6 +399,78 @@ KindIndex(int kind)
 	return kind == XIP83_FEED_GROUP ? 0 : kind == XIP83_FEED_WELCOME ? 1 : 2;
 }
 
+/*
+ * SQLSTATE X83F0: the standby did not replay the fence in time. Nothing was
+ * read; the next notice or poll tries again.
+ */
+static bool
+FenceNotReached(PGresult *res)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	if (state == NULL || strcmp(state, "X83F0") != 0)
+		return false;
+	PQclear(res);
+	return true;
+}
+
+/*
+ * Reads a kind's horizons and their fence on the primary, for the round of
+ * pages read from the standby. Returns 0, -1 lost, -2 error.
+ */
+static int
+ReadFence(Xip83Feed *f, int kind)
+{
+	static const char *const own[] = {"xip83.group_messages", "xip83.welcome_messages",
+	"xip83.envelopes"};
+	const char *params[2] = {SourceOf(f, kind), own[KindIndex(kind)]};
+	PGresult   *res = PQexecParams(f->conn,
+								   "SELECT coalesce(horizon, 0), fence, array_length(originator_node_ids, 1),"
+								   " array_to_string(originator_node_ids, ' '),"
+								   " array_to_string(originator_horizons, ' ')"
+								   " FROM xip83.horizon_fence(coalesce($1::regclass, $2::regclass))",
+								   2, NULL, params, NULL, NULL, 0);
+	FencedHorizons *h = &f->fenced;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		return QueryFailed(f, res);
+	h->horizon = atoll(PQgetvalue(res, 0, 0));
+	snprintf(h->fence, sizeof(h->fence), "%s", PQgetvalue(res, 0, 1));
+	h->n = 0;
+	if (!PQgetisnull(res, 0, 2))
+	{
+		int			n = atoi(PQgetvalue(res, 0, 2));
+		OriginatorCursor *p = realloc(h->originators, sizeof(OriginatorCursor) * (n + 1));
+		char	   *nodes = PQgetvalue(res, 0, 3);
+		char	   *horizons = PQgetvalue(res, 0, 4);
+
+		if (p == NULL)
+		{
+			PQclear(res);
+			fprintf(stderr, "xip83 feed: out of memory\n");
+			return -2;
+		}
+		h->originators = p;
+		for (; h->n < n; h->n++)
+		{
+			p[h->n].node = (int32_t) strtol(nodes, &nodes, 10);
+			p[h->n].after = strtoll(horizons, &horizons, 10);
+		}
+	}
+	PQclear(res);
+	return 0;
+}
+
+/* The fenced horizon of an originator (0 when the primary has none). */
+static int64_t
+FencedOriginator(const Xip83Feed *f, int32_t node)
+{
+	for (int i = 0; i < f->fenced.n; i++)
+		if (f->fenced.originators[i].node == node)
+			return f->fenced.originators[i].after;
+	return 0;
+}
+
 /* Where FetchPage's group and welcome queries put the columns of a v3 row. */
 static const Xip83V3Cols live_v3_cols = {{1, 5, 2, 3, 6, 7, 8, 9}};
 
@@ -366,7 +488,9 @@ FetchPage(Xip83Feed *f, int kind)
 	char		late[32];
 	char	   *nodes = NULL;
 	char	   *afters = NULL;
-	const char *params[6];
+	char	   *up_tos = NULL;
+	const char *params[8];
+	const char *fence = f->standby != NULL ? f->fenced.fence : NULL;
 	const char *sql;
 	PGresult   *res;
 	int			n;
@@ -378,60 +502,74 @@ FetchPage(Xip83Feed *f, int kind)
 		size_t		cap = 24 * (size_t) (f->n_originators + 1);
 		size_t		pn = 1;
 		size_t		pa = 1;
+		size_t		pu = 1;
 
 		if (f->n_originators == 0)
 			return 0;
 		nodes = malloc(cap);
 		afters = malloc(cap);
-		if (nodes == NULL || afters == NULL)
+		up_tos = malloc(cap);
+		if (nodes == NULL || afters == NULL || up_tos == NULL)
 		{
 			free(nodes);
 			free(afters);
+			free(up_tos);
 			fprintf(stderr, "xip83 feed: out of memory\n");
 			return -2;
 		}
-		nodes[0] = afters[0] = '{';
+		nodes[0] = afters[0] = up_tos[0] = '{';
 		for (int i = 0; i < f->n_originators; i++)
 		{
+			pu += sprintf(up_tos + pu, "%s%lld", i ? "," : "",
+						  (long long) FencedOriginator(f, f->originators[i].node));
 			pn += sprintf(nodes + pn, "%s%d", i ? "," : "", f->originators[i].node);
 			pa += sprintf(afters + pa, "%s%lld", i ? "," : "",
 						  (long long) f->originators[i].after);
 		}
 		strcpy(nodes + pn, "}");
 		strcpy(afters + pa, "}");
+		strcpy(up_tos + pu, "}");
 		params[0] = nodes;
 		params[1] = afters;
 		params[2] = limit;
 		params[3] = late;
 		params[4] = f->opt.envelope_source;
 		params[5] = f->opt.blob_source;
+		params[6] = fence != NULL ? up_tos : NULL;
+		params[7] = fence;
 		sql = "SELECT originator_node_id, originator_sequence_id, topic, originator_envelope,"
 			" late_cursor FROM xip83.live_envelopes($1::int[], $2::bigint[], $3::int, $4::bigint,"
-			" coalesce($5::regclass, 'xip83.envelopes'), $6::regclass)";
-		res = PQexecParams(f->conn, sql, 6, NULL, params, NULL, NULL, 1);
+			" coalesce($5::regclass, 'xip83.envelopes'), $6::regclass, $7::bigint[], $8::pg_lsn)";
+		res = PQexecParams(RowsConn(f), sql, 8, NULL, params, NULL, NULL, 1);
 		free(nodes);
 		free(afters);
+		free(up_tos);
 	}
 	else
 	{
+		char		up_to[32];
+
 		snprintf(after, sizeof(after), "%lld",
 				 (long long) (kind == XIP83_FEED_GROUP ? f->group_after : f->welcome_after));
 		params[0] = after;
 		params[1] = limit;
 		params[2] = late;
 		params[3] = SourceOf(f, kind);
+		snprintf(up_to, sizeof(up_to), "%lld", (long long) f->fenced.horizon);
+		params[4] = fence != NULL ? up_to : NULL;
+		params[5] = fence;
 		sql = kind == XIP83_FEED_GROUP
 			? "SELECT 0, id, group_id, data, late_cursor, created_at, is_commit, sender_hmac,"
 			"  should_push FROM xip83.live_group_messages($1::bigint, $2::int, $3::bigint,"
-			"  coalesce($4::regclass, 'xip83.group_messages'))"
+			"  coalesce($4::regclass, 'xip83.group_messages'), $5::bigint, $6::pg_lsn)"
 			: "SELECT 0, id, installation_key, data, late_cursor, created_at, hpke_public_key,"
 			"  wrapper_algorithm, welcome_metadata, message_type"
 			"  FROM xip83.live_welcome_messages($1::bigint, $2::int, $3::bigint,"
-			"  coalesce($4::regclass, 'xip83.welcome_messages'))";
-		res = PQexecParams(f->conn, sql, 4, NULL, params, NULL, NULL, 1);
+			"  coalesce($4::regclass, 'xip83.welcome_messages'), $5::bigint, $6::pg_lsn)";
+		res = PQexecParams(RowsConn(f), sql, 6, NULL, params, NULL, NULL, 1);
 	}
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return LateLost(f, res, kind) ? 0 : QueryFailed(f, res);
+		return LateLost(f, res, kind) || FenceNotReached(res) ? 0 : QueryFailed(f, res);
 	n = PQntuples(res);
 	for (int r = 0; r < n; r++)
 	{
@@ -490,7 +628,7 @@ FetchPage(Xip83Feed *f, int kind)
 	return n;
 }
 
-/* Learns originators the feed has not seen yet (each starts at sequence 0). */
+/* Learns originators the feed has not seen yet (each starts before sequence 0). */
 static int
 DiscoverOriginators(Xip83Feed *f)
 {
@@ -528,6 +666,8 @@ FetchAll(Xip83Feed *f, bool discover)
 
 		if (!(f->opt.kinds & kinds[k]))
 			continue;
+		if (f->standby != NULL && (n = ReadFence(f, kinds[k])) < 0)
+			return n;
 		do
 		{
 			n = FetchPage(f, kinds[k]);

@@ -18,6 +18,14 @@
  * its cursors, and reports "back" with the next LIVE notice. Notices from
  * anyone else only wake it up. Status changes go to the status callback. The
  * feed never holds a transaction open.
+ *
+ * Read replicas: with standby_conninfo the feed LISTENs and reads horizons
+ * and their fence (xip83.horizon_fence) on conninfo, the primary, and reads
+ * rows on the standby, which waits until it replayed the fence: no row is
+ * skipped whatever the replay lag. A fetch the standby could not serve in
+ * time (SQLSTATE X83F0) is retried on the next notice. With standby_only,
+ * conninfo is a standby: no LISTEN (a standby cannot), the feed polls every
+ * poll_ms and reads up to the standby's own replayed horizons.
  */
 #ifndef XIP83_FEED_H
 #define XIP83_FEED_H
@@ -73,6 +81,8 @@ typedef struct Xip83FeedOptions
 	const char *welcome_source;
 	const char *envelope_source;
 	const char *blob_source;	/* envelopes: the blob table it was tracked with */
+	const char *standby_conninfo;	/* rows from this standby, fenced; NULL: none */
+	bool		standby_only;	/* conninfo is a standby: poll its own horizons */
 	Xip83FeedRowFn on_row;
 	Xip83FeedStatusFn on_status;	/* may be NULL */
 	void	   *arg;			/* passed to both callbacks */
@@ -80,7 +90,7 @@ typedef struct Xip83FeedOptions
 
 typedef struct Xip83Feed Xip83Feed;
 
-/* A feed with every cursor at 0; it connects on the first step. */
+/* A feed with its id cursors at 0 and originators before sequence 0 (-1); it connects on the first step. */
 extern Xip83Feed *xip83_feed_new(const Xip83FeedOptions *options);
 extern void xip83_feed_free(Xip83Feed *feed);
 /* Cursors: rows after these positions are delivered. */

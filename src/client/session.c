@@ -3,11 +3,15 @@
  * Started first, the live lane, keepalive, and the close. The wave lane and
  * the seam are in session_wave.c.
  *
- * The live lane follows every group message and welcome from the horizons
- * read when the session starts (feed.h: notices only wake it; positions come
- * from the horizons) and passes on the rows of live topics in feed order:
- * ascending id per kind across all of them, tagged 0. Rows of a topic gated
- * in a wave are folded into that wave; rows of other topics are dropped.
+ * The live lane follows every row of the binding (v3: group messages and
+ * welcomes; d14n: envelopes) from the horizons read when the session starts
+ * (feed.h: notices only wake it; positions come from the horizons) and
+ * passes on the rows of live topics in feed order, tagged 0: v3 ascending id
+ * per kind across all of them, d14n ascending sequence id per originator.
+ * Late writes (rows stored at or below a horizon the feed already passed)
+ * are the exception: they come after the higher positions, once. Rows of a
+ * topic gated in a wave are folded into that wave; rows of other topics are
+ * dropped.
  */
 #include "session.h"
 
@@ -47,35 +51,68 @@ static void
 OnRow(void *arg, const Xip83FeedRow *row)
 {
 	Xip83Session *s = arg;
+	Xip83Msg	m = {0};
 	Xip83Topic *t;
 	Xip83Wave  *w;
+	Xip83Line  *l;
 
-	if (s->failed || row->v3 == NULL)
+	if (s->failed)
 		return;
 	if ((t = xip83_topics_get(&s->topics, row->topic, row->topic_len)) == NULL)
 		return;
+	m.node = row->v3 ? row->v3->kind : row->originator_node_id;
+	m.position = row->position;
+	m.topic = row->topic;
+	m.topic_len = row->topic_len;
+	m.v3 = row->v3;
+	if (row->v3 == NULL)
+	{
+		m.envelope = row->data;
+		m.envelope_len = row->data_len;
+	}
+	/*
+	 * Rows at or below the floor the client gave are ones it has seen, unless
+	 * they are late writes (stored after the horizon passed them): those it
+	 * cannot have seen, and it gets them once.
+	 */
+	l = xip83_topic_line(t, m.node);
+	if (!row->late && m.position <= (l ? l->floor : XIP83_NOTHING_SEEN))
+		return;
 	if (t->live)
 	{
-		if (row->position > t->position)
-			t->position = row->position;
-		if (!xip83_batch_add(&s->out, &s->live, row->v3))
+		if ((l = xip83_topic_line_put(t, m.node)) == NULL)
+			xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+		else if (m.position > l->position)
+			l->position = m.position;
+		if (!xip83_batch_add(&s->out, &s->live, &m))
 			xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
 		return;
 	}
-	/* gated: the wave replays up to its floor's successors itself */
-	if ((w = xip83_wave_find(s, t->wave)) != NULL && row->position > t->floor)
-		(void) xip83_wave_fold(s, w, row->v3);
+	/* gated: held for the wave, which replays above the floors up to its ceilings itself */
+	if ((w = xip83_wave_find(s, t->wave)) != NULL)
+		(void) xip83_wave_fold(s, w, &m);
 }
 
+/*
+ * X83L0: late writes owed to this stream were dropped by the server (its
+ * late ring overflowed while the feed lagged, or a crash lost its tail). They
+ * lie below positions already sent, so no replay from the topics' current
+ * positions finds them, and a replay from their first floors would repeat
+ * everything else: the engine cannot resynchronize exactly once by itself.
+ * It ends the stream with ABORTED ("retry at a higher level") rather than
+ * UNAVAILABLE, which clients retry from their current cursors, skipping the
+ * lost rows. Rows sent before are valid; nothing is sent after.
+ */
 static void
 OnStatus(void *arg, const char *status, const char *detail)
 {
 	Xip83Session *s = arg;
 
 	(void) detail;
-	/* late writes we owe the client are gone: only a new stream can recover */
 	if (strcmp(status, "late-lost") == 0)
-		s->late_lost = true;
+		xip83_session_fail(s, "ABORTED", "late writes owed to this stream were dropped by the"
+						   " server (SQLSTATE X83L0): resubscribe with cursors from before the"
+						   " loss; the current ones would skip them");
 }
 
 static bool
@@ -103,7 +140,8 @@ HandleRequest(Xip83Session *s, Keepalive *ka, const unsigned char *msg, size_t l
 {
 	Xip83Request req;
 	char		err[256];
-	const char *code = xip83_request_parse(msg, len, &req, err, sizeof(err));
+	const char *code = xip83_request_parse(s->opt.d14n ? XIP83_BINDING_D14N : XIP83_BINDING_V3,
+										   msg, len, &req, err, sizeof(err));
 	bool		ok;
 
 	if (code != NULL)
@@ -179,8 +217,6 @@ Run(Xip83Session *s, Keepalive *ka)
 			ok = xip83_session_fail(s, "UNAVAILABLE", "live feed failed");
 		if (ok && !xip83_batch_flush(&s->out, &s->live))
 			ok = xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
-		if (ok && s->late_lost)
-			ok = xip83_session_fail(s, "UNAVAILABLE", "late writes were lost: resubscribe");
 		if (ok && s->out.failed)
 			ok = xip83_session_fail(s, "CANCELLED", "the client stopped reading");
 	}
@@ -204,9 +240,11 @@ xip83_session_run(const Xip83SessionOptions *options, char *status, size_t statu
 	s->opt = *options;
 	ka.interval_ms = s->opt.keepalive_ms > 0 ? s->opt.keepalive_ms : 30000;
 	s->out.fd = s->opt.out_fd;
+	s->out.d14n = s->opt.d14n;
+	s->ops = s->opt.d14n ? &xip83_wave_d14n : &xip83_wave_v3;
 	fcntl(s->opt.in_fd, F_SETFL, fcntl(s->opt.in_fd, F_GETFL) | O_NONBLOCK);
 	fo.conninfo = s->opt.conninfo;
-	fo.kinds = XIP83_FEED_GROUP | XIP83_FEED_WELCOME;
+	fo.kinds = s->opt.d14n ? XIP83_FEED_ENVELOPE : XIP83_FEED_GROUP | XIP83_FEED_WELCOME;
 	fo.on_row = OnRow;
 	fo.on_status = OnStatus;
 	fo.arg = s;
@@ -225,6 +263,7 @@ xip83_session_run(const Xip83SessionOptions *options, char *status, size_t statu
 		xip83_wave_free(s->waves[i]);
 	xip83_batch_free(&s->live);
 	xip83_topics_free(&s->topics);
+	free(s->scratch);
 	if (s->feed)
 		xip83_feed_free(s->feed);
 	PQfinish(s->wave_conn);

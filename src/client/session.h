@@ -1,5 +1,7 @@
 /*
- * session.h: the XIP-83 Subscribe session engine (v3 binding) over libpq.
+ * session.h: the XIP-83 Subscribe session engine over libpq, for either
+ * storage binding: v3 (group messages and welcomes, package xmtp.mls.api.v1)
+ * or d14n (envelopes, package xmtp.xmtpv4.message_api).
  *
  * One session serves one Subscribe stream: it reads length-delimited
  * SubscribeRequest messages from in_fd and writes length-delimited
@@ -10,11 +12,13 @@
 #ifndef XIP83_SESSION_H
 #define XIP83_SESSION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct Xip83SessionOptions
 {
 	const char *conninfo;		/* libpq connection string */
+	bool		d14n;			/* the d14n binding (else v3) */
 	int			keepalive_ms;	/* idle time before a Ping; 0 = 30000 */
 	int			in_fd;
 	int			out_fd;

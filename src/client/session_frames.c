@@ -1,5 +1,5 @@
 /*
- * session_frames.c: v3 SubscribeResponse frames (see session_frames.h).
+ * session_frames.c: SubscribeResponse frames (see session_frames.h).
  * Control frames are packed by protobuf-c; a Messages frame is assembled
  * around already-packed messages, so a batch never holds row pointers that a
  * libpq result owns.
@@ -145,12 +145,13 @@ xip83_send_pong(Xip83Out *out, uint64_t nonce)
 	return SendNonce(out, true, nonce);
 }
 
-/* One row packed as a GroupMessage or WelcomeMessage (malloc'd). */
-static unsigned char *
-PackRow(const Xip83V3Row *r, size_t *len)
+/*
+ * A row as a GroupMessage or WelcomeMessage: packed into out, or only sized
+ * when out is NULL (rows are packed straight into the frame being built).
+ */
+static size_t
+PackRow(const Xip83V3Row *r, unsigned char *out)
 {
-	unsigned char *buf;
-
 	if (r->kind == XIP83_V3_GROUP)
 	{
 		Xmtp__Mls__Api__V1__GroupMessage m = XMTP__MLS__API__V1__GROUP_MESSAGE__INIT;
@@ -165,9 +166,8 @@ PackRow(const Xip83V3Row *r, size_t *len)
 		v.is_commit = r->is_commit;
 		m.version_case = XMTP__MLS__API__V1__GROUP_MESSAGE__VERSION_V1;
 		m.v1 = &v;
-		*len = xmtp__mls__api__v1__group_message__get_packed_size(&m);
-		if ((buf = malloc(*len ? *len : 1)) != NULL)
-			xmtp__mls__api__v1__group_message__pack(&m, buf);
+		return out ? xmtp__mls__api__v1__group_message__pack(&m, out)
+			: xmtp__mls__api__v1__group_message__get_packed_size(&m);
 	}
 	else
 	{
@@ -200,29 +200,21 @@ PackRow(const Xip83V3Row *r, size_t *len)
 			m.version_case = XMTP__MLS__API__V1__WELCOME_MESSAGE__VERSION_V1;
 			m.v1 = &v;
 		}
-		*len = xmtp__mls__api__v1__welcome_message__get_packed_size(&m);
-		if ((buf = malloc(*len ? *len : 1)) != NULL)
-			xmtp__mls__api__v1__welcome_message__pack(&m, buf);
+		return out ? xmtp__mls__api__v1__welcome_message__pack(&m, out)
+			: xmtp__mls__api__v1__welcome_message__get_packed_size(&m);
 	}
-	return buf;
 }
 
 bool
-xip83_batch_add(Xip83Out *out, Xip83Batch *b, const Xip83V3Row *row)
+xip83_batch_add(Xip83Out *out, Xip83Batch *b, const Xip83Msg *m)
 {
-	size_t		len;
-	unsigned char *msg = PackRow(row, &len);
-	size_t		need;
+	/* d14n envelopes go as stored: a message field and a bytes field share the wire format */
+	size_t		len = m->v3 != NULL ? PackRow(m->v3, NULL) : m->envelope_len;
+	size_t		need = 1 + 10 + len;
 
-	if (msg == NULL)
-		return false;
-	need = 1 + 10 + len;
 	if (b->count > 0 && b->len + need + FRAME_OVERHEAD > XIP83_MAX_FRAME
 		&& !xip83_batch_flush(out, b))
-	{
-		free(msg);
 		return false;
-	}
 	if (b->cap - b->len < need)
 	{
 		size_t		cap = b->cap ? b->cap : 65536;
@@ -231,20 +223,19 @@ xip83_batch_add(Xip83Out *out, Xip83Batch *b, const Xip83V3Row *row)
 		while (cap - b->len < need)
 			cap *= 2;
 		if ((nb = realloc(b->buf, cap)) == NULL)
-		{
-			free(msg);
 			return false;
-		}
 		b->buf = nb;
 		b->cap = cap;
 	}
-	/* Messages.group_messages = 1, welcome_messages = 2, both length-delimited */
-	b->buf[b->len++] = row->kind == XIP83_V3_GROUP ? 0x0a : 0x12;
+	/* Messages.group_messages = 1, welcome_messages = 2; Envelopes.envelopes = 1 */
+	b->buf[b->len++] = m->v3 != NULL && m->v3->kind == XIP83_V3_WELCOME ? 0x12 : 0x0a;
 	b->len += xip83_varint_put(b->buf + b->len, len);
-	memcpy(b->buf + b->len, msg, len);
+	if (m->v3 != NULL)
+		PackRow(m->v3, b->buf + b->len);
+	else if (len > 0)
+		memcpy(b->buf + b->len, m->envelope, len);
 	b->len += len;
 	b->count++;
-	free(msg);
 	return true;
 }
 
@@ -262,13 +253,14 @@ xip83_batch_flush(Xip83Out *out, Xip83Batch *b)
 		return true;
 	if (b->mutate_id != 0)
 	{
-		tail[0] = 0x18;			/* Messages.mutate_id = 3, varint */
+		/* varint Messages.mutate_id = 3, Envelopes.mutate_id = 2 */
+		tail[0] = out->d14n ? 0x10 : 0x18;
 		tail_len = 1 + xip83_varint_put(tail + 1, b->mutate_id);
 	}
 	body += tail_len;
 	if ((frame = malloc(body + FRAME_OVERHEAD)) == NULL)
 		return false;
-	/* SubscribeResponse.v1 = 1 { V1.messages = 1 { ... } } */
+	/* SubscribeResponse.v1 = 1 { V1.messages (d14n: envelopes) = 1 { ... } } */
 	{
 		unsigned char inner[11];
 		size_t		inner_len;

@@ -1,9 +1,12 @@
 /*
- * session_frames.h: the v3 SubscribeResponse frames the session engine sends.
+ * session_frames.h: the SubscribeResponse frames the session engine sends.
  * Delivery frames are built incrementally: rows are appended to a batch as
- * encoded GroupMessage / WelcomeMessage fields of one Messages, and the batch
- * is sent as a frame when it is flushed or when the next row would push the
- * frame past the frame limit (a row is never split; a larger row goes alone).
+ * encoded GroupMessage / WelcomeMessage fields of one v3 Messages, or as the
+ * stored OriginatorEnvelope bytes of one d14n Envelopes, and the batch is sent
+ * as a frame when it is flushed or when the next row would push the frame
+ * past the frame limit (a row is never split; a larger row goes alone).
+ * Control frames have the same field numbers in both packages, so the same
+ * bytes serve both bindings.
  */
 #ifndef XIP83_SESSION_FRAMES_H
 #define XIP83_SESSION_FRAMES_H
@@ -14,6 +17,18 @@
 
 #include "v3row.h"
 
+/* One message either lane delivers, of either binding. */
+typedef struct Xip83Msg
+{
+	int32_t		node;			/* v3: the topic's kind byte; d14n: originator */
+	int64_t		position;		/* v3: id; d14n: sequence id */
+	const unsigned char *topic; /* kind-prefixed */
+	size_t		topic_len;
+	const Xip83V3Row *v3;		/* v3: every column; d14n: NULL */
+	const unsigned char *envelope;	/* d14n: the stored originator_envelope */
+	size_t		envelope_len;
+} Xip83Msg;
+
 #define XIP83_MAX_FRAME (2 * 1024 * 1024)
 
 /* Where frames go: a file descriptor, and the time of the last frame (keepalive). */
@@ -22,6 +37,7 @@ typedef struct Xip83Out
 	int			fd;
 	int64_t		last_send_ms;
 	bool		failed;			/* a write failed: the client is gone */
+	bool		d14n;			/* Envelopes frames (else v3 Messages) */
 	int64_t		frames;
 } Xip83Out;
 
@@ -36,9 +52,9 @@ typedef struct Xip83Batch
 
 extern int64_t xip83_now_ms(void);
 
-/* Appends a row; flushes first when the frame would grow past the limit. */
-extern bool xip83_batch_add(Xip83Out *out, Xip83Batch *batch, const Xip83V3Row *row);
-/* Sends the batch as one Messages frame tagged batch->mutate_id, if it holds rows. */
+/* Appends a message; flushes first when the frame would grow past the limit. */
+extern bool xip83_batch_add(Xip83Out *out, Xip83Batch *batch, const Xip83Msg *msg);
+/* Sends the batch as one delivery frame tagged batch->mutate_id, if it holds rows. */
 extern bool xip83_batch_flush(Xip83Out *out, Xip83Batch *batch);
 extern void xip83_batch_free(Xip83Batch *batch);
 

@@ -1,6 +1,7 @@
 /*
  * session_internal.h: the state the session engine's files share: the
- * session (topics, lanes, keepalive) and its waves.
+ * session (topics, lanes, keepalive) and its waves, and what each binding's
+ * waves do (session_scan_v3.c, session_scan_d14n.c).
  */
 #ifndef XIP83_SESSION_INTERNAL_H
 #define XIP83_SESSION_INTERNAL_H
@@ -19,33 +20,42 @@
 #define XIP83_MAX_WAVES 256
 #define XIP83_MAX_TOPICS 1000000
 #define XIP83_MAX_PENDING_BYTES (64 * 1024 * 1024)
+#define XIP83_PAGE_ROWS 1000
 
-/* A live row held back in a wave because its topic is gated (owns its bytes). */
+/*
+ * A live message held back in a wave because its topic is gated (owns its
+ * bytes). msg.v3 only marks a v3 row: its columns are in v3 (the array of
+ * folded rows moves, so no pointer into it is kept).
+ */
 typedef struct Xip83Folded
 {
-	Xip83V3Row	row;
+	Xip83Msg	msg;
+	Xip83V3Row	v3;
 	unsigned char *mem;
+	size_t		size;			/* counted in the session's pending bytes */
 } Xip83Folded;
 
-/* Per kind (0 group messages, 1 welcomes) state of a wave's merged pass. */
-typedef struct Xip83WaveKind
+/*
+ * One merged pass of a wave in position order, from its floors up to its
+ * pinned ceilings: v3 has one per kind, d14n one over every originator.
+ */
+typedef struct Xip83Pass
 {
-	int			n_topics;		/* topics of this kind at wave start */
-	char	   *topics_param;	/* bytea[] literal of their keys */
-	char	   *floors_param;	/* bigint[] literal of their cursors */
-	int64_t		ceiling;		/* pinned at wave start */
-	int64_t		scan_cursor;	/* last id scanned */
+	char	   *params[5];		/* the scan's array parameters, built at wave start */
+	int64_t		ceiling;		/* v3: the kind's ceiling */
+	Xip83Pos	scan;			/* the last position scanned */
 	bool		done;
-	int64_t    *delivered;		/* ids sent by the scan, ascending */
-	size_t		n_delivered;
-	size_t		cap_delivered;
-} Xip83WaveKind;
+} Xip83Pass;
 
 typedef struct Xip83Wave
 {
 	uint64_t	mutate_id;
 	bool		history_only;
-	Xip83WaveKind kind[2];
+	Xip83Pass	pass[2];
+	int			n_passes;
+	Xip83Pos   *delivered;		/* positions sent by the scans, ascending */
+	size_t		n_delivered;
+	size_t		cap_delivered;
 	unsigned char **topics;		/* every topic it started with, kind-prefixed */
 	size_t	   *topic_lens;
 	size_t		n_topics;
@@ -53,11 +63,32 @@ typedef struct Xip83Wave
 	size_t		n_folded;
 	size_t		cap_folded;
 	Xip83Batch	batch;
+	PGresult   *prefetched;		/* the next page of pass prefetched_pass, read ahead */
+	int			prefetched_pass;
 } Xip83Wave;
 
-typedef struct Xip83Session
+typedef struct Xip83Session Xip83Session;
+
+/* What a binding's waves do. */
+typedef struct Xip83WaveOps
+{
+	/* Pins the ceilings and builds the passes from the adds the wave replays. */
+	bool		(*prepare) (Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n);
+	/* Sends the query of pass p's next page (xip83_wave_send); false after a stream error. */
+	bool		(*page) (Xip83Session *s, Xip83Wave *w, int p);
+	/* The position of row r of a page of pass p. */
+	Xip83Pos	(*position) (const PGresult *res, int r, int p);
+	/* Row r of a page: hands it to xip83_wave_scanned. */
+	bool		(*row) (Xip83Session *s, Xip83Wave *w, int p, const PGresult *res, int r);
+} Xip83WaveOps;
+
+extern const Xip83WaveOps xip83_wave_v3;
+extern const Xip83WaveOps xip83_wave_d14n;
+
+struct Xip83Session
 {
 	Xip83SessionOptions opt;
+	const Xip83WaveOps *ops;
 	PGconn	   *wave_conn;
 	Xip83Feed  *feed;
 	Xip83Out	out;
@@ -65,24 +96,37 @@ typedef struct Xip83Session
 	Xip83Topics topics;
 	Xip83Wave  *waves[XIP83_MAX_WAVES];
 	int			n_waves;
+	Xip83Wave  *ahead;			/* whose page query is in flight on wave_conn */
+	int			ahead_pass;
 	int			next_wave;		/* round robin */
 	size_t		pending_bytes;	/* folded rows held in all waves */
+	unsigned char *scratch;		/* a kind-prefixed v3 topic */
+	size_t		scratch_len;
 	/* the first stream error wins; later ones are consequences */
 	char		status[512];
 	bool		failed;
-	bool		late_lost;
-} Xip83Session;
+};
 
 /* Records a stream error (first one wins); always returns false. */
 extern bool xip83_session_fail(Xip83Session *s, const char *code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 
+/* A v3 row as a message; its topic is built in the session's scratch buffer. */
+extern bool xip83_msg_v3(Xip83Session *s, Xip83Msg *m, const Xip83V3Row *row);
+
 /* The wave lane (session_wave.c). */
 extern bool xip83_wave_start(Xip83Session *s, const Xip83Request *req);
+/* Sends a page query of wave w's pass p on the wave connection (binary results). */
+extern bool xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, const char *sql,
+							int n_params, const char *const *params);
+/* Collects a page query in flight into its wave, so the wave connection can run another query. */
+extern void xip83_wave_conn_idle(Xip83Session *s);
 /* One page of one wave; finishes it when it is complete. false on a stream error. */
 extern bool xip83_wave_step(Xip83Session *s);
+/* A row a scan returned: remembered, and sent if its topic is still gated in w. */
+extern bool xip83_wave_scanned(Xip83Session *s, Xip83Wave *w, const Xip83Msg *m);
 /* A live row of a topic gated in wave w: held until the wave ends. */
-extern bool xip83_wave_fold(Xip83Session *s, Xip83Wave *w, const Xip83V3Row *row);
+extern bool xip83_wave_fold(Xip83Session *s, Xip83Wave *w, const Xip83Msg *m);
 extern Xip83Wave *xip83_wave_find(Xip83Session *s, uint64_t mutate_id);
 extern void xip83_wave_free(Xip83Wave *w);
 

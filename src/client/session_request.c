@@ -1,6 +1,8 @@
 /*
- * session_request.c: decoding and checking a v3 SubscribeRequest (see
- * session_request.h).
+ * session_request.c: decoding and checking a SubscribeRequest of either
+ * binding (see session_request.h). The two packages share every field
+ * number but the cursor of an add, so each has a short unpacking step and the
+ * checks are common.
  */
 #include "session_request.h"
 
@@ -8,60 +10,91 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session_topics.h"
+#include "xip83/d14n_message_api.pb-c.h"
 #include "xip83/mls_api.pb-c.h"
 
 #define INVALID "INVALID_ARGUMENT"
 
-static bool
-V3Topic(const ProtobufCBinaryData *t)
+/* Positions are bigint: a cursor past them means "nothing to replay". */
+static int64_t
+Clamp(uint64_t v)
 {
-	return t->len >= 1 && (t->data[0] == 0x00 || t->data[0] == 0x01);
+	return v > INT64_MAX ? INT64_MAX : (int64_t) v;
 }
 
-/* Coalesces duplicate adds in place: first position kept, lowest cursor. */
 static bool
-Coalesce(Xip83Request *req)
+KindOk(Xip83BindingKind binding, const ProtobufCBinaryData *t)
 {
-	Xip83Topics seen = {0};
-	size_t		n = 0;
+	return t->len >= 1 && t->data[0] <= (binding == XIP83_BINDING_V3 ? 0x01 : 0x05);
+}
 
-	for (size_t i = 0; i < req->n_adds; i++)
+/* The Mutate's limits and removes; allocates adds and n_entries cursor entries. */
+static const char *
+MutateHead(Xip83Request *req, uint64_t mutate_id, bool history_only, size_t n_adds,
+		   size_t n_entries, const ProtobufCBinaryData *removes, size_t n_removes, char *err,
+		   size_t err_len)
+{
+	req->kind = XIP83_REQ_MUTATE;
+	req->mutate_id = mutate_id;
+	req->history_only = history_only;
+	if (n_adds > XIP83_MAX_ADDS)
 	{
-		Xip83Add   *a = &req->adds[i];
-		Xip83Topic *t = xip83_topics_get(&seen, a->topic, a->len);
-
-		if (t != NULL)
-		{
-			Xip83Add   *first = &req->adds[t->position];
-
-			if (a->cursor < first->cursor)
-				first->cursor = a->cursor;
-			continue;
-		}
-		if ((t = xip83_topics_put(&seen, a->topic, a->len)) == NULL)
-		{
-			xip83_topics_free(&seen);
-			return false;
-		}
-		t->position = (int64_t) n;
-		req->adds[n++] = *a;
+		snprintf(err, err_len, "%zu adds in one Mutate (at most %d)", n_adds, XIP83_MAX_ADDS);
+		return "RESOURCE_EXHAUSTED";
 	}
-	req->n_adds = n;
-	xip83_topics_free(&seen);
-	return true;
+	if (n_adds > 0 && mutate_id == 0)
+	{
+		snprintf(err, err_len, "Mutate with adds needs a nonzero mutate_id");
+		return INVALID;
+	}
+	req->adds = calloc(n_adds + 1, sizeof(Xip83Add));
+	req->entries = calloc(n_entries + 1, sizeof(Xip83Pos));
+	req->removes = calloc(n_removes + 1, sizeof(*req->removes));
+	req->remove_lens = calloc(n_removes + 1, sizeof(size_t));
+	if (req->adds == NULL || req->entries == NULL || req->removes == NULL
+		|| req->remove_lens == NULL)
+	{
+		snprintf(err, err_len, "out of memory");
+		return "RESOURCE_EXHAUSTED";
+	}
+	for (size_t i = 0; i < n_removes; i++)
+	{
+		if (!KindOk(req->binding, &removes[i]))
+		{
+			snprintf(err, err_len, "remove %zu: unknown topic kind", i);
+			return INVALID;
+		}
+		req->removes[i] = removes[i].data;
+		req->remove_lens[i] = removes[i].len;
+	}
+	req->n_removes = n_removes;
+	return NULL;
 }
 
-const char *
-xip83_request_parse(const unsigned char *bytes, size_t len, Xip83Request *req, char *err,
-					size_t err_len)
+/* Records add i's topic after checking its kind. */
+static const char *
+AddTopic(Xip83Request *req, size_t i, const ProtobufCBinaryData *topic, char *err,
+		 size_t err_len)
+{
+	if (!KindOk(req->binding, topic))
+	{
+		snprintf(err, err_len, "add %zu: unknown topic kind", i);
+		return INVALID;
+	}
+	req->adds[i].topic = topic->data;
+	req->adds[i].len = topic->len;
+	req->n_adds = i + 1;
+	return NULL;
+}
+
+static const char *
+UnpackV3(const unsigned char *bytes, size_t len, Xip83Request *req, char *err, size_t err_len)
 {
 	Xmtp__Mls__Api__V1__SubscribeRequest *r;
 	Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate *m;
+	const char *code;
 
-	memset(req, 0, sizeof(*req));
-	r = xmtp__mls__api__v1__subscribe_request__unpack(NULL, len, bytes);
-	if (r == NULL)
+	if ((r = xmtp__mls__api__v1__subscribe_request__unpack(NULL, len, bytes)) == NULL)
 	{
 		snprintf(err, err_len, "malformed SubscribeRequest");
 		return INVALID;
@@ -89,66 +122,171 @@ xip83_request_parse(const unsigned char *bytes, size_t len, Xip83Request *req, c
 			return INVALID;
 	}
 	m = r->v1->mutate;
-	req->kind = XIP83_REQ_MUTATE;
-	req->mutate_id = m->mutate_id;
-	req->history_only = m->history_only;
-	if (m->n_adds > XIP83_MAX_ADDS)
-	{
-		snprintf(err, err_len, "%zu adds in one Mutate (at most %d)", m->n_adds, XIP83_MAX_ADDS);
-		return "RESOURCE_EXHAUSTED";
-	}
-	if (m->n_adds > 0 && m->mutate_id == 0)
-	{
-		snprintf(err, err_len, "Mutate with adds needs a nonzero mutate_id");
-		return INVALID;
-	}
-	req->adds = calloc(m->n_adds + 1, sizeof(Xip83Add));
-	req->removes = calloc(m->n_removes + 1, sizeof(*req->removes));
-	req->remove_lens = calloc(m->n_removes + 1, sizeof(size_t));
-	if (req->adds == NULL || req->removes == NULL || req->remove_lens == NULL)
-	{
-		snprintf(err, err_len, "out of memory");
-		return "RESOURCE_EXHAUSTED";
-	}
-	for (size_t i = 0; i < m->n_removes; i++)
-	{
-		if (!V3Topic(&m->removes[i]))
-		{
-			snprintf(err, err_len, "remove %zu: unknown topic kind", i);
-			return INVALID;
-		}
-		req->removes[i] = m->removes[i].data;
-		req->remove_lens[i] = m->removes[i].len;
-	}
-	req->n_removes = m->n_removes;
+	if ((code = MutateHead(req, m->mutate_id, m->history_only, m->n_adds, m->n_adds, m->removes,
+						   m->n_removes, err, err_len)) != NULL)
+		return code;
 	for (size_t i = 0; i < m->n_adds; i++)
 	{
-		if (!V3Topic(&m->adds[i]->topic))
-		{
-			snprintf(err, err_len, "add %zu: unknown topic kind", i);
-			return INVALID;
-		}
-		req->adds[i].topic = m->adds[i]->topic.data;
-		req->adds[i].len = m->adds[i]->topic.len;
-		/* ids are bigint: a cursor past them means "nothing to replay" */
-		req->adds[i].cursor = m->adds[i]->id_cursor > INT64_MAX
-			? INT64_MAX : (int64_t) m->adds[i]->id_cursor;
+		if ((code = AddTopic(req, i, &m->adds[i]->topic, err, err_len)) != NULL)
+			return code;
+		/* one line: the topic's kind */
+		req->entries[i].node = m->adds[i]->topic.data[0];
+		req->entries[i].seq = Clamp(m->adds[i]->id_cursor);
+		req->adds[i].cursor = &req->entries[i];
+		req->adds[i].n_cursor = 1;
 	}
-	req->n_adds = m->n_adds;
-	if (!Coalesce(req))
+	return NULL;
+}
+
+static const char *
+UnpackD14n(const unsigned char *bytes, size_t len, Xip83Request *req, char *err,
+		   size_t err_len)
+{
+	Xmtp__Xmtpv4__MessageApi__SubscribeRequest *r;
+	Xmtp__Xmtpv4__MessageApi__SubscribeRequest__V1__Mutate *m;
+	const char *code;
+	size_t		n_entries = 0;
+	size_t		e = 0;
+
+	if ((r = xmtp__xmtpv4__message_api__subscribe_request__unpack(NULL, len, bytes)) == NULL)
+	{
+		snprintf(err, err_len, "malformed SubscribeRequest");
+		return INVALID;
+	}
+	req->unpacked = r;
+	if (r->version_case != XMTP__XMTPV4__MESSAGE_API__SUBSCRIBE_REQUEST__VERSION_V1)
+	{
+		snprintf(err, err_len, "unknown SubscribeRequest version");
+		return INVALID;
+	}
+	switch (r->v1->request_case)
+	{
+		case XMTP__XMTPV4__MESSAGE_API__SUBSCRIBE_REQUEST__V1__REQUEST_PING:
+			req->kind = XIP83_REQ_PING;
+			req->nonce = r->v1->ping->nonce;
+			return NULL;
+		case XMTP__XMTPV4__MESSAGE_API__SUBSCRIBE_REQUEST__V1__REQUEST_PONG:
+			req->kind = XIP83_REQ_PONG;
+			req->nonce = r->v1->pong->nonce;
+			return NULL;
+		case XMTP__XMTPV4__MESSAGE_API__SUBSCRIBE_REQUEST__V1__REQUEST_MUTATE:
+			break;
+		default:
+			snprintf(err, err_len, "SubscribeRequest without a request");
+			return INVALID;
+	}
+	m = r->v1->mutate;
+	for (size_t i = 0; i < m->n_adds && m->n_adds <= XIP83_MAX_ADDS; i++)
+		if (m->adds[i]->last_seen != NULL)
+			n_entries += m->adds[i]->last_seen->n_node_id_to_sequence_id;
+	if ((code = MutateHead(req, m->mutate_id, m->history_only, m->n_adds, n_entries, m->removes,
+						   m->n_removes, err, err_len)) != NULL)
+		return code;
+	for (size_t i = 0; i < m->n_adds; i++)
+	{
+		const Xmtp__Xmtpv4__Envelopes__Cursor *c = m->adds[i]->last_seen;
+		Xip83Add   *a = &req->adds[i];
+
+		if ((code = AddTopic(req, i, &m->adds[i]->topic, err, err_len)) != NULL)
+			return code;
+		a->cursor = &req->entries[e];
+		for (size_t j = 0; c != NULL && j < c->n_node_id_to_sequence_id; j++)
+		{
+			/* node ids are int in the tables; a repeated map key: the last one wins */
+			int32_t		node = (int32_t) c->node_id_to_sequence_id[j]->key;
+			size_t		k = 0;
+
+			while (k < a->n_cursor && a->cursor[k].node != node)
+				k++;
+			a->cursor[k].node = node;
+			a->cursor[k].seq = Clamp(c->node_id_to_sequence_id[j]->value);
+			if (k == a->n_cursor)
+			{
+				a->n_cursor++;
+				e++;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* Merges cursor b into a line by line, the lowest winning (a line b lacks is nothing seen). */
+static void
+LowestCursor(Xip83Add *a, const Xip83Add *b)
+{
+	for (size_t i = 0; i < a->n_cursor;)
+	{
+		int64_t		v = xip83_cursor_at(b->cursor, b->n_cursor, a->cursor[i].node);
+
+		if (v == XIP83_NOTHING_SEEN)
+		{
+			a->cursor[i] = a->cursor[--a->n_cursor];
+			continue;
+		}
+		if (v < a->cursor[i].seq)
+			a->cursor[i].seq = v;
+		i++;
+	}
+}
+
+/* Coalesces duplicate adds in place: first position kept, lowest cursor. */
+static bool
+Coalesce(Xip83Request *req)
+{
+	Xip83Topics seen = {0};
+	size_t		n = 0;
+
+	for (size_t i = 0; i < req->n_adds; i++)
+	{
+		Xip83Add   *a = &req->adds[i];
+		Xip83Topic *t = xip83_topics_get(&seen, a->topic, a->len);
+
+		/* in this set `wave` holds the index of the topic's first add */
+		if (t != NULL)
+		{
+			LowestCursor(&req->adds[t->wave], a);
+			continue;
+		}
+		if ((t = xip83_topics_put(&seen, a->topic, a->len)) == NULL)
+		{
+			xip83_topics_free(&seen);
+			return false;
+		}
+		t->wave = n;
+		req->adds[n++] = *a;
+	}
+	req->n_adds = n;
+	xip83_topics_free(&seen);
+	return true;
+}
+
+const char *
+xip83_request_parse(Xip83BindingKind binding, const unsigned char *bytes, size_t len,
+					Xip83Request *req, char *err, size_t err_len)
+{
+	const char *code;
+
+	memset(req, 0, sizeof(*req));
+	req->binding = binding;
+	code = binding == XIP83_BINDING_V3 ? UnpackV3(bytes, len, req, err, err_len)
+		: UnpackD14n(bytes, len, req, err, err_len);
+	if (code == NULL && req->kind == XIP83_REQ_MUTATE && !Coalesce(req))
 	{
 		snprintf(err, err_len, "out of memory");
 		return "RESOURCE_EXHAUSTED";
 	}
-	return NULL;
+	return code;
 }
 
 void
 xip83_request_free(Xip83Request *req)
 {
-	if (req->unpacked)
+	if (req->unpacked && req->binding == XIP83_BINDING_V3)
 		xmtp__mls__api__v1__subscribe_request__free_unpacked(req->unpacked, NULL);
+	else if (req->unpacked)
+		xmtp__xmtpv4__message_api__subscribe_request__free_unpacked(req->unpacked, NULL);
 	free(req->adds);
+	free(req->entries);
 	free(req->removes);
 	free(req->remove_lens);
 	memset(req, 0, sizeof(*req));

@@ -87,6 +87,7 @@ xip83_topics_del(Xip83Topics *set, const unsigned char *t, size_t len)
 	if (set->n_slots == 0 || (e = *(p = Slot(set, t, len))) == NULL)
 		return;
 	*p = e->next;
+	free(e->lines);
 	free(e->bytes);
 	free(e);
 	set->count--;
@@ -99,9 +100,74 @@ xip83_topics_free(Xip83Topics *set)
 		for (Xip83Topic *e = set->slots[i], *next; e; e = next)
 		{
 			next = e->next;
+			free(e->lines);
 			free(e->bytes);
 			free(e);
 		}
 	free(set->slots);
 	memset(set, 0, sizeof(*set));
+}
+
+int64_t
+xip83_cursor_at(const Xip83Pos *cursor, size_t n, int32_t node)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cursor[i].node == node)
+			return cursor[i].seq;
+	return XIP83_NOTHING_SEEN;
+}
+
+Xip83Line *
+xip83_topic_line(const Xip83Topic *t, int32_t node)
+{
+	for (int i = 0; i < t->n_lines; i++)
+		if (t->lines[i].node == node)
+			return &t->lines[i];
+	return NULL;
+}
+
+Xip83Line *
+xip83_topic_line_put(Xip83Topic *t, int32_t node)
+{
+	Xip83Line  *l = xip83_topic_line(t, node);
+	Xip83Line  *lines;
+
+	if (l != NULL)
+		return l;
+	if ((lines = realloc(t->lines, sizeof(Xip83Line) * (size_t) (t->n_lines + 1))) == NULL)
+		return NULL;
+	t->lines = lines;
+	l = &t->lines[t->n_lines++];
+	l->node = node;
+	l->floor = l->position = XIP83_NOTHING_SEEN;
+	return l;
+}
+
+bool
+xip83_topic_reset(Xip83Topic *t, const Xip83Pos *cursor, size_t n)
+{
+	Xip83Line  *lines = n ? malloc(sizeof(Xip83Line) * n) : NULL;
+
+	if (n && lines == NULL)
+		return false;
+	for (size_t i = 0; i < n; i++)
+	{
+		lines[i].node = cursor[i].node;
+		lines[i].floor = lines[i].position = cursor[i].seq;
+	}
+	free(t->lines);
+	t->lines = lines;
+	t->n_lines = (int) n;
+	return true;
+}
+
+bool
+xip83_topic_below(const Xip83Topic *t, const Xip83Pos *cursor, size_t n, bool by_floor)
+{
+	/* a line the topic lacks stands at nothing seen: no cursor lies below it */
+	for (int i = 0; i < t->n_lines; i++)
+		if (xip83_cursor_at(cursor, n, t->lines[i].node)
+			< (by_floor ? t->lines[i].floor : t->lines[i].position))
+			return true;
+	return false;
 }

@@ -10,8 +10,8 @@
 
 const Xip83V3Cols xip83_v3_scan_cols = {{0, 1, 2, 3, 4, 5, 6, 7}};
 
-static int64_t
-BigEndian(const PGresult *res, int row, int col)
+int64_t
+xip83_result_int(const PGresult *res, int row, int col)
 {
 	const unsigned char *p = (const unsigned char *) PQgetvalue(res, row, col);
 	int			len = PQgetlength(res, row, col);
@@ -50,11 +50,11 @@ xip83_v3row_read(const PGresult *res, int row, int kind, const Xip83V3Cols *cols
 				 Xip83V3Row *out)
 {
 	const int  *c = cols->col;
-	int64_t		us = BigEndian(res, row, c[1]);
+	int64_t		us = xip83_result_int(res, row, c[1]);
 
 	memset(out, 0, sizeof(*out));
 	out->kind = kind;
-	out->id = BigEndian(res, row, c[0]);
+	out->id = xip83_result_int(res, row, c[0]);
 	out->created_ns = us + PG_EPOCH_UNIX_US > 0 ? (uint64_t) (us + PG_EPOCH_UNIX_US) * 1000 : 0;
 	out->key = Bytes(res, row, c[2], &out->key_len);
 	out->data = Bytes(res, row, c[3], &out->data_len);
@@ -67,8 +67,8 @@ xip83_v3row_read(const PGresult *res, int row, int kind, const Xip83V3Cols *cols
 	else
 	{
 		out->aux = Bytes(res, row, c[4], &out->aux_len);
-		out->wrapper_algorithm = (int) BigEndian(res, row, c[5]);
+		out->wrapper_algorithm = (int) xip83_result_int(res, row, c[5]);
 		out->metadata = Bytes(res, row, c[6], &out->metadata_len);
-		out->message_type = (int) BigEndian(res, row, c[7]);
+		out->message_type = (int) xip83_result_int(res, row, c[7]);
 	}
 }

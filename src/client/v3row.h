@@ -49,6 +49,9 @@ typedef struct Xip83V3Cols
 
 extern const Xip83V3Cols xip83_v3_scan_cols;
 
+/* A binary int2/int4/int8 column, sign-extended; 0 when NULL. */
+extern int64_t xip83_result_int(const PGresult *res, int row, int col);
+
 extern void xip83_v3row_read(const PGresult *res, int row, int kind, const Xip83V3Cols *cols,
 							 Xip83V3Row *out);
 

@@ -75,12 +75,8 @@ main(int argc, char **argv)
 	}
 	if (optind < argc || opt.conninfo == NULL || binding == NULL)
 		Usage();
-	if (strcmp(binding, "d14n") == 0)
-	{
-		fprintf(stderr, "STATUS UNIMPLEMENTED the d14n binding is not implemented yet\n");
-		return 1;
-	}
-	if (strcmp(binding, "v3") != 0)
+	opt.d14n = strcmp(binding, "d14n") == 0;
+	if (!opt.d14n && strcmp(binding, "v3") != 0)
 	{
 		fprintf(stderr, "xip83-session: --binding %s: expected v3 or d14n\n", binding);
 		return 2;

@@ -6,7 +6,9 @@
  * kind is group, welcome or envelope; the topic is kind-prefixed (0x00 group,
  * 0x01 welcome, envelopes as stored); the position is the id, or
  * originator:sequence for envelopes; bytes is the payload's length. Status
- * goes to stderr: "feed live", "feed offline (why)", "feed back". Built on
+ * goes to stderr: "feed live", "feed offline (why)", "feed back". With
+ * --standby the rows come from a hot standby, fenced; with --standby-only
+ * --dbname is a standby and the feed polls it. Built on
  * src/client/feed.c; see there for LISTEN, polling and reconnects.
  */
 #include <errno.h>
@@ -96,7 +98,10 @@ Usage(void)
 			"      --source TABLE        read the one kind of --kinds from a table xip83.track follows\n"
 			"      --group-source TABLE, --welcome-source TABLE, --envelope-source TABLE\n"
 			"                            the same per kind (default: xip83's own tables)\n"
-			"      --blob-source TABLE   the blob table the envelope table was tracked with\n");
+			"      --blob-source TABLE   the blob table the envelope table was tracked with\n"
+			"      --standby CONNINFO    read rows from this hot standby, fenced: notices and\n"
+			"                            horizons from --dbname (the primary); no row skipped\n"
+			"      --standby-only        --dbname is a standby: poll its own replayed horizons\n");
 }
 
 /* Refuses a bad option value: a clear message on stderr, exit 2. */
@@ -189,6 +194,8 @@ main(int argc, char **argv)
 		{"welcome-source", required_argument, NULL, 12},
 		{"envelope-source", required_argument, NULL, 13},
 		{"blob-source", required_argument, NULL, 14},
+		{"standby", required_argument, NULL, 15},
+		{"standby-only", no_argument, NULL, 16},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -228,12 +235,18 @@ main(int argc, char **argv)
 				explicit_cursor = true;
 				break;
 			case 4:
-				orig_nodes = realloc(orig_nodes, sizeof(int32_t) * (n_orig + 1));
-				orig_afters = realloc(orig_afters, sizeof(int64_t) * (n_orig + 1));
-				if (orig_nodes == NULL || orig_afters == NULL)
 				{
-					fprintf(stderr, "xip83-tail: out of memory\n");
-					return 1;
+					int32_t    *nodes = realloc(orig_nodes, sizeof(int32_t) * (n_orig + 1));
+					int64_t    *afters = nodes == NULL ? NULL
+						: realloc(orig_afters, sizeof(int64_t) * (n_orig + 1));
+
+					if (nodes == NULL || afters == NULL)
+					{
+						fprintf(stderr, "xip83-tail: out of memory\n");
+						return 1;
+					}
+					orig_nodes = nodes;
+					orig_afters = afters;
 				}
 				ParseOriginatorAfter(optarg, &orig_nodes[n_orig], &orig_afters[n_orig]);
 				n_orig++;
@@ -269,6 +282,12 @@ main(int argc, char **argv)
 			case 14:
 				opt.blob_source = optarg;
 				break;
+			case 15:
+				opt.standby_conninfo = optarg;
+				break;
+			case 16:
+				opt.standby_only = true;
+				break;
 			default:
 				Usage();
 				return c == 'h' ? 0 : 2;
@@ -280,6 +299,8 @@ main(int argc, char **argv)
 		Usage();
 		return 2;
 	}
+	if (opt.standby_only && opt.standby_conninfo != NULL)
+		BadOption("--standby-only", "", "either --standby CONNINFO or --standby-only, not both");
 	if (source != NULL)
 	{
 		/* the table of the one kind followed */

@@ -384,7 +384,7 @@ Load(PGconn *conn, long envelopes)
 	snprintf(sql, sizeof(sql),
 			 "SET client_min_messages = warning;"
 			 "SELECT setseed(0.83);"
-			 "CREATE UNLOGGED TABLE staging (LIKE xip83.envelopes);"
+			 "CREATE UNLOGGED TABLE staging (LIKE xip83.envelopes INCLUDING DEFAULTS);"
 			 "SELECT wave_d14n_generate('staging', %ld, '{100,200,300,400,500,600,700}',"
 			 "                          '{0.76,0.80,0.84,0.88,0.92,0.96}', %d, 256);"
 			 "INSERT INTO xip83.envelopes SELECT * FROM staging;"

@@ -18,6 +18,7 @@
  * XIP83_LIVE_MESSAGES sets the number of rows written (default 100000).
  */
 #include "testlib.h"
+#include "delivery.h"
 #include "feedrun.h"
 
 #include <pthread.h>
@@ -47,9 +48,7 @@ static atomic_int release_hold;
 typedef struct Seen
 {
 	int64_t		high;			/* highest position delivered */
-	int64_t    *pos;
-	size_t		n;
-	size_t		cap;
+	Positions	p;
 } Seen;
 
 static Seen seen_group;
@@ -67,16 +66,11 @@ static FeedRun run;
 static void
 SeenAdd(Seen *s, int64_t pos, bool late)
 {
-	if (late ? s->high <= pos : s->n > 0 && pos <= s->high)
+	if (late ? s->high <= pos : s->p.n > 0 && pos <= s->high)
 		order_violations++;
 	if (pos > s->high)
 		s->high = pos;
-	if (s->n == s->cap)
-	{
-		s->cap = s->cap ? s->cap * 2 : 1024;
-		s->pos = realloc(s->pos, s->cap * sizeof(int64_t));
-	}
-	s->pos[s->n++] = pos;
+	positions_add(&s->p, pos);
 }
 
 static void
@@ -94,14 +88,6 @@ OnRow(void *arg, const Xip83FeedRow *row)
 	else
 		order_violations++;
 	atomic_fetch_add(&consumed, 1);
-}
-
-static void
-SleepUs(long us)
-{
-	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-
-	nanosleep(&ts, NULL);
 }
 
 /* Runs a statement; false if it failed (the caller rolls back or reconnects). */
@@ -122,13 +108,7 @@ Run(PGconn *c, const char *sql, int n, const char *const *params, const char **s
 	return ok;
 }
 
-typedef struct Writer
-{
-	int			id;
-	unsigned int seed;
-	PGconn	   *conn;
-	int64_t		serial;
-} Writer;
+typedef TlWriter Writer;
 
 /* Inserts one random row in the open transaction. */
 static bool
@@ -179,7 +159,7 @@ HoldTransaction(Writer *w)
 		return;
 	atomic_store(&holding_pid, PQbackendPID(w->conn));
 	while (!atomic_load(&release_hold))
-		SleepUs(1000);
+		tl_sleep_us(1000);
 	atomic_store(&release_hold, 0);
 	(void) Run(w->conn, "COMMIT", 0, NULL, NULL);
 }
@@ -208,7 +188,7 @@ WriterMain(void *arg)
 			}
 			if (ok)
 			{
-				SleepUs(rand_r(&w->seed) % 2000);	/* a random commit delay */
+				tl_sleep_us(rand_r(&w->seed) % 2000);	/* a random commit delay */
 				ok = Run(w->conn, "COMMIT", 0, NULL, NULL);
 			}
 			else if (strcmp(state, "55000") == 0)
@@ -227,15 +207,6 @@ WriterMain(void *arg)
 	return NULL;
 }
 
-/* Waits until the writers have attempted the given share of the rows. */
-static void
-WaitForShare(double share)
-{
-	while (atomic_load(&rows_attempted) < (int64_t) (target_rows * share) &&
-		   atomic_load(&writers_done) < WRITERS)
-		SleepUs(10000);
-}
-
 /* Makes writer 0 hold a row open, then kills its backend: SIGTERM or SIGKILL. */
 static void
 KillHeldWriter(bool crash)
@@ -247,10 +218,10 @@ KillHeldWriter(bool crash)
 	atomic_store(&holding_pid, 0);
 	atomic_store(&hold_request, 1);
 	while ((pid = atomic_load(&holding_pid)) == 0 && atomic_load(&writers_done) < WRITERS)
-		SleepUs(1000);
+		tl_sleep_us(1000);
 	if (pid == 0)
 		return;
-	SleepUs(300000);			/* others commit past the held id meanwhile */
+	tl_sleep_us(300000);			/* others commit past the held id meanwhile */
 	if (crash)
 	{
 		fprintf(stderr, "killing backend %d with SIGKILL (crash restart)\n", pid);
@@ -267,47 +238,6 @@ KillHeldWriter(bool crash)
 	atomic_store(&release_hold, 1);
 }
 
-/* The stored positions of one query, in order. */
-static Seen
-Stored(PGconn *c, const char *sql)
-{
-	PGresult   *r = tl_exec(c, sql, 0, NULL);
-	Seen		s = {0};
-
-	s.n = s.cap = PQntuples(r);
-	s.pos = malloc((s.n + 1) * sizeof(int64_t));
-	for (size_t i = 0; i < s.n; i++)
-		s.pos[i] = tl_int(r, (int) i, 0);
-	PQclear(r);
-	return s;
-}
-
-static int
-CompareInt64(const void *a, const void *b)
-{
-	int64_t		x = *(const int64_t *) a;
-	int64_t		y = *(const int64_t *) b;
-
-	return (x > y) - (x < y);
-}
-
-/* Delivered, in position order, must equal stored, element for element: each row once. */
-static void
-Compare(const char *what, Seen *delivered, const Seen *stored)
-{
-	size_t		first_diff = 0;
-
-	qsort(delivered->pos, delivered->n, sizeof(int64_t), CompareInt64);
-	while (first_diff < delivered->n && first_diff < stored->n &&
-		   delivered->pos[first_diff] == stored->pos[first_diff])
-		first_diff++;
-	TL_CHECK(delivered->n == stored->n && first_diff == stored->n,
-			 "%s: delivered %zu, stored %zu, first difference at %zu (%lld vs %lld)", what,
-			 delivered->n, stored->n, first_diff,
-			 first_diff < delivered->n ? (long long) delivered->pos[first_diff] : -1LL,
-			 first_diff < stored->n ? (long long) stored->pos[first_diff] : -1LL);
-}
-
 int
 main(void)
 {
@@ -318,9 +248,9 @@ main(void)
 	const char *pgctl = getenv("XIP83_PGCTL");
 	PGconn	   *c;
 	int64_t		stored_total = 0;
-	Seen		stored_group;
-	Seen		stored_welcome;
-	Seen		stored_env[ORIGINATORS + 1];
+	Positions	stored_group;
+	Positions	stored_welcome;
+	Positions	stored_env[ORIGINATORS + 1];
 	char		cmd[1024];
 	struct timespec t0, t1;
 
@@ -344,13 +274,13 @@ main(void)
 		pthread_create(&writers[i], NULL, WriterMain, &w[i]);
 	}
 
-	WaitForShare(0.25);
+	tl_wait_share(&rows_attempted, target_rows, 0.25, &writers_done, WRITERS);
 	KillHeldWriter(false);
-	WaitForShare(0.5);
+	tl_wait_share(&rows_attempted, target_rows, 0.5, &writers_done, WRITERS);
 	fprintf(stderr, "restarting the server\n");
 	snprintf(cmd, sizeof(cmd), "%s restart -m fast >/dev/null", pgctl);
 	TL_CHECK(system(cmd) == 0, "server restart");
-	WaitForShare(0.75);
+	tl_wait_share(&rows_attempted, target_rows, 0.75, &writers_done, WRITERS);
 	KillHeldWriter(true);
 
 	for (int i = 0; i < WRITERS; i++)
@@ -358,8 +288,8 @@ main(void)
 
 	/* the table is final now; wait for the consumer to deliver all of it */
 	c = tl_reconnect();
-	stored_group = Stored(c, "SELECT id FROM xip83.group_messages ORDER BY id");
-	stored_welcome = Stored(c, "SELECT id FROM xip83.welcome_messages ORDER BY id");
+	stored_group = positions_stored(c, "SELECT id FROM xip83.group_messages ORDER BY id");
+	stored_welcome = positions_stored(c, "SELECT id FROM xip83.welcome_messages ORDER BY id");
 	stored_total = (int64_t) (stored_group.n + stored_welcome.n);
 	for (int o = 1; o <= ORIGINATORS; o++)
 	{
@@ -367,24 +297,24 @@ main(void)
 
 		snprintf(sql, sizeof(sql), "SELECT originator_sequence_id FROM xip83.envelopes"
 				 " WHERE originator_node_id = %d ORDER BY 1", o);
-		stored_env[o] = Stored(c, sql);
+		stored_env[o] = positions_stored(c, sql);
 		stored_total += (int64_t) stored_env[o].n;
 	}
 	for (int i = 0; i < 600 && atomic_load(&consumed) < stored_total; i++)
-		SleepUs(100000);
-	SleepUs(300000);			/* anything extra would show up now */
+		tl_sleep_us(100000);
+	tl_sleep_us(300000);			/* anything extra would show up now */
 	atomic_store(&run.stop, 1);
 	pthread_join(consumer, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 
-	Compare("group messages", &seen_group, &stored_group);
-	Compare("welcomes", &seen_welcome, &stored_welcome);
+	positions_check_once("group messages", &seen_group.p, &stored_group);
+	positions_check_once("welcomes", &seen_welcome.p, &stored_welcome);
 	for (int o = 1; o <= ORIGINATORS; o++)
 	{
 		char		what[32];
 
 		snprintf(what, sizeof(what), "originator %d", o);
-		Compare(what, &seen_env[o], &stored_env[o]);
+		positions_check_once(what, &seen_env[o].p, &stored_env[o]);
 	}
 	TL_CHECK(order_violations == 0, "%ld rows out of order", order_violations);
 	TL_CHECK(atomic_load(&run.offline) >= 1, "the consumer reported the outage");

@@ -24,6 +24,12 @@
  * 4. Keepalive: a client Ping is answered; frames sent reset the idle timer;
  *    an idle stream is pinged; a Ping left unanswered ends the stream with
  *    DEADLINE_EXCEEDED.
+ * 8. Two waves of several pages each in flight at once: every row, right tags.
+ * 7. The pending-bytes limit: more than 64 MiB of live rows folded into a
+ *    wave still replaying its history end the stream with RESOURCE_EXHAUSTED.
+ * 6. Late writes lost (SQLSTATE X83L0): more late writes in one commit than
+ *    the server's late ring holds end the stream with ABORTED, never
+ *    silently.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -675,15 +681,6 @@ TestRules(PGconn *conn)
 /* ---------------------------------------------------------------- refusals */
 
 static void
-ExpectStatus(SessionProc *p, const char *code, const char *what)
-{
-	sp_close(p);
-	sp_finish(p, 10000, NULL, NULL);
-	TL_CHECK(strncmp(p->status, code, strlen(code)) == 0 && p->exit_code == 1,
-			 "%s: STATUS %s, exit %d (expected %s, exit 1)", what, p->status, p->exit_code, code);
-}
-
-static void
 TestRefusals(void)
 {
 	SessionProc p;
@@ -696,19 +693,19 @@ TestRefusals(void)
 
 	sp_start(&p, argv0, "v3", 30000);
 	sp_mutate(&p, &add, 1, NULL, NULL, 0, false, 0);
-	ExpectStatus(&p, "INVALID_ARGUMENT", "adds with mutate_id 0");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "adds with mutate_id 0");
 
 	sp_start(&p, argv0, "v3", 30000);
 	sp_send_raw(&p, unknown_version, sizeof(unknown_version));
-	ExpectStatus(&p, "INVALID_ARGUMENT", "unknown version arm");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "unknown version arm");
 
 	sp_start(&p, argv0, "v3", 30000);
 	sp_send_raw(&p, no_request, sizeof(no_request));
-	ExpectStatus(&p, "INVALID_ARGUMENT", "no request arm");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "no request arm");
 
 	sp_start(&p, argv0, "v3", 30000);
 	sp_mutate(&p, &bad_kind, 1, NULL, NULL, 0, false, 3);
-	ExpectStatus(&p, "INVALID_ARGUMENT", "unknown topic kind");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "unknown topic kind");
 
 	/* both Mutates in one write: the second meets the first's wave in flight */
 	sp_start(&p, argv0, "v3", 30000);
@@ -716,7 +713,7 @@ TestRefusals(void)
 	sp_mutate(&p, &add, 1, NULL, NULL, 0, false, 5);
 	sp_mutate(&p, &other, 1, NULL, NULL, 0, false, 5);
 	sp_release(&p);
-	ExpectStatus(&p, "INVALID_ARGUMENT", "mutate_id of a wave in flight");
+	sp_expect_status(&p, "INVALID_ARGUMENT", "mutate_id of a wave in flight");
 
 	/* the control: a valid stream closes OK (the checks above can tell) */
 	sp_start(&p, argv0, "v3", 30000);
@@ -733,7 +730,7 @@ TestRefusals(void)
 			many[i] = add;
 		sp_start(&p, argv0, "v3", 30000);
 		sp_mutate(&p, many, XIP83_TEST_MAX_ADDS + 1, NULL, NULL, 0, false, 7);
-		ExpectStatus(&p, "RESOURCE_EXHAUSTED", "100,001 adds");
+		sp_expect_status(&p, "RESOURCE_EXHAUSTED", "100,001 adds");
 		free(many);
 	}
 
@@ -744,11 +741,11 @@ TestRefusals(void)
 
 		sp_start(&p, argv0, "v3", 30000);
 		sp_send_raw(&p, garbage, sizeof(garbage));
-		ExpectStatus(&p, "INVALID_ARGUMENT", "malformed request");
+		sp_expect_status(&p, "INVALID_ARGUMENT", "malformed request");
 		sp_start(&p, argv0, "v3", 30000);
 		if (write(p.to_child, cut, sizeof(cut)) != (ssize_t) sizeof(cut))
 			tl_fatal("write failed");
-		ExpectStatus(&p, "INVALID_ARGUMENT", "truncated request");
+		sp_expect_status(&p, "INVALID_ARGUMENT", "truncated request");
 	}
 
 	/* 257 waves in one write (under PIPE_BUF, so all start before any finishes) */
@@ -763,10 +760,7 @@ TestRefusals(void)
 	}
 	TL_CHECK(p.held_len <= 4096, "257 Mutates take %zu bytes: not one atomic write", p.held_len);
 	sp_release(&p);
-	ExpectStatus(&p, "RESOURCE_EXHAUSTED", "257 waves in flight");
-
-	sp_start(&p, argv0, "d14n", 30000);
-	ExpectStatus(&p, "UNIMPLEMENTED", "d14n");
+	sp_expect_status(&p, "RESOURCE_EXHAUSTED", "257 waves in flight");
 }
 
 /* ---------------------------------------------------------------- keepalive */
@@ -866,6 +860,128 @@ TestFrameLimit(PGconn *conn)
 	sp_finish(&p, 10000, NULL, NULL);
 }
 
+/* More late writes at once than the late ring holds: the stream ends ABORTED. */
+static void
+TestLateLost(PGconn *conn)
+{
+	SessionProc p;
+	SpAdd		add = Add("\0ll", 3, 0);
+	SpResponse *r;
+	bool		acked = false;
+	int64_t		ring = tl_scalar(conn, "SELECT late_ring_size FROM xip83.feed_status()");
+	int64_t		top = tl_scalar(conn, "SELECT coalesce(max(id), 0) FROM xip83.group_messages");
+	char		gap_from[32],
+				gap_to[32],
+				high[32];
+	const char *params[2] = {gap_from, gap_to};
+
+	InsertN(conn, "ll", 2);
+	sp_start(&p, argv0, "v3", 30000);
+	sp_mutate(&p, &add, 1, NULL, NULL, 0, false, 50);
+	while (!acked && (r = sp_read(&p, 5000)) != NULL)
+	{
+		acked = r->v1 && r->v1->response_case == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE;
+		sp_free(r);
+	}
+	TL_CHECK(acked, "late lost: the wave never finished");
+	/* a row far above leaves a gap the horizon passes; filling it is ring + 100 late writes */
+	snprintf(high, sizeof(high), "%lld", (long long) (top + ring + 1000));
+	snprintf(gap_from, sizeof(gap_from), "%lld", (long long) (top + 100));
+	snprintf(gap_to, sizeof(gap_to), "%lld", (long long) (top + ring + 199));
+	{
+		const char *hp[1] = {high};
+
+		PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+						" VALUES ($1::bigint, 'll', 'high', sha256('llhigh'))", 1, hp));
+	}
+	for (int i = 0; i < 100 && tl_scalar(conn, "SELECT xip83.group_horizon()") < top + ring + 1000; i++)
+		usleep(10000);
+	PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+					" SELECT i, 'll', int8send(i), sha256('ll'::bytea || int8send(i))"
+					" FROM generate_series($1::bigint, $2::bigint) i", 2, params));
+	sp_finish(&p, 10000, NULL, NULL);
+	TL_CHECK(strncmp(p.status, "ABORTED", 7) == 0 && strstr(p.status, "X83L0") != NULL
+			 && p.exit_code == 1, "late writes lost: STATUS %s, exit %d (expected ABORTED ... X83L0)",
+			 p.status, p.exit_code);
+}
+
+/*
+ * Two waves of several pages in flight at once (one write): each one's next
+ * page is read ahead while the other's runs on the same connection; both
+ * deliver every row, tagged with their own mutate_id.
+ */
+static void
+TestLongWaves(PGconn *conn)
+{
+	SessionProc p;
+	SpAdd		a1 = Add("\0b1", 3, 0);
+	SpAdd		a2 = Add("\0b2", 3, 0);
+	SpResponse *r;
+	int			rows[2] = {0, 0},
+				acks = 0,
+				wrong = 0;
+
+	PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+					" SELECT g, int8send(i), sha256(g || int8send(i))"
+					" FROM generate_series(1, 3500) i, (VALUES ('b1'::bytea), ('b2')) t(g)", 0, NULL));
+	sp_start(&p, argv0, "v3", 30000);
+	p.hold = true;
+	sp_mutate(&p, &a1, 1, NULL, NULL, 0, false, 71);
+	sp_mutate(&p, &a2, 1, NULL, NULL, 0, false, 72);
+	sp_release(&p);
+	while (acks < 2 && (r = sp_read(&p, 10000)) != NULL)
+	{
+		if (r->v1 && r->v1->response_case == MESSAGES)
+			for (size_t i = 0; i < r->v1->messages->n_group_messages; i++)
+			{
+				ProtobufCBinaryData *g = &r->v1->messages->group_messages[i]->v1->group_id;
+				int			w = g->len == 2 && g->data[1] == '2';
+
+				rows[w]++;
+				wrong += r->v1->messages->mutate_id != (uint64_t) (71 + w);
+			}
+		acks += r->v1 && r->v1->response_case == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE;
+		sp_free(r);
+	}
+	sp_close(&p);
+	sp_finish(&p, 10000, NULL, NULL);
+	TL_CHECK(acks == 2 && rows[0] == 3500 && rows[1] == 3500 && wrong == 0
+			 && strcmp(p.status, "OK") == 0, "two long waves: %d acks, %d + %d of 3500 rows, %d mistagged, STATUS %s",
+			 acks, rows[0], rows[1], wrong, p.status);
+}
+
+/*
+ * 70 MiB of live rows for a topic whose wave is still replaying 400,000 rows
+ * of history: folded, they pass the 64 MiB limit.
+ */
+static void
+TestPendingLimit(PGconn *conn)
+{
+	SessionProc p;
+	SpAdd		add = Add("\0pb", 3, 0);
+	SpResponse *r;
+	bool		acked = false;
+
+	PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+					" SELECT 'pb', int8send(i), sha256('pb'::bytea || int8send(i))"
+					" FROM generate_series(1, 400000) i", 0, NULL));
+	sp_start(&p, argv0, "v3", 30000);
+	sp_mutate(&p, &add, 1, NULL, NULL, 0, false, 60);
+	PQclear(tl_exec(conn, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+					" SELECT 'pb', d, sha256('pb'::bytea || d) FROM"
+					" (SELECT convert_to(lpad(i::text, 1048576, 'x'), 'UTF8') d"
+					"  FROM generate_series(1, 70) i) x", 0, NULL));
+	while ((r = sp_read(&p, 20000)) != NULL)
+	{
+		acked |= r->v1 && r->v1->response_case == XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE;
+		sp_free(r);
+	}
+	sp_finish(&p, 10000, NULL, NULL);
+	TL_CHECK(!acked && strncmp(p.status, "RESOURCE_EXHAUSTED", 18) == 0 && strstr(p.status, "pending")
+			 && p.exit_code == 1, "pending-bytes limit: STATUS %s, exit %d, wave acked %d", p.status,
+			 p.exit_code, acked);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -877,6 +993,9 @@ main(int argc, char **argv)
 	TestKeepalive();
 	TestRules(conn);
 	TestFrameLimit(conn);
+	TestLateLost(conn);
+	TestPendingLimit(conn);
+	TestLongWaves(conn);
 	TestSeam(conn);
 	PQfinish(conn);
 	return tl_done("t_session");

@@ -1,8 +1,8 @@
 /*
  * t_wave_v3: the v3 wave scans against their SQL definition, row for row.
  *
- * Thousands of random waves (duplicate topics, unknown topics, empty and
- * large arrays, floors above the ceiling, ceilings below the floors, scan
+ * Thousands of random waves (duplicate topics, unknown topics, the empty
+ * topic, which the nodes store, empty and large arrays, floors above the ceiling, ceilings below the floors, scan
  * cursors mid-wave, every read strategy) over group and welcome messages, on
  * the extension's tables, on a node-layout table, and on partitioned copies.
  * A forked writer keeps inserting, deleting, updating and rolling back on the
@@ -56,10 +56,10 @@ static const char *strategies[] = {"auto", "heap", "walk"};
 static const char *setup_sql =
 "SELECT setseed(0.83);"
 "CREATE FUNCTION pg_temp.topic(k int) RETURNS bytea LANGUAGE sql IMMUTABLE AS"
-"  $$ SELECT substring(int8send(k) from 9 - (1 + k % 3)) $$;"
+"  $$ SELECT CASE k WHEN 0 THEN ''::bytea ELSE substring(int8send(k) from 9 - (1 + k % 3)) END $$;"
 "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash, is_commit, sender_hmac,"
 "                                  should_push)"
-"SELECT g, d, sha256(g || d), random() < 0.3,"
+"SELECT g, d, sha256(g || d), CASE WHEN random() < 0.2 THEN NULL ELSE random() < 0.3 END,"
 "       CASE WHEN random() < 0.5 THEN int4send(i) END,"
 "       CASE WHEN random() < 0.3 THEN NULL ELSE random() < 0.5 END"
 "  FROM (SELECT i, pg_temp.topic(floor(40 * random() ^ 2)::int) g,"
@@ -68,13 +68,13 @@ static const char *setup_sql =
 "INSERT INTO xip83.welcome_messages (installation_key, data, hpke_public_key,"
 "        installation_key_data_hash, wrapper_algorithm, welcome_metadata, message_type)"
 "SELECT k, d, CASE WHEN random() < 0.5 THEN int4send(i) END, sha256(k || d),"
-"       (random() * 3)::int, CASE WHEN random() < 0.5 THEN int8send(i) END, (random() < 0.2)::int"
+"       (random() * 4)::int - 1, CASE WHEN random() < 0.5 THEN int8send(i) END, (random() * 3)::int"
 "  FROM (SELECT i, pg_temp.topic(floor(40 * random() ^ 2)::int) k, int4send(i) d"
 "          FROM generate_series(1, 3000) i) s;"
 /* a node's own tables: other column order, extra columns */
 "CREATE TABLE public.node_group_messages (note text DEFAULT 'n', should_push boolean,"
 "    group_id bytea NOT NULL, data bytea NOT NULL, id bigint PRIMARY KEY,"
-"    group_id_data_hash bytea, sender_hmac bytea, is_commit boolean NOT NULL,"
+"    group_id_data_hash bytea, sender_hmac bytea, is_commit boolean,"
 "    created_at timestamp NOT NULL);"
 "INSERT INTO public.node_group_messages (should_push, group_id, data, id, sender_hmac,"
 "    is_commit, created_at)"
@@ -119,7 +119,7 @@ static const char *setup_sql =
 static const char *writer_sql =
 "BEGIN;"
 "SELECT count(*) FROM xip83.insert_group_messages("
-"    ARRAY(SELECT substring(int8send(k) from 9 - (1 + k % 3))"
+"    ARRAY(SELECT CASE k WHEN 0 THEN ''::bytea ELSE substring(int8send(k) from 9 - (1 + k % 3)) END"
 "            FROM (SELECT floor(40 * random() ^ 2)::int k FROM generate_series(1, 4)) s),"
 "    ARRAY(SELECT int8send((random() * 1e15)::bigint) FROM generate_series(1, 4)));"
 "SELECT count(*) FROM xip83.insert_welcome_messages("
@@ -163,11 +163,11 @@ RunWriter(void)
 	}
 }
 
-/* The topic of pool entry k as a bytea element literal ("\\x..."). */
+/* The topic of pool entry k as a bytea element literal ("\\x..."); 0 is the empty topic. */
 static void
 TopicLiteral(char *out, int k)
 {
-	int			len = 1 + k % 3;
+	int			len = k == 0 ? 0 : 1 + k % 3;
 
 	out += sprintf(out, "\"\\\\x");
 	for (int i = len - 1; i >= 0; i--)
@@ -439,7 +439,8 @@ HugeArrays(PGconn *conn)
 	/* a snprintf format: "%%" is the SQL modulo */
 	const char *million =
 		"SELECT count(*), coalesce(sum(id), 0) FROM xip83.group_wave_scan("
-		" ARRAY(SELECT substring(int8send(i) from 9 - (1 + i %% 3)) FROM generate_series(0, 999999) i),"
+		" ARRAY(SELECT CASE i WHEN 0 THEN ''::bytea ELSE substring(int8send(i) from 9 - (1 + i %% 3)) END"
+		"         FROM generate_series(0, 999999) i),"
 		" array_fill(%s::bigint, ARRAY[1000000]), 0, xip83.group_ceiling(), 500)";
 	char		sql[1024];
 	PGresult   *got;

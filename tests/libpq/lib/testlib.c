@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int			tl_checks;
@@ -177,4 +178,29 @@ tl_pgctl(const char *args)
 	snprintf(cmd, sizeof(cmd), "%s %s >/dev/null", pgctl, args);
 	if (system(cmd) != 0)
 		tl_fatal("pg_ctl %s failed", args);
+}
+
+double
+tl_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void
+tl_sleep_us(long us)
+{
+	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+
+	nanosleep(&ts, NULL);
+}
+
+void
+tl_wait_share(atomic_llong *done, int64_t target, double share, atomic_int *finished,
+			  int nwriters)
+{
+	while (atomic_load(done) < (int64_t) (target * share) && atomic_load(finished) < nwriters)
+		tl_sleep_us(10000);
 }

@@ -8,6 +8,7 @@
 #define XIP83_TESTLIB_H
 
 #include <libpq-fe.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -34,6 +35,24 @@ PGconn	   *tl_reconnect(void);
 int64_t		tl_scalar(PGconn *conn, const char *sql);
 /* Runs the driver's pg_ctl wrapper (XIP83_PGCTL) with arguments; fatal on failure. */
 void		tl_pgctl(const char *args);
+/* A writer thread of the concurrent-writer tests: its number, random seed, connection, rows made. */
+typedef struct TlWriter
+{
+	int			id;
+	unsigned int seed;
+	PGconn	   *conn;
+	int64_t		serial;
+} TlWriter;
+
+/* Seconds on the monotonic clock. */
+double		tl_now(void);
+void		tl_sleep_us(long us);
+/*
+ * Waits until writers have done the given share of their target (*done counts
+ * what they did), or all of them (nwriters) have finished (*finished).
+ */
+void		tl_wait_share(atomic_llong *done, int64_t target, double share,
+						  atomic_int *finished, int nwriters);
 /* The test's exit status, with a summary line. */
 int			tl_done(const char *name);
 

@@ -40,12 +40,18 @@ wd_exec_script(PGconn *conn, const char *sql)
 }
 
 void
-wd_load_reference(PGconn *conn)
+wd_exec_file(PGconn *conn, const char *path)
 {
-	char	   *sql = ReadFile("tests/wave_d14n_reference.sql");
+	char	   *sql = ReadFile(path);
 
 	wd_exec_script(conn, sql);
 	free(sql);
+}
+
+void
+wd_load_reference(PGconn *conn)
+{
+	wd_exec_file(conn, "tests/wave_d14n_reference.sql");
 }
 
 void
@@ -92,7 +98,10 @@ wd_wave_params(const WdWave *w, char *params[5])
 	{
 		const char *sep = i ? "," : "";
 
-		tl_buf_add(&t[0], "%s\"\\\\x00%08x\"", sep, (unsigned) w->topic_ids[i]);
+		if (w->topic_ids[i] < 0)	/* the empty topic */
+			tl_buf_add(&t[0], "%s\"\"", sep);
+		else
+			tl_buf_add(&t[0], "%s\"\\\\x00%08x\"", sep, (unsigned) w->topic_ids[i]);
 		tl_buf_add(&t[1], "%s%d", sep, w->nodes[i]);
 		tl_buf_add(&t[2], "%s%lld", sep, (long long) w->floors[i]);
 	}

@@ -25,6 +25,8 @@ typedef struct WdWave
 
 /* Runs SQL of several statements (simple protocol); any error is fatal. */
 void		wd_exec_script(PGconn *conn, const char *sql);
+/* Runs a file of SQL statements (path from the checkout's top directory). */
+void		wd_exec_file(PGconn *conn, const char *path);
 /* Runs tests/wave_d14n_reference.sql (from the checkout's top directory). */
 void		wd_load_reference(PGconn *conn);
 

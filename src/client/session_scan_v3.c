@@ -1,0 +1,89 @@
+/*
+ * session_scan_v3.c: the v3 binding's waves (see session_internal.h): one
+ * pass per kind (group messages, welcomes), each with the topics of its
+ * kind, their id floors and the kind's ceiling pinned when the wave starts,
+ * read in pages of group_wave_scan / welcome_wave_scan.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "session_internal.h"
+#include "session_params.h"
+
+static const char *const scan_sql[2] = {
+	"SELECT * FROM xip83.group_wave_scan($1::bytea[], $2::bigint[], $3::bigint, $4::bigint, $5::int)",
+	"SELECT * FROM xip83.welcome_wave_scan($1::bytea[], $2::bigint[], $3::bigint, $4::bigint, $5::int)",
+};
+
+static bool
+Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
+{
+	Xip83ArrayLit keys[2] = {{0}};
+	Xip83ArrayLit floors[2] = {{0}};
+	PGresult   *res;
+	bool		ok = true;
+
+	for (size_t i = 0; ok && i < n; i++)
+	{
+		int			k = adds[i]->topic[0];
+
+		/* the scans take the identifier without the kind byte */
+		ok = xip83_lit_bytes(&keys[k], adds[i]->topic + 1, adds[i]->len - 1)
+			&& xip83_lit_int(&floors[k], adds[i]->cursor[0].seq);
+	}
+	w->n_passes = 2;
+	for (int k = 0; k < 2; k++)
+	{
+		w->pass[k].done = keys[k].n == 0;
+		w->pass[k].params[0] = xip83_lit_finish(&keys[k]);
+		w->pass[k].params[1] = xip83_lit_finish(&floors[k]);
+		ok = ok && w->pass[k].params[0] && w->pass[k].params[1];
+	}
+	if (!ok)
+		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+	xip83_wave_conn_idle(s);
+	res = PQexec(s->wave_conn, "SELECT xip83.group_ceiling(), xip83.welcome_ceiling()");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		ok = xip83_session_fail(s, "UNAVAILABLE", "wave ceiling: %s",
+								PQerrorMessage(s->wave_conn));
+	else
+		for (int k = 0; k < 2; k++)
+			w->pass[k].ceiling = atoll(PQgetvalue(res, 0, k));
+	PQclear(res);
+	return ok;
+}
+
+static bool
+Page(Xip83Session *s, Xip83Wave *w, int k)
+{
+	Xip83Pass  *pass = &w->pass[k];
+	char		cursor[32],
+				ceiling[32],
+				limit[16];
+	const char *params[5] = {pass->params[0], pass->params[1], cursor, ceiling, limit};
+
+	snprintf(cursor, sizeof(cursor), "%lld", (long long) pass->scan.seq);
+	snprintf(ceiling, sizeof(ceiling), "%lld", (long long) pass->ceiling);
+	snprintf(limit, sizeof(limit), "%d", XIP83_PAGE_ROWS);
+	return xip83_wave_send(s, w, k, scan_sql[k], 5, params);
+}
+
+static Xip83Pos
+Position(const PGresult *res, int r, int k)
+{
+	Xip83Pos	pos = {k, xip83_result_int(res, r, 0)};
+
+	return pos;
+}
+
+static bool
+Row(Xip83Session *s, Xip83Wave *w, int k, const PGresult *res, int r)
+{
+	Xip83V3Row	row;
+	Xip83Msg	m;
+
+	xip83_v3row_read(res, r, k, &xip83_v3_scan_cols, &row);
+	return xip83_msg_v3(s, &m, &row) && xip83_wave_scanned(s, w, &m);
+}
+
+const Xip83WaveOps xip83_wave_v3 = {Prepare, Page, Position, Row};
