@@ -176,32 +176,24 @@ typedef struct Reads
 static double WaveMs(const char *fn, const char *floor_expr, int runs);
 static double EnvMs(const char *fn, const char *floor_expr, int runs);
 
-/* Each call best of `runs`, the three interleaved `rounds` times (best kept). */
+/* A first page's best ms: fn (ours or the anchor), floors from an expression of `last`. */
+typedef double (*PageMsFn) (const char *fn, const char *floor_expr, int runs);
+
+/*
+ * The three calls of a kind (page: WaveMs or EnvMs, fn: its wave function,
+ * at_ceiling: the floor expression that puts floors at the ceiling), each best
+ * of `runs`, interleaved `rounds` times (best kept).
+ */
 static Reads
-MeasureReads(int runs, int rounds)
+MeasureReads(PageMsFn page, const char *fn, const char *at_ceiling, int runs, int rounds)
 {
 	Reads		r = {1e9, 1e9, 1e9};
 
 	for (int i = 0; i < rounds; i++)
 	{
-		r.at_ceiling = Min2(r.at_ceiling, WaveMs("bench_wave", "xip83.group_ceiling()", runs));
-		r.caught = Min2(r.caught, WaveMs("bench_wave", "last", runs));
-		r.wave95 = Min2(r.wave95, WaveMs("bench_wave", "(last * 0.95)::bigint", runs / 2));
-	}
-	return r;
-}
-
-/* The same three d14n calls (originator 1). */
-static Reads
-MeasureEnvReads(int runs, int rounds)
-{
-	Reads		r = {1e9, 1e9, 1e9};
-
-	for (int i = 0; i < rounds; i++)
-	{
-		r.at_ceiling = Min2(r.at_ceiling, EnvMs("bench_env", "ENV_CEILING", runs));
-		r.caught = Min2(r.caught, EnvMs("bench_env", "last", runs));
-		r.wave95 = Min2(r.wave95, EnvMs("bench_env", "(last * 0.95)::bigint", runs / 2));
+		r.at_ceiling = Min2(r.at_ceiling, page(fn, at_ceiling, runs));
+		r.caught = Min2(r.caught, page(fn, "last", runs));
+		r.wave95 = Min2(r.wave95, page(fn, "(last * 0.95)::bigint", runs / 2));
 	}
 	return r;
 }
@@ -315,7 +307,7 @@ main(int argc, char **argv)
 	Exec("CREATE TABLE bench_floors AS SELECT group_id AS topic, max(id) AS last"
 		 "  FROM xip83.group_messages GROUP BY 1");
 
-	with = MeasureReads(50, 5);
+	with = MeasureReads(WaveMs, "bench_wave", "xip83.group_ceiling()", 50, 5);
 	snprintf(sql, sizeof(sql),
 			 "SELECT bench_pk((SELECT array_agg(id) FROM xip83.group_wave_scan("
 			 " (SELECT array_agg(topic) FROM bench_floors),"
@@ -325,7 +317,7 @@ main(int argc, char **argv)
 		pk95 = Min2(pk95, Scalar(sql));
 	anchor_caught = WaveMs("bench_anchor", "last", 10);
 	anchor95 = WaveMs("bench_anchor", "(last * 0.95)::bigint", 10);
-	env_with = MeasureEnvReads(50, 5);
+	env_with = MeasureReads(EnvMs, "bench_env", "ENV_CEILING", 50, 5);
 	snprintf(sql, sizeof(sql),
 			 "SELECT bench_env_pk((SELECT array_agg(originator_sequence_id) FROM xip83.envelope_wave_scan("
 			 " (SELECT array_agg(topic) FROM bench_env_floors), array_fill(1, ARRAY[%d]),"
@@ -340,8 +332,8 @@ main(int argc, char **argv)
 
 	/* the same calls on the same data, every topic descended (as before the tables) */
 	Restart(false);
-	without = MeasureReads(10, 2);
-	env_without = MeasureEnvReads(10, 2);
+	without = MeasureReads(WaveMs, "bench_wave", "xip83.group_ceiling()", 10, 2);
+	env_without = MeasureReads(EnvMs, "bench_env", "ENV_CEILING", 10, 2);
 
 	printf("bench_recent: %lld rows, %d topics, pages of 500 (best of many runs, ms;"
 		   " writer rates best of 5; one run, machine shared)\n", rows, topics);
