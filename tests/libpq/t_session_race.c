@@ -417,7 +417,8 @@ OpenEpoch(Client *c, int topic, uint64_t wave, const SpRow *cursor, size_t n)
 	e->wave = wave;
 	e->mseq = c->sent;
 	c->last_touch[topic] = c->sent;
-	memcpy(e->cursor, cursor, n * sizeof(SpRow));
+	if (n > 0)
+		memcpy(e->cursor, cursor, n * sizeof(SpRow));
 	e->n_cursor = n;
 	return e;
 }
@@ -773,7 +774,8 @@ Account(PGconn *conn, Client *c, long *expected, int *missing, int *repeats)
 	{
 		Epoch	   *e = &c->epochs[i];
 
-		qsort(e->got, e->n_got, sizeof(int64_t), CmpKey);
+		if (e->n_got > 1)		/* an epoch that got nothing has no array */
+			qsort(e->got, e->n_got, sizeof(int64_t), CmpKey);
 		for (size_t j = 1; j < e->n_got; j++)
 			*repeats += e->got[j] == e->got[j - 1];
 	}
