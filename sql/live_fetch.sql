@@ -104,6 +104,17 @@ INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)
 VALUES (:g0 + 3, '\x0e', '\x0e', sha256('\x0e')) ON CONFLICT DO NOTHING;
 SELECT count(*) AS repeat_delivered FROM xip83.live_group_messages(:g0 + 2000, 10, :lc1);
 SELECT late_writes >= 1 AS late_counted FROM xip83.feed_status;
+-- A late row carries the late cursor up to its own entry: a client that kept
+-- only the first row of a result (a dropped connection; here a LIMIT) gets
+-- the other late rows by passing that row's cursor.
+SELECT xip83.late_cursor() AS lc2 \gset
+DELETE FROM xip83.group_messages WHERE id BETWEEN :g0 + 4 AND :g0 + 6;
+INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)
+SELECT :g0 + i, '\x0f', int4send(i), sha256('\x0f' || int4send(i)) FROM generate_series(4, 6) i;
+SELECT id - :g0 AS first_id, late_cursor AS lc3
+  FROM xip83.live_group_messages(:g0 + 2000, 10, :lc2) LIMIT 1 \gset
+SELECT :first_id AS first_late_id, :lc3 > :lc2 AS cursor_moved;
+SELECT id - :g0 AS id FROM xip83.live_group_messages(:g0 + 2000, 10, :lc3);
 INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
 VALUES (2, 7, '\x03aa', '\x00');
 INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)

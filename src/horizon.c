@@ -29,6 +29,10 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "catalog/pg_type.h"
@@ -385,6 +389,63 @@ HorizonLateSince(RegistryDb *db, PositionKind kind, uint64 after, LateBatch *out
 		qsort(out->entries, out->n, sizeof(LateEntry), CompareLateSeq);
 }
 
+/*
+ * Waits for the writer of a late entry: on a primary on its transaction lock
+ * (deadlocks detected, timeouts honored), on a standby, where no such lock is
+ * replayed, by polling what replay knows.
+ */
+static void
+WaitForLateWriter(TransactionId xid)
+{
+	if (!RecoveryInProgress())
+	{
+		XactLockTableWait(xid, NULL, NULL, XLTW_None);
+		return;
+	}
+	while (TransactionIdIsInProgress(xid))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * The late cursor a consumer that starts "from now" passes to its first live
+ * fetch: the ring's newest entry, once every late write up to it has ended.
+ * A late write still running would otherwise be lost to that consumer: its
+ * row is not in the snapshot the consumer then reads its wave (or first
+ * rows) with, and its entry is not after the cursor. Late writes are rare
+ * (a position written again after its horizon was published), so the wait
+ * is usually none; entries of transactions that ended before this
+ * statement's snapshot are not even looked up.
+ */
+uint64
+HorizonLateStart(RegistryDb *db)
+{
+	uint64		head;
+	TransactionId *xids = palloc(sizeof(TransactionId) * Reg->ring_size);
+	int			n = 0;
+
+	LWLockAcquire(Reg->lock, LW_SHARED);
+	head = db->late_next - 1;
+	for (int i = 0; i < Reg->ring_size; i++)
+	{
+		const LateEntry *e = &db->ring[i];
+
+		if (e->seq != 0 && e->seq <= head && TransactionIdIsNormal(e->xid) &&
+			!TransactionIdPrecedes(e->xid, RecentXmin))
+			xids[n++] = e->xid;
+	}
+	LWLockRelease(Reg->lock);
+	for (int i = 0; i < n; i++)
+		if (!TransactionIdIsCurrentTransactionId(xids[i]) && TransactionIdIsInProgress(xids[i]))
+			WaitForLateWriter(xids[i]);
+	pfree(xids);
+	return head;
+}
+
 /* ------------------------------------------------------------ SQL */
 
 /*
@@ -497,9 +558,7 @@ late_cursor(PG_FUNCTION_ARGS)
 	}
 	else
 		db = RegistryAttach();
-	LWLockAcquire(Reg->lock, LW_SHARED);
-	head = db->late_next - 1;
-	LWLockRelease(Reg->lock);
+	head = HorizonLateStart(db);
 	PG_RETURN_INT64((int64) head);
 }
 

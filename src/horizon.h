@@ -67,6 +67,7 @@ extern void HorizonCollectFeed(RegistryDb *db, HorizonSet *out);
 #define HorizonCollect(out) HorizonCollectFeed(RegistryAttach(), (out))
 /* The late entries of a kind with seq > after (call after taking the read snapshot). */
 extern void HorizonLateSince(RegistryDb *db, PositionKind kind, uint64 after, LateBatch *out);
+extern uint64 HorizonLateStart(RegistryDb *db);
 
 /*
  * The feed whose horizons cover relid as a table of that kind: xip83's own

@@ -10,7 +10,8 @@
  * write), so S sees it; rows past the horizon are left for the next fetch.
  *
  * Late writes (registry.h). A consumer keeps a late cursor besides its
- * position cursor; every returned row carries the late cursor to pass next.
+ * position cursor; every returned row carries the late cursor to pass next
+ * once the consumer has taken it (a late row: up to its own entry).
  * The ring's entries after it are taken in order:
  *   - the writer was still running as of S: it blocks. It and every later
  *     entry stay unconsumed, and their rows are left out of the range scan
@@ -365,6 +366,7 @@ LiveFetchLate(LiveFetch *f, PositionKind kind, int64 late_after,
 	bool		blocked = false;
 	int			n_deliver = 0;
 	LateEntry  *deliver;
+	int64		next_cursor;
 
 	if (late_after < 0)
 		ereport(ERROR,
@@ -379,7 +381,7 @@ LiveFetchLate(LiveFetch *f, PositionKind kind, int64 late_after,
 				 errdetail("The late ring keeps the newest %d late writes of the database, in memory since the server started.",
 						   xip83_late_ring_size),
 				 errhint("Resynchronize: replay the consumer's topics up to the current horizon as a wave, then follow from xip83.late_cursor(); raise xip83.late_ring_size to make overflows rarer.")));
-	f->late_cursor = late_after;
+	next_cursor = late_after;
 	f->excluded = palloc(sizeof(LateEntry) * Max(late.n, 1));
 	deliver = palloc(sizeof(LateEntry) * Max(late.n, 1));
 	for (int i = 0; i < late.n; i++)
@@ -402,13 +404,26 @@ LiveFetchLate(LiveFetch *f, PositionKind kind, int64 late_after,
 		if (blocked)
 			f->excluded[f->n_excluded++] = *e;
 		else
-			f->late_cursor = (int64) e->seq;
+			next_cursor = (int64) e->seq;
 	}
 	if (!blocked)
-		f->late_cursor = (int64) late.head;
+		next_cursor = (int64) late.head;
+
+	/*
+	 * A late row carries the cursor of its own entry, not the fetch's: a
+	 * client that takes rows one by one and loses the rest of the result (a
+	 * dropped connection, a LIMIT over the call) must not pass the late rows
+	 * it never received. Range rows carry the whole fetch's cursor: the
+	 * entries it passes are delivered, dead, or in the range itself, before
+	 * any range row a client could stop at or beyond its position.
+	 */
 	for (int i = 0; i < n_deliver; i++)
+	{
+		f->late_cursor = (int64) deliver[i].seq;
 		LiveFetchScan(f, deliver[i].node, deliver[i].position - 1, deliver[i].position,
 					  EmitLateRow, NULL);
+	}
+	f->late_cursor = next_cursor;
 }
 
 /* Releases the scan's resources (an ERROR releases them through the resource owner). */
