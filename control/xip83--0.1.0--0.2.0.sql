@@ -262,7 +262,7 @@ COMMENT ON FUNCTION xip83.welcome_horizon(regclass) IS
 COMMENT ON FUNCTION xip83.envelope_horizons(regclass) IS
   'Per originator of source (xip83.envelopes or a table xip83.track follows as envelope), the highest sequence id such that every one at or below is committed, will never exist, or is announced as a late write. Needs SELECT on source.';
 COMMENT ON FUNCTION xip83.late_cursor(regclass) IS
-  'Sequence number of the newest late write a feed remembers (source NULL: xip83''s own tables; else a tracked table): the late cursor a consumer following "from now" passes to its first live fetch (read it before the horizons).';
+  'Sequence number of the newest late write a feed remembers (source NULL: xip83''s own tables; else a tracked table): the late cursor a consumer following "from now" passes to its first live fetch (read it before the horizons). Returns once every late write up to it has ended, waiting for those still running.';
 GRANT EXECUTE ON FUNCTION xip83.register_position() TO PUBLIC;
 GRANT EXECUTE ON FUNCTION xip83.reset_positions() TO PUBLIC;
 COMMENT ON FUNCTION xip83.register_position() IS

@@ -17,7 +17,8 @@
  *  - originator 2 starts just below a band of 1,000,000 sequence ids and
  *    crosses it, and originators 5 and 6 start writing midway: on the node
  *    tables their partitions are created while the writers run;
- *  - the server is restarted (fast) midway; the consumers reconnect.
+ *  - the server is restarted (fast) midway; the consumers reconnect;
+ *  - a late write is open while the consumers start and commits after.
  * Originator 1 starts at sequence 0 where the tables store it (a chain
  * originator). The consumers start once a fifth of the rows are written, so
  * xip83-tail replays from the start and the Go program pages a wave first.
@@ -260,6 +261,49 @@ KillWriter(void)
 	PQfinish(c);
 }
 
+/*
+ * A late write held open while the consumers start: an envelope of
+ * originator 3 rolled back, written again once the horizon has passed its
+ * sequence (so the retry is a late write), and committed only after the
+ * consumers have started. A consumer whose late cursor passed the open write
+ * would find its row neither in its first snapshot nor in its late lane.
+ */
+static PGconn *
+OpenLateWrite(void)
+{
+	PGconn	   *c = tl_reconnect();
+	long long	seq = atomic_fetch_add(&next_sequence[3], 1);
+	char		seqs[32];
+	char		data[64];
+	const char *params[4] = {"{3}", seqs, "{\"\\\\x0000\"}", data};
+	const char *source[1] = {tables.envelope_source};
+	int			tries = 0;
+
+	snprintf(seqs, sizeof(seqs), "{%lld}", seq);
+	snprintf(data, sizeof(data), "{\"\\\\xffff%016llx\"}", seq);
+	if (!Run(c, "BEGIN", 0, NULL) || !Run(c, tables.envelope_insert, 4, params) ||
+		!Run(c, "ROLLBACK", 0, NULL))
+		tl_fatal("late write: the first attempt failed: %s", PQerrorMessage(c));
+	for (;; tl_sleep_us(1000))
+	{
+		PGresult   *r = PQexecParams(c, "SELECT horizon FROM xip83.envelope_horizons("
+									 "coalesce($1::regclass, 'xip83.envelopes'))"
+									 " WHERE originator_node_id = 3", 1, NULL, source, NULL, NULL, 0);
+		bool		passed = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+			atoll(PQgetvalue(r, 0, 0)) >= seq;
+
+		PQclear(r);
+		if (passed)
+			break;
+		if (++tries == 30000)
+			tl_fatal("late write: the horizon of originator 3 never passed %lld", seq);
+	}
+	if (!Run(c, "BEGIN", 0, NULL) || !Run(c, tables.envelope_insert, 4, params))
+		tl_fatal("late write: the retry failed: %s", PQerrorMessage(c));
+	fprintf(stderr, "late write 3:%lld open while the consumers start\n", seq);
+	return c;
+}
+
 /* ---------------------------------------------------------------- consumers */
 
 typedef struct Consumer
@@ -376,6 +420,7 @@ main(int argc, char **argv)
 	pthread_t	writers[WRITERS];
 	Writer		w[WRITERS];
 	PGconn	   *c;
+	PGconn	   *late_write;
 	Positions	stored_group;
 	Positions	stored_env;
 	char		cmd[1200];
@@ -438,8 +483,13 @@ main(int argc, char **argv)
 	}
 
 	tl_wait_share(&calls_done, target_calls, 0.2, &writers_done, WRITERS);
+	late_write = OpenLateWrite();
 	for (int i = 0; i < 4; i++)
 		Spawn(&consumers[i], dir);
+	tl_sleep_us(1000000);		/* they read their start meanwhile */
+	if (!Run(late_write, "COMMIT", 0, NULL))
+		tl_fatal("late write: commit failed: %s", PQerrorMessage(late_write));
+	PQfinish(late_write);
 	tl_wait_share(&calls_done, target_calls, 0.3, &writers_done, WRITERS);
 	KillWriter();
 	tl_wait_share(&calls_done, target_calls, 0.4, &writers_done, WRITERS);
