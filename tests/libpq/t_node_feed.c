@@ -47,7 +47,7 @@
 #define ORIGINATORS 6			/* 1-4 from the start, 5 and 6 from midway */
 #define GROUP_TOPICS 64
 #define ENVELOPE_TOPICS 40
-#define MAX_TRIES 50
+#define MAX_TRIES 600			/* with the backoff below, about a minute */
 
 static NodeTables tables;
 static int	group_versions;		/* insert function versions to rotate through */
@@ -228,7 +228,8 @@ WriterMain(void *arg)
 				atomic_fetch_add(&given_up, 1);
 				break;
 			}
-			tl_sleep_us(1000 * tries);
+			/* a fast restart on a loaded machine can take seconds: back off to 100 ms */
+			tl_sleep_us(1000 * (tries < 100 ? tries : 100));
 		}
 		atomic_fetch_add(&calls_done, plan.ncalls);
 	}
