@@ -67,6 +67,7 @@ typedef struct MergeStream
 	int			next;
 	int			cap;
 	bool		drained;		/* the index holds nothing beyond items */
+	bool		admitted;		/* reached and let in by the admit callback */
 } MergeStream;
 
 /* A stream's next item as the heap orders it; kept inline for cache locality. */
@@ -112,8 +113,15 @@ struct MergeScan
 	MergeHead  *heads;			/* min-heap of the heads of unexhausted streams */
 	int			nheads;
 	int			heads_cap;
-	MergeHead  *pending;		/* min-heap of streams not read yet, by floor */
+	MergeHead  *pending;		/* min-heap of streams not reached yet, by floor */
 	int			npending;
+	int64		heap_floor;		/* every stream's floor is raised to it */
+	int64		top_ceiling;	/* the highest ceiling of a stream */
+	bool		one_originator; /* every stream is of the first's originator */
+	MergeAdmitFn admit;
+	void	   *admit_arg;
+	int		   *reached;		/* streams the walk admitted, to refill */
+	int			nreached;
 
 	LeafScan   *leafscans;		/* by SourceLeaf.leafno */
 	int			nleafscans;
@@ -156,7 +164,22 @@ MergeBegin(int nprefix, Snapshot snapshot, MergeStrategy strategy, int64 row_goa
 	merge->cap = 16;
 	merge->streams = MemoryContextAlloc(cxt, sizeof(MergeStream) * merge->cap);
 	merge->budget_items = Max((int64) work_mem * 1024 / (int64) sizeof(MergeItem), 1024);
+	merge->top_ceiling = PG_INT64_MIN;
+	merge->one_originator = true;
 	return merge;
+}
+
+/*
+ * Has admit decide about each stream when the merge first reaches it (see
+ * MergeAdmitFn); without it every stream is read.
+ */
+void
+MergeSetAdmit(MergeScan *merge, MergeAdmitFn admit, void *arg)
+{
+	if (merge->mode != MODE_START)
+		elog(ERROR, "a merge's admit callback must be set before the first row is read");
+	merge->admit = admit;
+	merge->admit_arg = arg;
 }
 
 /* Lowers a stream's floor before the first row is read (a topic listed twice). */
@@ -220,6 +243,9 @@ MergeAddStream(MergeScan *merge, Datum topic, int32 originator, int64 floor,
 	s->ceiling = ceiling;
 	s->leaves = leaves;
 	s->nleaves = (uint16) nleaves;
+	merge->top_ceiling = Max(merge->top_ceiling, ceiling);
+	if (merge->nstreams > 0 && originator != merge->streams[0].originator)
+		merge->one_originator = false;
 	return merge->nstreams++;
 }
 
@@ -510,38 +536,93 @@ PushHead(MergeScan *merge, MergeHead h)
 }
 
 /*
- * Starts the heap strategy with every stream's floor raised to `floor`.
- * Streams are read lazily, in floor order: a stream whose floor is at or
- * above the current head cannot hold the next row, so it waits (PrimeDue).
- * A page of a wave whose topics all have rows far above the lowest floor
- * then descends the topics whose floors are below the page's last row, not
- * every topic.
+ * Orders every stream by (originator, floor) into the heap of streams not
+ * reached yet, once, when the merge starts: the walk and the heap both
+ * reach streams in that order, so a page sets up and reads only the streams
+ * whose floors lie below its last row.
+ */
+static void
+BuildPending(MergeScan *merge)
+{
+	merge->pending = MemoryContextAllocHuge(merge->cxt,
+											sizeof(MergeHead) * Max(merge->nstreams, 1));
+	for (int i = 0; i < merge->nstreams; i++)
+	{
+		MergeHead  *h = &merge->pending[i];
+
+		h->position = merge->streams[i].floor;
+		h->originator = merge->streams[i].originator;
+		h->stream = i;
+	}
+	merge->npending = merge->nstreams;
+	merge->heap_floor = PG_INT64_MIN;
+	for (int i = merge->npending / 2 - 1; i >= 0; i--)
+		SiftDownIn(merge->pending, merge->npending, i);
+}
+
+/* Takes the stream with the lowest (originator, floor) off the pending heap. */
+static int
+PopPending(MergeScan *merge)
+{
+	int			sno = merge->pending[0].stream;
+
+	merge->pending[0] = merge->pending[--merge->npending];
+	if (merge->npending > 0)
+		SiftDownIn(merge->pending, merge->npending, 0);
+	return sno;
+}
+
+/* Puts a reached stream back on the pending heap, by its floor now. */
+static void
+PushPending(MergeScan *merge, int sno)
+{
+	MergeHead	h;
+	int			i = merge->npending++;
+
+	h.position = merge->streams[sno].floor;
+	h.originator = merge->streams[sno].originator;
+	h.stream = sno;
+	while (i > 0 && HeadBefore(&h, &merge->pending[(i - 1) / 2]))
+	{
+		merge->pending[i] = merge->pending[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	merge->pending[i] = h;
+}
+
+/* Marks a stream reached; false when the caller's admit callback drops it. */
+static inline bool
+Admit(MergeScan *merge, int sno)
+{
+	merge->streams[sno].admitted = true;
+	return merge->admit == NULL || merge->admit(merge->admit_arg, sno);
+}
+
+/*
+ * Starts the heap strategy with every stream's floor raised to `floor`
+ * (where the walk handed over: the streams it reached wait again, by their
+ * raised floors). Streams are read lazily, in floor order: a stream whose
+ * floor is at or above the current head cannot hold the next row, so it
+ * waits (PrimeDue). A page of a wave whose topics all have rows far above
+ * the lowest floor then descends the topics whose floors are below the
+ * page's last row, not every topic.
  */
 static void
 PrimeHeap(MergeScan *merge, int64 floor)
 {
 	merge->heads_cap = Min(Max(merge->nstreams, 1), 64);
 	merge->heads = MemoryContextAlloc(merge->cxt, sizeof(MergeHead) * merge->heads_cap);
-	merge->pending = MemoryContextAllocHuge(merge->cxt,
-											sizeof(MergeHead) * Max(merge->nstreams, 1));
 	merge->nheads = 0;
-	merge->npending = 0;
-	for (int i = 0; i < merge->nstreams; i++)
+	merge->heap_floor = floor;
+	for (int i = 0; i < merge->nreached; i++)
 	{
-		MergeStream *s = &merge->streams[i];
+		MergeStream *s = &merge->streams[merge->reached[i]];
 
 		s->floor = Max(s->floor, floor);
 		if (s->floor < s->ceiling)
-		{
-			MergeHead  *h = &merge->pending[merge->npending++];
-
-			h->position = s->floor;
-			h->originator = s->originator;
-			h->stream = i;
-		}
+			PushPending(merge, merge->reached[i]);
 	}
-	for (int i = merge->npending / 2 - 1; i >= 0; i--)
-		SiftDownIn(merge->pending, merge->npending, i);
+	merge->nreached = 0;
 	merge->mode = MODE_HEAP;
 }
 
@@ -556,12 +637,13 @@ PrimeDue(MergeScan *merge)
 	while (merge->npending > 0 &&
 		   (merge->nheads == 0 || HeadBefore(&merge->pending[0], &merge->heads[0])))
 	{
-		MergeStream *s = &merge->streams[merge->pending[0].stream];
-		int			sno = merge->pending[0].stream;
+		int			sno = PopPending(merge);
+		MergeStream *s = &merge->streams[sno];
 
-		merge->pending[0] = merge->pending[--merge->npending];
-		if (merge->npending > 0)
-			SiftDownIn(merge->pending, merge->npending, 0);
+		/* the walk decided every row at or below where it handed over */
+		s->floor = Max(s->floor, merge->heap_floor);
+		if (s->floor >= s->ceiling || (!s->admitted && !Admit(merge, sno)))
+			continue;
 		if ((merge->stats.descents % INTERRUPT_EVERY) == 0)
 			CHECK_FOR_INTERRUPTS();
 		if (Refill(merge, s) > 0)
@@ -640,20 +722,38 @@ NextFromHeap(MergeScan *merge, MergeRow *row)
 }
 
 /*
- * The streams the walk has reached: floor at or below its position, ceiling
- * above. Only these would the heap descend if it took over now (it reads the
- * others lazily, when the merge gets to their floors).
+ * The streams the walk has reached (floor below its position) whose ceiling
+ * is above it. Only these would the heap descend if it took over now (it
+ * reads the others lazily, when the merge gets to their floors).
  */
 static int64
 ActiveStreams(const MergeScan *merge)
 {
 	int64		live = 0;
 
-	for (int i = 0; i < merge->nstreams; i++)
-		if (merge->streams[i].floor <= merge->walk_position &&
-			merge->streams[i].ceiling > merge->walk_position)
+	for (int i = 0; i < merge->nreached; i++)
+		if (merge->streams[merge->reached[i]].ceiling > merge->walk_position)
 			live++;
 	return live;
+}
+
+/*
+ * Reaches, in floor order, the streams whose floor is below a row the walk
+ * is about to classify at `position`: a stream not reached has its floor at
+ * or above it, so the row is not one of its rows.
+ */
+static void
+AdmitBelow(MergeScan *merge, int64 position)
+{
+	MergeHead	row = {position, merge->walk_originator, 0};
+
+	while (merge->npending > 0 && HeadBefore(&merge->pending[0], &row))
+	{
+		int			sno = PopPending(merge);
+
+		if (Admit(merge, sno))
+			merge->reached[merge->nreached++] = sno;
+	}
 }
 
 /*
@@ -667,21 +767,20 @@ WindowSize(const MergeScan *merge, int64 live)
 	return Max(MIN_PROBE_ROWS, (int64) (live * COST_DESCENT / (2 * COST_WALK_ROW)));
 }
 
-/* Sets the walk's bounds from the streams: below the lowest floor, to the top ceiling. */
+/*
+ * Sets the walk's bounds from the streams: below the lowest floor (the
+ * first pending), to the top ceiling.
+ */
 static void
 StartWalk(MergeScan *merge)
 {
-	merge->walk_lo = PG_INT64_MAX;
-	merge->walk_hi = PG_INT64_MIN;
-	for (int i = 0; i < merge->nstreams; i++)
-	{
-		MergeStream *s = &merge->streams[i];
-
-		if (merge->walk_nprefix == 1 && s->originator != merge->walk_originator)
-			elog(ERROR, "a dense walk covers streams of one originator only");
-		merge->walk_lo = Min(merge->walk_lo, s->floor);
-		merge->walk_hi = Max(merge->walk_hi, s->ceiling);
-	}
+	if (merge->walk_nprefix == 1 &&
+		(!merge->one_originator || merge->streams[0].originator != merge->walk_originator))
+		elog(ERROR, "a dense walk covers streams of one originator only");
+	merge->walk_lo = merge->pending[0].position;
+	merge->walk_hi = merge->top_ceiling;
+	merge->reached = MemoryContextAllocHuge(merge->cxt, sizeof(int) * merge->nstreams);
+	merge->nreached = 0;
 	merge->walk_position = merge->walk_lo;
 	merge->walk_leaf = 0;
 	merge->walk_open = false;
@@ -754,6 +853,7 @@ NextFromWalk(MergeScan *merge, MergeRow *row)
 			if ((merge->stats.walked % INTERRUPT_EVERY) == 0)
 				CHECK_FOR_INTERRUPTS();
 			merge->walk_position = position;
+			AdmitBelow(merge, position);
 			/* the caller's callback runs in the caller's (per-row) context */
 			old = MemoryContextSwitchTo(merge->caller_cxt);
 			sno = merge->classify(merge->classify_arg, leaf, ls->slot);
@@ -801,10 +901,14 @@ MergeNextInContext(MergeScan *merge, MergeRow *row)
 	{
 		if (merge->nstreams == 0)
 			merge->mode = MODE_DONE;
-		else if (merge->walk_leaves != NULL && merge->strategy != MERGE_STRATEGY_HEAP)
-			StartWalk(merge);
 		else
-			PrimeHeap(merge, PG_INT64_MIN);
+		{
+			BuildPending(merge);
+			if (merge->walk_leaves != NULL && merge->strategy != MERGE_STRATEGY_HEAP)
+				StartWalk(merge);
+			else
+				PrimeHeap(merge, PG_INT64_MIN);
+		}
 	}
 	if (merge->mode == MODE_WALK)
 	{

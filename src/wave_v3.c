@@ -111,13 +111,21 @@ TopicEqual(const bytea *a, const bytea *b)
 #define SH_DEFINE
 #include "lib/simplehash.h"
 
+/* A stream's topic and its hash, kept until the merge reaches the stream. */
+typedef struct StreamTopic
+{
+	bytea	   *topic;
+	uint32		key;
+} StreamTopic;
+
 /* One wave being read: its source, its topics and the merge over them. */
 struct Wave
 {
 	const SourceSpec *spec;
 	Source	   *source;
 	SourceLeaf **leaves;		/* the source's leaves, as the merge takes them */
-	wavetopics_hash *topics;
+	wavetopics_hash *topics;	/* the topics of the streams admitted so far */
+	StreamTopic *stream_topics; /* by stream, leaves in id order */
 	MergeScan  *merge;
 	Snapshot	snapshot;
 	ResourceOwner owner;		/* holds the snapshot registration, when one */
@@ -150,6 +158,25 @@ ClassifyByTopic(void *arg, const SourceLeaf *leaf, TupleTableSlot *slot)
 	if ((Pointer) topic != DatumGetPointer(d))
 		pfree(topic);
 	return entry != NULL ? entry->stream : -1;
+}
+
+/*
+ * Admits a stream the merge has reached (in floor order) into the topic set:
+ * false when its topic is already there, from a listing with a floor at or
+ * below this one, whose stream reads every row this one would.
+ */
+static bool
+AdmitTopic(void *arg, int stream)
+{
+	Wave	   *wave = (Wave *) arg;
+	const StreamTopic *st = &wave->stream_topics[stream];
+	bool		found;
+	WaveTopic  *entry = wavetopics_insert_hash(wave->topics, st->topic, st->key, &found);
+
+	if (found)
+		return false;
+	entry->stream = stream;
+	return true;
 }
 
 /* Listings hashed and asked about at a time, on the stack. */
@@ -220,9 +247,11 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 
 /*
  * Adds the streams of the listings read, a topic listed twice once with its
- * lowest floor (raised to the cursor): one stream per topic over leaves in id
- * order, else one per (topic, leaf), consecutive. One pass; the topic set
- * (wave->topics) is what the dense walk classifies rows with.
+ * lowest floor (raised to the cursor). Over leaves in id order, one stream per
+ * listing, each admitted into the topic set (what the dense walk classifies
+ * rows with) only when the merge reaches it, a repeated topic's later
+ * listings dropped then (AdmitTopic): a page sets up the topics it gets to.
+ * Otherwise one stream per (topic, leaf), consecutive, set up here.
  */
 static void
 AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 scan_cursor,
@@ -230,8 +259,12 @@ AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 sca
 {
 	int			nleaves = wave->source->nleaves;
 
-	wave->topics = wavetopics_create(CurrentMemoryContext, Max(nread, 16), NULL);
+	/* lazily admitted topics grow the set as the merge reaches them */
+	wave->topics = wavetopics_create(CurrentMemoryContext,
+									 in_order ? Min(nread, 256) : Max(nread, 16), NULL);
 	MergeReserveStreams(wave->merge, nread);
+	if (in_order)
+		wave->stream_topics = palloc(sizeof(StreamTopic) * Max(nread, 1));
 	for (int i = 0; i < topics->n; i++)
 	{
 		int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
@@ -242,30 +275,39 @@ AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 sca
 			CHECK_FOR_INTERRUPTS();
 		if (!read[i])
 			continue;
+		if (in_order)
+		{
+			bytea	   *topic = DatumGetByteaPP(topics->values[i]);
+			int			sno = MergeAddStream(wave->merge, PointerGetDatum(topic), 0,
+											 floor, ceiling, wave->leaves, nleaves);
+
+			if (sno >= 0)
+			{
+				wave->stream_topics[sno].topic = topic;
+				wave->stream_topics[sno].key = keys[i];
+			}
+			continue;
+		}
 		entry = wavetopics_insert_hash(wave->topics, DatumGetByteaPP(topics->values[i]),
 									   keys[i], &found);
 		if (found)
 		{
-			for (int l = 0; entry->stream >= 0 && l < (in_order ? 1 : nleaves); l++)
+			for (int l = 0; entry->stream >= 0 && l < nleaves; l++)
 				MergeLowerFloor(wave->merge, entry->stream + l, floor);
 			continue;
 		}
-		if (in_order)
-			entry->stream = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
-										   floor, ceiling, wave->leaves, nleaves);
-		else
+		entry->stream = -1;
+		for (int l = 0; l < nleaves; l++)
 		{
-			entry->stream = -1;
-			for (int l = 0; l < nleaves; l++)
-			{
-				int			sno = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
-												 floor, ceiling, &wave->leaves[l], 1);
+			int			sno = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
+											 floor, ceiling, &wave->leaves[l], 1);
 
-				if (l == 0)
-					entry->stream = sno;
-			}
+			if (l == 0)
+				entry->stream = sno;
 		}
 	}
+	if (in_order)
+		MergeSetAdmit(wave->merge, AdmitTopic, wave);
 }
 
 /* Whether some floor, raised to the scan cursor, is below the ceiling. */
