@@ -747,10 +747,13 @@ AdmitBelow(MergeScan *merge, int64 position)
 {
 	MergeHead	row = {position, merge->walk_originator, 0};
 
-	while (merge->npending > 0 && HeadBefore(&merge->pending[0], &row))
+	for (int n = 1; merge->npending > 0 && HeadBefore(&merge->pending[0], &row); n++)
 	{
 		int			sno = PopPending(merge);
 
+		/* a first row may reach every stream of a million-topic wave */
+		if ((n % INTERRUPT_EVERY) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (Admit(merge, sno))
 			merge->reached[merge->nreached++] = sno;
 	}
