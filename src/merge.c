@@ -113,8 +113,14 @@ struct MergeScan
 	MergeHead  *heads;			/* min-heap of the heads of unexhausted streams */
 	int			nheads;
 	int			heads_cap;
-	MergeHead  *pending;		/* min-heap of streams not reached yet, by floor */
+	MergeHead  *pending;		/* streams by floor, sorted as they are reached */
 	int			npending;
+	int			pending_next;	/* pending[..next) are reached */
+	int			sorted_end;		/* pending[next..sorted_end) are in order */
+	int		   *bounds;			/* stack: all of pending[next..b) sort before
+								 * pending[b..), top the lowest b */
+	int			nbounds;
+	int			bounds_cap;
 	int64		heap_floor;		/* every stream's floor is raised to it */
 	int64		top_ceiling;	/* the highest ceiling of a stream */
 	bool		one_originator; /* every stream is of the first's originator */
@@ -122,6 +128,7 @@ struct MergeScan
 	void	   *admit_arg;
 	int		   *reached;		/* streams the walk admitted, to refill */
 	int			nreached;
+	int			nfront;			/* reached[..nfront): refilled before pending */
 
 	LeafScan   *leafscans;		/* by SourceLeaf.leafno */
 	int			nleafscans;
@@ -536,10 +543,11 @@ PushHead(MergeScan *merge, MergeHead h)
 }
 
 /*
- * Orders every stream by (originator, floor) into the heap of streams not
- * reached yet, once, when the merge starts: the walk and the heap both
- * reach streams in that order, so a page sets up and reads only the streams
- * whose floors lie below its last row.
+ * Lists every stream with its (originator, floor) as pending, once, when the
+ * merge starts: the walk and the heap both reach streams in that order, and a
+ * page reaches a few hundred of 10,000 topics, so pending is sorted only as
+ * far as it is reached (an incremental quicksort: about 2n comparisons in
+ * cache order for the first, a little for each next).
  */
 static void
 BuildPending(MergeScan *merge)
@@ -555,39 +563,128 @@ BuildPending(MergeScan *merge)
 		h->stream = i;
 	}
 	merge->npending = merge->nstreams;
+	merge->pending_next = 0;
+	merge->sorted_end = 0;
+	merge->nbounds = 0;
 	merge->heap_floor = PG_INT64_MIN;
-	for (int i = merge->npending / 2 - 1; i >= 0; i--)
-		SiftDownIn(merge->pending, merge->npending, i);
 }
 
-/* Takes the stream with the lowest (originator, floor) off the pending heap. */
-static int
+static inline void
+SwapHeads(MergeHead *a, MergeHead *b)
+{
+	MergeHead	t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* Pushes a bound on the pending sort's stack. */
+static void
+PushBound(MergeScan *merge, int bound)
+{
+	if (merge->nbounds == merge->bounds_cap)
+	{
+		merge->bounds_cap = Max(merge->bounds_cap * 2, 64);
+		merge->bounds = merge->bounds == NULL ?
+			MemoryContextAllocHuge(merge->cxt, sizeof(int) * merge->bounds_cap) :
+			repalloc_huge(merge->bounds, sizeof(int) * merge->bounds_cap);
+	}
+	merge->bounds[merge->nbounds++] = bound;
+}
+
+/* Elements of a range that SettleNext samples for its pivot. */
+#define PIVOT_SAMPLE 15
+
+/*
+ * Puts the lowest unreached pending stream at pending[next]. The part before
+ * the lowest bound is split around a low pivot (the second lowest of a
+ * sample, about its lowest eighth), moving only what sorts before it: most
+ * elements stay put and the branch is predictable, so a split costs about a
+ * read of the part. A small part is sorted by insertion; a pivot with nothing
+ * below it is the lowest, and the elements equal to it are in order.
+ */
+static void
+SettleNext(MergeScan *merge)
+{
+	MergeHead  *a = merge->pending;
+
+	for (;;)
+	{
+		int			lo = merge->pending_next;
+		int			hi;
+		int			lt;
+		MergeHead	sample[PIVOT_SAMPLE];
+		MergeHead	pivot;
+
+		if (lo < merge->sorted_end)
+			return;
+		while (merge->nbounds > 0 && merge->bounds[merge->nbounds - 1] <= lo)
+			merge->nbounds--;
+		hi = merge->nbounds > 0 ? merge->bounds[merge->nbounds - 1] : merge->npending;
+		if (hi - lo <= 16)
+		{
+			for (int i = lo + 1; i < hi; i++)
+				for (int j = i; j > lo && HeadBefore(&a[j], &a[j - 1]); j--)
+					SwapHeads(&a[j], &a[j - 1]);
+			merge->sorted_end = hi;
+			return;
+		}
+		for (int k = 0; k < PIVOT_SAMPLE; k++)
+		{
+			sample[k] = a[lo + (int) ((int64) (hi - lo - 1) * k / (PIVOT_SAMPLE - 1))];
+			for (int j = k; j > 0 && HeadBefore(&sample[j], &sample[j - 1]); j--)
+				SwapHeads(&sample[j], &sample[j - 1]);
+		}
+		pivot = sample[1];
+		lt = lo;
+		for (int i = lo; i < hi; i++)
+			if (unlikely(HeadBefore(&a[i], &pivot)))
+				SwapHeads(&a[lt++], &a[i]);
+		if (lt > lo)
+		{
+			/* pending[lo..lt) sort before pending[lt..hi) */
+			PushBound(merge, lt);
+			continue;
+		}
+		/* nothing sorts before the pivot: the elements equal to it come first */
+		for (int i = lo; i < hi; i++)
+			if (!HeadBefore(&pivot, &a[i]))
+				SwapHeads(&a[lt++], &a[i]);
+		merge->sorted_end = lt;
+		return;
+	}
+}
+
+/*
+ * The next stream the merge reaches, false when none is left: the streams
+ * the walk reached, waiting again at its handover position, then pending.
+ */
+static bool
+PeekPending(MergeScan *merge, MergeHead *top)
+{
+	if (merge->nfront > 0)
+	{
+		int			sno = merge->reached[merge->nfront - 1];
+
+		top->position = merge->streams[sno].floor;
+		top->originator = merge->streams[sno].originator;
+		top->stream = sno;
+		return true;
+	}
+	if (merge->pending_next >= merge->npending)
+		return false;
+	SettleNext(merge);
+	*top = merge->pending[merge->pending_next];
+	return true;
+}
+
+/* Takes the stream PeekPending just returned. */
+static inline int
 PopPending(MergeScan *merge)
 {
-	int			sno = merge->pending[0].stream;
-
-	merge->pending[0] = merge->pending[--merge->npending];
-	if (merge->npending > 0)
-		SiftDownIn(merge->pending, merge->npending, 0);
-	return sno;
-}
-
-/* Puts a reached stream back on the pending heap, by its floor now. */
-static void
-PushPending(MergeScan *merge, int sno)
-{
-	MergeHead	h;
-	int			i = merge->npending++;
-
-	h.position = merge->streams[sno].floor;
-	h.originator = merge->streams[sno].originator;
-	h.stream = sno;
-	while (i > 0 && HeadBefore(&h, &merge->pending[(i - 1) / 2]))
-	{
-		merge->pending[i] = merge->pending[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	merge->pending[i] = h;
+	if (merge->nfront > 0)
+		return merge->reached[--merge->nfront];
+	return merge->pending[merge->pending_next++].stream;
 }
 
 /* Marks a stream reached; false when the caller's admit callback drops it. */
@@ -614,13 +711,15 @@ PrimeHeap(MergeScan *merge, int64 floor)
 	merge->heads = MemoryContextAlloc(merge->cxt, sizeof(MergeHead) * merge->heads_cap);
 	merge->nheads = 0;
 	merge->heap_floor = floor;
+	/* reached at floors below the handover: all wait at it, before pending */
+	merge->nfront = 0;
 	for (int i = 0; i < merge->nreached; i++)
 	{
 		MergeStream *s = &merge->streams[merge->reached[i]];
 
 		s->floor = Max(s->floor, floor);
 		if (s->floor < s->ceiling)
-			PushPending(merge, merge->reached[i]);
+			merge->reached[merge->nfront++] = merge->reached[i];
 	}
 	merge->nreached = 0;
 	merge->mode = MODE_HEAP;
@@ -634,8 +733,10 @@ PrimeHeap(MergeScan *merge, int64 floor)
 static void
 PrimeDue(MergeScan *merge)
 {
-	while (merge->npending > 0 &&
-		   (merge->nheads == 0 || HeadBefore(&merge->pending[0], &merge->heads[0])))
+	MergeHead	top;
+
+	while (PeekPending(merge, &top) &&
+		   (merge->nheads == 0 || HeadBefore(&top, &merge->heads[0])))
 	{
 		int			sno = PopPending(merge);
 		MergeStream *s = &merge->streams[sno];
@@ -746,8 +847,9 @@ static void
 AdmitBelow(MergeScan *merge, int64 position)
 {
 	MergeHead	row = {position, merge->walk_originator, 0};
+	MergeHead	top;
 
-	for (int n = 1; merge->npending > 0 && HeadBefore(&merge->pending[0], &row); n++)
+	for (int n = 1; PeekPending(merge, &top) && HeadBefore(&top, &row); n++)
 	{
 		int			sno = PopPending(merge);
 
@@ -777,10 +879,13 @@ WindowSize(const MergeScan *merge, int64 live)
 static void
 StartWalk(MergeScan *merge)
 {
+	MergeHead	top;
+
+	(void) PeekPending(merge, &top);
 	if (merge->walk_nprefix == 1 &&
 		(!merge->one_originator || merge->streams[0].originator != merge->walk_originator))
 		elog(ERROR, "a dense walk covers streams of one originator only");
-	merge->walk_lo = merge->pending[0].position;
+	merge->walk_lo = top.position;
 	merge->walk_hi = merge->top_ceiling;
 	merge->reached = MemoryContextAllocHuge(merge->cxt, sizeof(int) * merge->nstreams);
 	merge->nreached = 0;
