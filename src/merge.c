@@ -320,8 +320,9 @@ GetLeafScan(MergeScan *merge, SourceLeaf *leaf)
 }
 
 /*
- * Sets up the keys [topic =] [originator =] position > floor, position <= ceiling
- * of a scan; a zero topic means the index has no topic column.
+ * Sets up the keys [topic =] [originator =] position > floor[, position <=
+ * ceiling] of a scan; a zero topic means the index has no topic column, a
+ * ceiling of PG_INT64_MAX no upper key (its caller stops at the ceiling).
  */
 static int
 PositionKeys(ScanKey keys, Datum topic, bool by_originator, int32 originator,
@@ -341,9 +342,13 @@ PositionKeys(ScanKey keys, Datum topic, bool by_originator, int32 originator,
 		n++;
 	}
 	ScanKeyInit(&keys[n], n + 1, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(floor));
-	ScanKeyInit(&keys[n + 1], n + 1, BTLessEqualStrategyNumber, F_INT8LE,
-				Int64GetDatum(ceiling));
-	return n + 2;
+	n++;
+	if (ceiling != PG_INT64_MAX)
+	{
+		ScanKeyInit(&keys[n], n, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(ceiling));
+		n++;
+	}
+	return n;
 }
 
 /* Whether a leaf can hold rows of a stream between its floor and ceiling. */
@@ -437,6 +442,7 @@ Refill(MergeScan *merge, MergeStream *s)
 		ScanKeyData keys[4];
 		int			nkeys;
 		ItemPointer tid;
+		bool		past = false;
 
 		if (!LeafMayHold(leaf, merge->nprefix, s->originator, s->floor, s->ceiling))
 		{
@@ -444,8 +450,14 @@ Refill(MergeScan *merge, MergeStream *s)
 			continue;
 		}
 		ls = GetLeafScan(merge, leaf);
+
+		/*
+		 * No ceiling key: the index checks every key on every entry it reads,
+		 * each position a non-cached attribute after the topic; the loop
+		 * below has the position at hand anyway.
+		 */
 		nkeys = PositionKeys(keys, s->topic, merge->nprefix == 2, s->originator,
-							 s->floor, s->ceiling);
+							 s->floor, PG_INT64_MAX);
 		if (ls->scan == NULL)
 		{
 			ls->scan = xip83_index_beginscan(leaf->heap, leaf->index, merge->snapshot, nkeys, 0);
@@ -464,6 +476,12 @@ Refill(MergeScan *merge, MergeStream *s)
 			merge->stats.index_items++;
 			if (isnull)
 				continue;		/* NULL positions sort last and match no bound */
+			if (position > s->ceiling)
+			{
+				/* the stream's later leaves hold higher positions still */
+				past = true;
+				break;
+			}
 			if (s->nitems >= want && position != s->items[s->nitems - 1].position)
 			{
 				/* full, and not inside an equal run: the rest waits */
@@ -473,7 +491,7 @@ Refill(MergeScan *merge, MergeStream *s)
 			AppendItem(merge, s, position, tid);
 		}
 		/* this leaf has nothing more for the stream */
-		s->leaf++;
+		s->leaf = past ? s->nleaves : s->leaf + 1;
 		if (s->nitems > 0)
 		{
 			s->floor = s->items[s->nitems - 1].position;
