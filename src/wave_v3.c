@@ -210,6 +210,7 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 	{
 		int			end = Min(topics->n, start + ASK_CHUNK);
 		int			n = 0;
+		bool		below_zero = false;
 
 		CHECK_FOR_INTERRUPTS();
 		for (int i = start; i < end; i++)
@@ -224,9 +225,13 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 			chunk_keys[n] = RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
 			chunk_floors[n] = (uint64) floor;
 			chunk_listing[n++] = i;
+			below_zero |= floor < 0;
 		}
-		if (recent != NULL)
-			(void) RecentMayHaveMany(recent, n, chunk_keys, chunk_floors, chunk_may);
+		/* caught up, the common reconnect: nothing to note */
+		if (recent != NULL &&
+			RecentMayHaveMany(recent, n, chunk_keys, chunk_floors, chunk_may) == 0 &&
+			!below_zero)
+			continue;
 		for (int j = 0; j < n; j++)
 		{
 			/* below position 0 the table answers nothing: read */
