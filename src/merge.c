@@ -287,6 +287,13 @@ MergeStreamCount(const MergeScan *merge)
 	return merge->nstreams;
 }
 
+/* The topic a stream was added with. */
+Datum
+MergeStreamTopic(const MergeScan *merge, int stream)
+{
+	return merge->streams[stream].topic;
+}
+
 /* The scans the merge keeps for a leaf, created on first use. */
 static LeafScan *
 GetLeafScan(MergeScan *merge, SourceLeaf *leaf)

@@ -101,6 +101,7 @@ extern void MergeSetAdmit(MergeScan *merge, MergeAdmitFn admit, void *arg);
 extern void MergeSetDenseWalk(MergeScan *merge, SourceLeaf **leaves, int nleaves,
 							  int32 originator, MergeClassifyFn classify, void *arg);
 extern int	MergeStreamCount(const MergeScan *merge);
+extern Datum MergeStreamTopic(const MergeScan *merge, int stream);
 extern bool MergeNext(MergeScan *merge, MergeRow *row);
 extern const MergeStats *MergeGetStats(const MergeScan *merge);
 extern void MergeEnd(MergeScan *merge);

@@ -85,7 +85,7 @@ typedef struct WaveTopic
 	char		status;
 } WaveTopic;
 
-/* Hash of a topic's bytes: its recent-writes key, so a topic is hashed once. */
+/* Hash of a topic's bytes: its recent-writes key (one hash function for both). */
 static inline uint32
 TopicHash(const bytea *topic)
 {
@@ -111,13 +111,6 @@ TopicEqual(const bytea *a, const bytea *b)
 #define SH_DEFINE
 #include "lib/simplehash.h"
 
-/* A stream's topic and its hash, kept until the merge reaches the stream. */
-typedef struct StreamTopic
-{
-	bytea	   *topic;
-	uint32		key;
-} StreamTopic;
-
 /* One wave being read: its source, its topics and the merge over them. */
 struct Wave
 {
@@ -125,7 +118,6 @@ struct Wave
 	Source	   *source;
 	SourceLeaf **leaves;		/* the source's leaves, as the merge takes them */
 	wavetopics_hash *topics;	/* the topics of the streams admitted so far */
-	StreamTopic *stream_topics; /* by stream, leaves in id order */
 	MergeScan  *merge;
 	Snapshot	snapshot;
 	ResourceOwner owner;		/* holds the snapshot registration, when one */
@@ -169,9 +161,11 @@ static bool
 AdmitTopic(void *arg, int stream)
 {
 	Wave	   *wave = (Wave *) arg;
-	const StreamTopic *st = &wave->stream_topics[stream];
 	bool		found;
-	WaveTopic  *entry = wavetopics_insert_hash(wave->topics, st->topic, st->key, &found);
+	WaveTopic  *entry = wavetopics_insert(wave->topics,
+										  (bytea *) DatumGetPointer(MergeStreamTopic(wave->merge,
+																					 stream)),
+										  &found);
 
 	if (found)
 		return false;
@@ -184,19 +178,19 @@ AdmitTopic(void *arg, int stream)
 
 /*
  * Decides per listing whether the wave reads it (*read, allocated with the
- * first listing read; NULL when none is) and hashes those it reads (*keys);
- * returns how many. A listing is read when its floor, raised to the scan
- * cursor, is below the ceiling and, over a table with recent writes, a write
- * of its topic above that floor may be registered (asked after the snapshot
- * was taken: a topic with no such write has no row the snapshot sees above
- * its floor). A topic listed twice is then read from the lowest floor among
- * its listings that are read: rows between a lower floor whose answer was
- * "no" and that one were registered after the question, so after the
- * snapshot. A caught-up wave allocates nothing here.
+ * first listing read; NULL when none is); returns how many. A listing is
+ * read when its floor, raised to the scan cursor, is below the ceiling and,
+ * over a table with recent writes, a write of its topic above that floor
+ * may be registered (asked after the snapshot was taken: a topic with no
+ * such write has no row the snapshot sees above its floor). A topic listed
+ * twice is then read from the lowest floor among its listings that are
+ * read: rows between a lower floor whose answer was "no" and that one were
+ * registered after the question, so after the snapshot. A caught-up wave
+ * allocates nothing here.
  */
 static int
 ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray *floors,
-			   int64 scan_cursor, int64 ceiling, uint32 **keys, bool **read)
+			   int64 scan_cursor, int64 ceiling, bool **read)
 {
 	uint32		chunk_keys[ASK_CHUNK];
 	uint64		chunk_floors[ASK_CHUNK];
@@ -204,7 +198,6 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 	bool		chunk_may[ASK_CHUNK];
 	int			count = 0;
 
-	*keys = NULL;
 	*read = NULL;
 	for (int start = 0; start < topics->n; start += ASK_CHUNK)
 	{
@@ -238,11 +231,7 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 			if (recent != NULL && (int64) chunk_floors[j] >= 0 && !chunk_may[j])
 				continue;
 			if (*read == NULL)
-			{
-				*keys = palloc(sizeof(uint32) * topics->n);
 				*read = palloc0(sizeof(bool) * topics->n);
-			}
-			(*keys)[chunk_listing[j]] = chunk_keys[j];
 			(*read)[chunk_listing[j]] = true;
 			count++;
 		}
@@ -260,7 +249,7 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
  */
 static void
 AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 scan_cursor,
-		   int64 ceiling, const uint32 *keys, const bool *read, int nread, bool in_order)
+		   int64 ceiling, const bool *read, int nread, bool in_order)
 {
 	int			nleaves = wave->source->nleaves;
 
@@ -268,8 +257,6 @@ AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 sca
 	wave->topics = wavetopics_create(CurrentMemoryContext,
 									 in_order ? Min(nread, 256) : Max(nread, 16), NULL);
 	MergeReserveStreams(wave->merge, nread);
-	if (in_order)
-		wave->stream_topics = palloc(sizeof(StreamTopic) * Max(nread, 1));
 	for (int i = 0; i < topics->n; i++)
 	{
 		int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
@@ -282,19 +269,11 @@ AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 sca
 			continue;
 		if (in_order)
 		{
-			bytea	   *topic = DatumGetByteaPP(topics->values[i]);
-			int			sno = MergeAddStream(wave->merge, PointerGetDatum(topic), 0,
-											 floor, ceiling, wave->leaves, nleaves);
-
-			if (sno >= 0)
-			{
-				wave->stream_topics[sno].topic = topic;
-				wave->stream_topics[sno].key = keys[i];
-			}
+			(void) MergeAddStream(wave->merge, PointerGetDatum(DatumGetByteaPP(topics->values[i])),
+								  0, floor, ceiling, wave->leaves, nleaves);
 			continue;
 		}
-		entry = wavetopics_insert_hash(wave->topics, DatumGetByteaPP(topics->values[i]),
-									   keys[i], &found);
+		entry = wavetopics_insert(wave->topics, DatumGetByteaPP(topics->values[i]), &found);
 		if (found)
 		{
 			for (int l = 0; entry->stream >= 0 && l < nleaves; l++)
@@ -342,7 +321,6 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	int64		ceiling;
 	bool		in_order;
 	RecentTable *recent;
-	uint32	   *keys;
 	bool	   *read;
 	int			nread;
 
@@ -364,7 +342,7 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 
 	recent = RecentForSource(PG_GETARG_OID(source_arg),
 							 spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME);
-	nread = ChooseListings(recent, &topics, &floors, scan_cursor, ceiling, &keys, &read);
+	nread = ChooseListings(recent, &topics, &floors, scan_cursor, ceiling, &read);
 	if (nread == 0)
 	{
 		/* nothing new: the same as caught up */
@@ -382,8 +360,7 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	 */
 	in_order = LeavesInIdOrder(wave->source);
 	wave->merge = MergeBegin(1, snapshot, (MergeStrategy) xip83_wave_strategy, row_goal);
-	AddStreams(wave, &topics, &floors, scan_cursor, ceiling, keys, read, nread, in_order);
-	pfree(keys);
+	AddStreams(wave, &topics, &floors, scan_cursor, ceiling, read, nread, in_order);
 	pfree(read);
 	if (in_order)
 		MergeSetDenseWalk(wave->merge, wave->leaves, wave->source->nleaves, 0,
