@@ -67,6 +67,7 @@ typedef struct MergeStream
 	int			next;
 	int			cap;
 	bool		drained;		/* the index holds nothing beyond items */
+	bool		admitted;		/* reached and let in by the admit callback */
 } MergeStream;
 
 /* A stream's next item as the heap orders it; kept inline for cache locality. */
@@ -112,8 +113,22 @@ struct MergeScan
 	MergeHead  *heads;			/* min-heap of the heads of unexhausted streams */
 	int			nheads;
 	int			heads_cap;
-	MergeHead  *pending;		/* min-heap of streams not read yet, by floor */
+	MergeHead  *pending;		/* streams by floor, sorted as they are reached */
 	int			npending;
+	int			pending_next;	/* pending[..next) are reached */
+	int			sorted_end;		/* pending[next..sorted_end) are in order */
+	int		   *bounds;			/* stack: all of pending[next..b) sort before
+								 * pending[b..), top the lowest b */
+	int			nbounds;
+	int			bounds_cap;
+	int64		heap_floor;		/* every stream's floor is raised to it */
+	int64		top_ceiling;	/* the highest ceiling of a stream */
+	bool		one_originator; /* every stream is of the first's originator */
+	MergeAdmitFn admit;
+	void	   *admit_arg;
+	int		   *reached;		/* streams the walk admitted, to refill */
+	int			nreached;
+	int			nfront;			/* reached[..nfront): refilled before pending */
 
 	LeafScan   *leafscans;		/* by SourceLeaf.leafno */
 	int			nleafscans;
@@ -156,7 +171,22 @@ MergeBegin(int nprefix, Snapshot snapshot, MergeStrategy strategy, int64 row_goa
 	merge->cap = 16;
 	merge->streams = MemoryContextAlloc(cxt, sizeof(MergeStream) * merge->cap);
 	merge->budget_items = Max((int64) work_mem * 1024 / (int64) sizeof(MergeItem), 1024);
+	merge->top_ceiling = PG_INT64_MIN;
+	merge->one_originator = true;
 	return merge;
+}
+
+/*
+ * Has admit decide about each stream when the merge first reaches it (see
+ * MergeAdmitFn); without it every stream is read.
+ */
+void
+MergeSetAdmit(MergeScan *merge, MergeAdmitFn admit, void *arg)
+{
+	if (merge->mode != MODE_START)
+		elog(ERROR, "a merge's admit callback must be set before the first row is read");
+	merge->admit = admit;
+	merge->admit_arg = arg;
 }
 
 /* Lowers a stream's floor before the first row is read (a topic listed twice). */
@@ -220,6 +250,9 @@ MergeAddStream(MergeScan *merge, Datum topic, int32 originator, int64 floor,
 	s->ceiling = ceiling;
 	s->leaves = leaves;
 	s->nleaves = (uint16) nleaves;
+	merge->top_ceiling = Max(merge->top_ceiling, ceiling);
+	if (merge->nstreams > 0 && originator != merge->streams[0].originator)
+		merge->one_originator = false;
 	return merge->nstreams++;
 }
 
@@ -252,6 +285,13 @@ int
 MergeStreamCount(const MergeScan *merge)
 {
 	return merge->nstreams;
+}
+
+/* The topic a stream was added with. */
+Datum
+MergeStreamTopic(const MergeScan *merge, int stream)
+{
+	return merge->streams[stream].topic;
 }
 
 /* The scans the merge keeps for a leaf, created on first use. */
@@ -287,8 +327,9 @@ GetLeafScan(MergeScan *merge, SourceLeaf *leaf)
 }
 
 /*
- * Sets up the keys [topic =] [originator =] position > floor, position <= ceiling
- * of a scan; a zero topic means the index has no topic column.
+ * Sets up the keys [topic =] [originator =] position > floor[, position <=
+ * ceiling] of a scan; a zero topic means the index has no topic column, a
+ * ceiling of PG_INT64_MAX no upper key (its caller stops at the ceiling).
  */
 static int
 PositionKeys(ScanKey keys, Datum topic, bool by_originator, int32 originator,
@@ -308,9 +349,13 @@ PositionKeys(ScanKey keys, Datum topic, bool by_originator, int32 originator,
 		n++;
 	}
 	ScanKeyInit(&keys[n], n + 1, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(floor));
-	ScanKeyInit(&keys[n + 1], n + 1, BTLessEqualStrategyNumber, F_INT8LE,
-				Int64GetDatum(ceiling));
-	return n + 2;
+	n++;
+	if (ceiling != PG_INT64_MAX)
+	{
+		ScanKeyInit(&keys[n], n, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(ceiling));
+		n++;
+	}
+	return n;
 }
 
 /* Whether a leaf can hold rows of a stream between its floor and ceiling. */
@@ -404,6 +449,7 @@ Refill(MergeScan *merge, MergeStream *s)
 		ScanKeyData keys[4];
 		int			nkeys;
 		ItemPointer tid;
+		bool		past = false;
 
 		if (!LeafMayHold(leaf, merge->nprefix, s->originator, s->floor, s->ceiling))
 		{
@@ -411,8 +457,14 @@ Refill(MergeScan *merge, MergeStream *s)
 			continue;
 		}
 		ls = GetLeafScan(merge, leaf);
+
+		/*
+		 * No ceiling key: the index checks every key on every entry it reads,
+		 * each position a non-cached attribute after the topic; the loop
+		 * below has the position at hand anyway.
+		 */
 		nkeys = PositionKeys(keys, s->topic, merge->nprefix == 2, s->originator,
-							 s->floor, s->ceiling);
+							 s->floor, PG_INT64_MAX);
 		if (ls->scan == NULL)
 		{
 			ls->scan = xip83_index_beginscan(leaf->heap, leaf->index, merge->snapshot, nkeys, 0);
@@ -431,6 +483,12 @@ Refill(MergeScan *merge, MergeStream *s)
 			merge->stats.index_items++;
 			if (isnull)
 				continue;		/* NULL positions sort last and match no bound */
+			if (position > s->ceiling)
+			{
+				/* the stream's later leaves hold higher positions still */
+				past = true;
+				break;
+			}
 			if (s->nitems >= want && position != s->items[s->nitems - 1].position)
 			{
 				/* full, and not inside an equal run: the rest waits */
@@ -440,7 +498,7 @@ Refill(MergeScan *merge, MergeStream *s)
 			AppendItem(merge, s, position, tid);
 		}
 		/* this leaf has nothing more for the stream */
-		s->leaf++;
+		s->leaf = past ? s->nleaves : s->leaf + 1;
 		if (s->nitems > 0)
 		{
 			s->floor = s->items[s->nitems - 1].position;
@@ -510,38 +568,185 @@ PushHead(MergeScan *merge, MergeHead h)
 }
 
 /*
- * Starts the heap strategy with every stream's floor raised to `floor`.
- * Streams are read lazily, in floor order: a stream whose floor is at or
- * above the current head cannot hold the next row, so it waits (PrimeDue).
- * A page of a wave whose topics all have rows far above the lowest floor
- * then descends the topics whose floors are below the page's last row, not
- * every topic.
+ * Lists every stream with its (originator, floor) as pending, once, when the
+ * merge starts: the walk and the heap both reach streams in that order, and a
+ * page reaches a few hundred of 10,000 topics, so pending is sorted only as
+ * far as it is reached (an incremental quicksort: about 2n comparisons in
+ * cache order for the first, a little for each next).
+ */
+static void
+BuildPending(MergeScan *merge)
+{
+	merge->pending = MemoryContextAllocHuge(merge->cxt,
+											sizeof(MergeHead) * Max(merge->nstreams, 1));
+	for (int i = 0; i < merge->nstreams; i++)
+	{
+		MergeHead  *h = &merge->pending[i];
+
+		h->position = merge->streams[i].floor;
+		h->originator = merge->streams[i].originator;
+		h->stream = i;
+	}
+	merge->npending = merge->nstreams;
+	merge->pending_next = 0;
+	merge->sorted_end = 0;
+	merge->nbounds = 0;
+	merge->heap_floor = PG_INT64_MIN;
+}
+
+static inline void
+SwapHeads(MergeHead *a, MergeHead *b)
+{
+	MergeHead	t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* Pushes a bound on the pending sort's stack. */
+static void
+PushBound(MergeScan *merge, int bound)
+{
+	if (merge->nbounds == merge->bounds_cap)
+	{
+		merge->bounds_cap = Max(merge->bounds_cap * 2, 64);
+		merge->bounds = merge->bounds == NULL ?
+			MemoryContextAllocHuge(merge->cxt, sizeof(int) * merge->bounds_cap) :
+			repalloc_huge(merge->bounds, sizeof(int) * merge->bounds_cap);
+	}
+	merge->bounds[merge->nbounds++] = bound;
+}
+
+/* Elements of a range that SettleNext samples for its pivot. */
+#define PIVOT_SAMPLE 15
+
+/*
+ * Puts the lowest unreached pending stream at pending[next]. The part before
+ * the lowest bound is split around a low pivot (the second lowest of a
+ * sample, about its lowest eighth), moving only what sorts before it: most
+ * elements stay put and the branch is predictable, so a split costs about a
+ * read of the part. A small part is sorted by insertion; a pivot with nothing
+ * below it is the lowest, and the elements equal to it are in order.
+ */
+static void
+SettleNext(MergeScan *merge)
+{
+	MergeHead  *a = merge->pending;
+
+	for (;;)
+	{
+		int			lo = merge->pending_next;
+		int			hi;
+		int			lt;
+		MergeHead	sample[PIVOT_SAMPLE];
+		MergeHead	pivot;
+
+		if (lo < merge->sorted_end)
+			return;
+		while (merge->nbounds > 0 && merge->bounds[merge->nbounds - 1] <= lo)
+			merge->nbounds--;
+		hi = merge->nbounds > 0 ? merge->bounds[merge->nbounds - 1] : merge->npending;
+		if (hi - lo <= 16)
+		{
+			for (int i = lo + 1; i < hi; i++)
+				for (int j = i; j > lo && HeadBefore(&a[j], &a[j - 1]); j--)
+					SwapHeads(&a[j], &a[j - 1]);
+			merge->sorted_end = hi;
+			return;
+		}
+		for (int k = 0; k < PIVOT_SAMPLE; k++)
+		{
+			sample[k] = a[lo + (int) ((int64) (hi - lo - 1) * k / (PIVOT_SAMPLE - 1))];
+			for (int j = k; j > 0 && HeadBefore(&sample[j], &sample[j - 1]); j--)
+				SwapHeads(&sample[j], &sample[j - 1]);
+		}
+		pivot = sample[1];
+		lt = lo;
+		for (int i = lo; i < hi; i++)
+			if (unlikely(HeadBefore(&a[i], &pivot)))
+				SwapHeads(&a[lt++], &a[i]);
+		if (lt > lo)
+		{
+			/* pending[lo..lt) sort before pending[lt..hi) */
+			PushBound(merge, lt);
+			continue;
+		}
+		/* nothing sorts before the pivot: the elements equal to it come first */
+		for (int i = lo; i < hi; i++)
+			if (!HeadBefore(&pivot, &a[i]))
+				SwapHeads(&a[lt++], &a[i]);
+		merge->sorted_end = lt;
+		return;
+	}
+}
+
+/*
+ * The next stream the merge reaches, false when none is left: the streams
+ * the walk reached, waiting again at its handover position, then pending.
+ */
+static bool
+PeekPending(MergeScan *merge, MergeHead *top)
+{
+	if (merge->nfront > 0)
+	{
+		int			sno = merge->reached[merge->nfront - 1];
+
+		top->position = merge->streams[sno].floor;
+		top->originator = merge->streams[sno].originator;
+		top->stream = sno;
+		return true;
+	}
+	if (merge->pending_next >= merge->npending)
+		return false;
+	SettleNext(merge);
+	*top = merge->pending[merge->pending_next];
+	return true;
+}
+
+/* Takes the stream PeekPending just returned. */
+static inline int
+PopPending(MergeScan *merge)
+{
+	if (merge->nfront > 0)
+		return merge->reached[--merge->nfront];
+	return merge->pending[merge->pending_next++].stream;
+}
+
+/* Marks a stream reached; false when the caller's admit callback drops it. */
+static inline bool
+Admit(MergeScan *merge, int sno)
+{
+	merge->streams[sno].admitted = true;
+	return merge->admit == NULL || merge->admit(merge->admit_arg, sno);
+}
+
+/*
+ * Starts the heap strategy with every stream's floor raised to `floor`
+ * (where the walk handed over: the streams it reached wait again, by their
+ * raised floors). Streams are read lazily, in floor order: a stream whose
+ * floor is at or above the current head cannot hold the next row, so it
+ * waits (PrimeDue). A page of a wave whose topics all have rows far above
+ * the lowest floor then descends the topics whose floors are below the
+ * page's last row, not every topic.
  */
 static void
 PrimeHeap(MergeScan *merge, int64 floor)
 {
 	merge->heads_cap = Min(Max(merge->nstreams, 1), 64);
 	merge->heads = MemoryContextAlloc(merge->cxt, sizeof(MergeHead) * merge->heads_cap);
-	merge->pending = MemoryContextAllocHuge(merge->cxt,
-											sizeof(MergeHead) * Max(merge->nstreams, 1));
 	merge->nheads = 0;
-	merge->npending = 0;
-	for (int i = 0; i < merge->nstreams; i++)
+	merge->heap_floor = floor;
+	/* reached at floors below the handover: all wait at it, before pending */
+	merge->nfront = 0;
+	for (int i = 0; i < merge->nreached; i++)
 	{
-		MergeStream *s = &merge->streams[i];
+		MergeStream *s = &merge->streams[merge->reached[i]];
 
 		s->floor = Max(s->floor, floor);
 		if (s->floor < s->ceiling)
-		{
-			MergeHead  *h = &merge->pending[merge->npending++];
-
-			h->position = s->floor;
-			h->originator = s->originator;
-			h->stream = i;
-		}
+			merge->reached[merge->nfront++] = merge->reached[i];
 	}
-	for (int i = merge->npending / 2 - 1; i >= 0; i--)
-		SiftDownIn(merge->pending, merge->npending, i);
+	merge->nreached = 0;
 	merge->mode = MODE_HEAP;
 }
 
@@ -553,15 +758,18 @@ PrimeHeap(MergeScan *merge, int64 floor)
 static void
 PrimeDue(MergeScan *merge)
 {
-	while (merge->npending > 0 &&
-		   (merge->nheads == 0 || HeadBefore(&merge->pending[0], &merge->heads[0])))
-	{
-		MergeStream *s = &merge->streams[merge->pending[0].stream];
-		int			sno = merge->pending[0].stream;
+	MergeHead	top;
 
-		merge->pending[0] = merge->pending[--merge->npending];
-		if (merge->npending > 0)
-			SiftDownIn(merge->pending, merge->npending, 0);
+	while (PeekPending(merge, &top) &&
+		   (merge->nheads == 0 || HeadBefore(&top, &merge->heads[0])))
+	{
+		int			sno = PopPending(merge);
+		MergeStream *s = &merge->streams[sno];
+
+		/* the walk decided every row at or below where it handed over */
+		s->floor = Max(s->floor, merge->heap_floor);
+		if (s->floor >= s->ceiling || (!s->admitted && !Admit(merge, sno)))
+			continue;
 		if ((merge->stats.descents % INTERRUPT_EVERY) == 0)
 			CHECK_FOR_INTERRUPTS();
 		if (Refill(merge, s) > 0)
@@ -640,20 +848,42 @@ NextFromHeap(MergeScan *merge, MergeRow *row)
 }
 
 /*
- * The streams the walk has reached: floor at or below its position, ceiling
- * above. Only these would the heap descend if it took over now (it reads the
- * others lazily, when the merge gets to their floors).
+ * The streams the walk has reached (floor below its position) whose ceiling
+ * is above it. Only these would the heap descend if it took over now (it
+ * reads the others lazily, when the merge gets to their floors).
  */
 static int64
 ActiveStreams(const MergeScan *merge)
 {
 	int64		live = 0;
 
-	for (int i = 0; i < merge->nstreams; i++)
-		if (merge->streams[i].floor <= merge->walk_position &&
-			merge->streams[i].ceiling > merge->walk_position)
+	for (int i = 0; i < merge->nreached; i++)
+		if (merge->streams[merge->reached[i]].ceiling > merge->walk_position)
 			live++;
 	return live;
+}
+
+/*
+ * Reaches, in floor order, the streams whose floor is below a row the walk
+ * is about to classify at `position`: a stream not reached has its floor at
+ * or above it, so the row is not one of its rows.
+ */
+static void
+AdmitBelow(MergeScan *merge, int64 position)
+{
+	MergeHead	row = {position, merge->walk_originator, 0};
+	MergeHead	top;
+
+	for (int n = 1; PeekPending(merge, &top) && HeadBefore(&top, &row); n++)
+	{
+		int			sno = PopPending(merge);
+
+		/* a first row may reach every stream of a million-topic wave */
+		if ((n % INTERRUPT_EVERY) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (Admit(merge, sno))
+			merge->reached[merge->nreached++] = sno;
+	}
 }
 
 /*
@@ -667,21 +897,23 @@ WindowSize(const MergeScan *merge, int64 live)
 	return Max(MIN_PROBE_ROWS, (int64) (live * COST_DESCENT / (2 * COST_WALK_ROW)));
 }
 
-/* Sets the walk's bounds from the streams: below the lowest floor, to the top ceiling. */
+/*
+ * Sets the walk's bounds from the streams: below the lowest floor (the
+ * first pending), to the top ceiling.
+ */
 static void
 StartWalk(MergeScan *merge)
 {
-	merge->walk_lo = PG_INT64_MAX;
-	merge->walk_hi = PG_INT64_MIN;
-	for (int i = 0; i < merge->nstreams; i++)
-	{
-		MergeStream *s = &merge->streams[i];
+	MergeHead	top;
 
-		if (merge->walk_nprefix == 1 && s->originator != merge->walk_originator)
-			elog(ERROR, "a dense walk covers streams of one originator only");
-		merge->walk_lo = Min(merge->walk_lo, s->floor);
-		merge->walk_hi = Max(merge->walk_hi, s->ceiling);
-	}
+	(void) PeekPending(merge, &top);
+	if (merge->walk_nprefix == 1 &&
+		(!merge->one_originator || merge->streams[0].originator != merge->walk_originator))
+		elog(ERROR, "a dense walk covers streams of one originator only");
+	merge->walk_lo = top.position;
+	merge->walk_hi = merge->top_ceiling;
+	merge->reached = MemoryContextAllocHuge(merge->cxt, sizeof(int) * merge->nstreams);
+	merge->nreached = 0;
 	merge->walk_position = merge->walk_lo;
 	merge->walk_leaf = 0;
 	merge->walk_open = false;
@@ -754,6 +986,7 @@ NextFromWalk(MergeScan *merge, MergeRow *row)
 			if ((merge->stats.walked % INTERRUPT_EVERY) == 0)
 				CHECK_FOR_INTERRUPTS();
 			merge->walk_position = position;
+			AdmitBelow(merge, position);
 			/* the caller's callback runs in the caller's (per-row) context */
 			old = MemoryContextSwitchTo(merge->caller_cxt);
 			sno = merge->classify(merge->classify_arg, leaf, ls->slot);
@@ -801,10 +1034,14 @@ MergeNextInContext(MergeScan *merge, MergeRow *row)
 	{
 		if (merge->nstreams == 0)
 			merge->mode = MODE_DONE;
-		else if (merge->walk_leaves != NULL && merge->strategy != MERGE_STRATEGY_HEAP)
-			StartWalk(merge);
 		else
-			PrimeHeap(merge, PG_INT64_MIN);
+		{
+			BuildPending(merge);
+			if (merge->walk_leaves != NULL && merge->strategy != MERGE_STRATEGY_HEAP)
+				StartWalk(merge);
+			else
+				PrimeHeap(merge, PG_INT64_MIN);
+		}
 	}
 	if (merge->mode == MODE_WALK)
 	{

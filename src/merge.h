@@ -81,15 +81,27 @@ typedef struct MergeStats
  */
 typedef int (*MergeClassifyFn) (void *arg, const SourceLeaf *leaf, TupleTableSlot *slot);
 
+/*
+ * Decides about a stream once, when the merge first reaches it: in
+ * (originator, floor) order, before it is descended or any row is classified
+ * into it; false drops it. A row the dense walk classifies lies above the
+ * floor of no stream not yet reached, so classify need only know the streams
+ * admitted so far: a caller sets up per-stream state (its topic map, a
+ * topic listed twice kept once) for the streams a page gets to, not all.
+ */
+typedef bool (*MergeAdmitFn) (void *arg, int stream);
+
 extern MergeScan *MergeBegin(int nprefix, Snapshot snapshot, MergeStrategy strategy,
 							 int64 row_goal);
 extern void MergeReserveStreams(MergeScan *merge, int n);
 extern void MergeLowerFloor(MergeScan *merge, int stream, int64 floor);
 extern int	MergeAddStream(MergeScan *merge, Datum topic, int32 originator,
 						   int64 floor, int64 ceiling, SourceLeaf **leaves, int nleaves);
+extern void MergeSetAdmit(MergeScan *merge, MergeAdmitFn admit, void *arg);
 extern void MergeSetDenseWalk(MergeScan *merge, SourceLeaf **leaves, int nleaves,
 							  int32 originator, MergeClassifyFn classify, void *arg);
 extern int	MergeStreamCount(const MergeScan *merge);
+extern Datum MergeStreamTopic(const MergeScan *merge, int stream);
 extern bool MergeNext(MergeScan *merge, MergeRow *row);
 extern const MergeStats *MergeGetStats(const MergeScan *merge);
 extern void MergeEnd(MergeScan *merge);

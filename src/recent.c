@@ -410,6 +410,13 @@ RecentMayHaveMany(const RecentTable *t, int n, const uint32 *keys, const uint64 
 	uint64		moved = 0;		/* partitions whose seq was odd or moved */
 	int			count = 0;
 
+	/* the shape in registers: the barriers below would reload the globals */
+	const uint32 part_mask = (uint32) (NParts - 1);
+	const uint32 home_mask = (uint32) (PartSlots - 1);
+	const int	part_slots = PartSlots;
+	pg_atomic_uint32 *const tkeys = t->keys;
+	pg_atomic_uint64 *const tmaxes = t->maxes;
+
 	for (int p = 0; p < NParts; p++)
 		seq[p] = pg_atomic_read_u64((pg_atomic_uint64 *) &t->parts[p].seq);
 	pg_read_barrier();
@@ -424,17 +431,24 @@ RecentMayHaveMany(const RecentTable *t, int n, const uint32 *keys, const uint64 
 	for (int i = 0; i < n; i++)
 	{
 		uint32		key = keys[i];
-		int			p = PartOf(key);
-		int			home = Home(key);
-		uint32		k = pg_atomic_read_u32(&KeysOf(t, p)[home]);
+		int			p = (int) (key & part_mask);
+		int			slot = p * part_slots + (int) ((key >> 6) & home_mask);
+		uint32		k = pg_atomic_read_u32(&tkeys[slot]);
 		uint64		max;
 
 		if (i + PREFETCH_AHEAD < n)
-			PrefetchHome(t, keys[i + PREFETCH_AHEAD]);
+		{
+			uint32		ahead = keys[i + PREFETCH_AHEAD];
+			int			aslot = (int) (ahead & part_mask) * part_slots +
+				(int) ((ahead >> 6) & home_mask);
+
+			Prefetch(&tkeys[aslot]);
+			Prefetch(&tmaxes[aslot]);
+		}
 		if (likely(k == key))
 		{
 			pg_read_barrier();
-			max = pg_atomic_read_u64(&MaxesOf(t, p)[home]);
+			max = pg_atomic_read_u64(&tmaxes[slot]);
 		}
 		else
 			max = k == 0 ? 0 : MaxOf(t, p, key);

@@ -154,12 +154,10 @@ struct WaveRun
 	int64		produced;		/* rows the current merge produced */
 };
 
-/* Orders entries by originator, then topic bytes, then floor. */
-static int
-CompareEntries(const void *a, const void *b)
+/* Orders entries by originator, then topic bytes. */
+static inline int
+CompareEntryKeys(const WaveEntry *x, const WaveEntry *y)
 {
-	const WaveEntry *x = a;
-	const WaveEntry *y = b;
 	int			xl,
 				yl,
 				c;
@@ -172,11 +170,44 @@ CompareEntries(const void *a, const void *b)
 			   VARDATA_ANY(DatumGetPointer(y->topic)), Min(xl, yl));
 	if (c != 0)
 		return c;
-	if (xl != yl)
-		return xl < yl ? -1 : 1;
-	if (x->floor != y->floor)
-		return x->floor < y->floor ? -1 : 1;
-	return 0;
+	return xl < yl ? -1 : xl > yl ? 1 : 0;
+}
+
+/* qsort's CompareEntryKeys. */
+static int
+CompareEntries(const void *a, const void *b)
+{
+	return CompareEntryKeys((const WaveEntry *) a, (const WaveEntry *) b);
+}
+
+/*
+ * Merges a repeated (topic, originator) of entries[0..*n) into one with its
+ * lowest floor, while they come in order; true with *n the entries kept, or
+ * false at the first out of order, with *n the entries still there (all of
+ * them, repeats merged).
+ */
+static bool
+KeepSorted(WaveEntry *entries, int *n)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < *n; i++)
+	{
+		int			c = kept > 0 ? CompareEntryKeys(&entries[kept - 1], &entries[i]) : -1;
+
+		if (c > 0)
+		{
+			memmove(&entries[kept], &entries[i], sizeof(WaveEntry) * (*n - i));
+			*n = kept + *n - i;
+			return false;
+		}
+		if (c == 0)
+			entries[kept - 1].floor = Min(entries[kept - 1].floor, entries[i].floor);
+		else
+			entries[kept++] = entries[i];
+	}
+	*n = kept;
+	return true;
 }
 
 /* Orders ceilings by originator, then ceiling. */
@@ -193,12 +224,15 @@ CompareCeilings(const void *a, const void *b)
 	return 0;
 }
 
-/* Builds the wave's entries: sorted, a repeated (topic, originator) once with its lowest floor. */
+/*
+ * Builds the wave's entries: sorted, a repeated (topic, originator) once with
+ * its lowest floor. Clients list their topics in order, so one pass usually
+ * finds them sorted; else they are sorted, and that pass merges repeats.
+ */
 static WaveEntry *
 BuildEntries(const ArgArray *topics, const ArgArray *nodes, const ArgArray *floors, int *n)
 {
 	WaveEntry  *entries = palloc(sizeof(WaveEntry) * Max(topics->n, 1));
-	int			kept = 0;
 
 	for (int i = 0; i < topics->n; i++)
 	{
@@ -206,21 +240,12 @@ BuildEntries(const ArgArray *topics, const ArgArray *nodes, const ArgArray *floo
 		entries[i].originator = DatumGetInt32(nodes->values[i]);
 		entries[i].floor = DatumGetInt64(floors->values[i]);
 	}
-	qsort(entries, topics->n, sizeof(WaveEntry), CompareEntries);
-	for (int i = 0; i < topics->n; i++)
+	*n = topics->n;
+	if (!KeepSorted(entries, n))
 	{
-		WaveEntry	probe = entries[i];
-
-		/* equal but for the floor: a repeat of the entry just kept */
-		if (kept > 0)
-		{
-			probe.floor = entries[kept - 1].floor;
-			if (CompareEntries(&probe, &entries[kept - 1]) == 0)
-				continue;
-		}
-		entries[kept++] = entries[i];
+		qsort(entries, *n, sizeof(WaveEntry), CompareEntries);
+		(void) KeepSorted(entries, n);
 	}
-	*n = kept;
 	return entries;
 }
 

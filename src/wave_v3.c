@@ -85,7 +85,7 @@ typedef struct WaveTopic
 	char		status;
 } WaveTopic;
 
-/* Hash of a topic's bytes: its recent-writes key, so a topic is hashed once. */
+/* Hash of a topic's bytes: its recent-writes key (one hash function for both). */
 static inline uint32
 TopicHash(const bytea *topic)
 {
@@ -117,7 +117,7 @@ struct Wave
 	const SourceSpec *spec;
 	Source	   *source;
 	SourceLeaf **leaves;		/* the source's leaves, as the merge takes them */
-	wavetopics_hash *topics;
+	wavetopics_hash *topics;	/* the topics of the streams admitted so far */
 	MergeScan  *merge;
 	Snapshot	snapshot;
 	ResourceOwner owner;		/* holds the snapshot registration, when one */
@@ -152,24 +152,45 @@ ClassifyByTopic(void *arg, const SourceLeaf *leaf, TupleTableSlot *slot)
 	return entry != NULL ? entry->stream : -1;
 }
 
+/*
+ * Admits a stream the merge has reached (in floor order) into the topic set:
+ * false when its topic is already there, from a listing with a floor at or
+ * below this one, whose stream reads every row this one would.
+ */
+static bool
+AdmitTopic(void *arg, int stream)
+{
+	Wave	   *wave = (Wave *) arg;
+	bool		found;
+	WaveTopic  *entry = wavetopics_insert(wave->topics,
+										  (bytea *) DatumGetPointer(MergeStreamTopic(wave->merge,
+																					 stream)),
+										  &found);
+
+	if (found)
+		return false;
+	entry->stream = stream;
+	return true;
+}
+
 /* Listings hashed and asked about at a time, on the stack. */
 #define ASK_CHUNK 1024
 
 /*
  * Decides per listing whether the wave reads it (*read, allocated with the
- * first listing read; NULL when none is) and hashes those it reads (*keys);
- * returns how many. A listing is read when its floor, raised to the scan
- * cursor, is below the ceiling and, over a table with recent writes, a write
- * of its topic above that floor may be registered (asked after the snapshot
- * was taken: a topic with no such write has no row the snapshot sees above
- * its floor). A topic listed twice is then read from the lowest floor among
- * its listings that are read: rows between a lower floor whose answer was
- * "no" and that one were registered after the question, so after the
- * snapshot. A caught-up wave allocates nothing here.
+ * first listing read; NULL when none is); returns how many. A listing is
+ * read when its floor, raised to the scan cursor, is below the ceiling and,
+ * over a table with recent writes, a write of its topic above that floor
+ * may be registered (asked after the snapshot was taken: a topic with no
+ * such write has no row the snapshot sees above its floor). A topic listed
+ * twice is then read from the lowest floor among its listings that are
+ * read: rows between a lower floor whose answer was "no" and that one were
+ * registered after the question, so after the snapshot. A caught-up wave
+ * allocates nothing here.
  */
 static int
 ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray *floors,
-			   int64 scan_cursor, int64 ceiling, uint32 **keys, bool **read)
+			   int64 scan_cursor, int64 ceiling, bool **read)
 {
 	uint32		chunk_keys[ASK_CHUNK];
 	uint64		chunk_floors[ASK_CHUNK];
@@ -177,12 +198,12 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 	bool		chunk_may[ASK_CHUNK];
 	int			count = 0;
 
-	*keys = NULL;
 	*read = NULL;
 	for (int start = 0; start < topics->n; start += ASK_CHUNK)
 	{
 		int			end = Min(topics->n, start + ASK_CHUNK);
 		int			n = 0;
+		bool		below_zero = false;
 
 		CHECK_FOR_INTERRUPTS();
 		for (int i = start; i < end; i++)
@@ -197,20 +218,20 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 			chunk_keys[n] = RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
 			chunk_floors[n] = (uint64) floor;
 			chunk_listing[n++] = i;
+			below_zero |= floor < 0;
 		}
-		if (recent != NULL)
-			(void) RecentMayHaveMany(recent, n, chunk_keys, chunk_floors, chunk_may);
+		/* caught up, the common reconnect: nothing to note */
+		if (recent != NULL &&
+			RecentMayHaveMany(recent, n, chunk_keys, chunk_floors, chunk_may) == 0 &&
+			!below_zero)
+			continue;
 		for (int j = 0; j < n; j++)
 		{
 			/* below position 0 the table answers nothing: read */
 			if (recent != NULL && (int64) chunk_floors[j] >= 0 && !chunk_may[j])
 				continue;
 			if (*read == NULL)
-			{
-				*keys = palloc(sizeof(uint32) * topics->n);
 				*read = palloc0(sizeof(bool) * topics->n);
-			}
-			(*keys)[chunk_listing[j]] = chunk_keys[j];
 			(*read)[chunk_listing[j]] = true;
 			count++;
 		}
@@ -220,17 +241,21 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 
 /*
  * Adds the streams of the listings read, a topic listed twice once with its
- * lowest floor (raised to the cursor): one stream per topic over leaves in id
- * order, else one per (topic, leaf), consecutive. One pass; the topic set
- * (wave->topics) is what the dense walk classifies rows with.
+ * lowest floor (raised to the cursor). Over leaves in id order, one stream per
+ * listing, each admitted into the topic set (what the dense walk classifies
+ * rows with) only when the merge reaches it, a repeated topic's later
+ * listings dropped then (AdmitTopic): a page sets up the topics it gets to.
+ * Otherwise one stream per (topic, leaf), consecutive, set up here.
  */
 static void
 AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 scan_cursor,
-		   int64 ceiling, const uint32 *keys, const bool *read, int nread, bool in_order)
+		   int64 ceiling, const bool *read, int nread, bool in_order)
 {
 	int			nleaves = wave->source->nleaves;
 
-	wave->topics = wavetopics_create(CurrentMemoryContext, Max(nread, 16), NULL);
+	/* lazily admitted topics grow the set as the merge reaches them */
+	wave->topics = wavetopics_create(CurrentMemoryContext,
+									 in_order ? Min(nread, 256) : Max(nread, 16), NULL);
 	MergeReserveStreams(wave->merge, nread);
 	for (int i = 0; i < topics->n; i++)
 	{
@@ -242,30 +267,31 @@ AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 sca
 			CHECK_FOR_INTERRUPTS();
 		if (!read[i])
 			continue;
-		entry = wavetopics_insert_hash(wave->topics, DatumGetByteaPP(topics->values[i]),
-									   keys[i], &found);
+		if (in_order)
+		{
+			(void) MergeAddStream(wave->merge, PointerGetDatum(DatumGetByteaPP(topics->values[i])),
+								  0, floor, ceiling, wave->leaves, nleaves);
+			continue;
+		}
+		entry = wavetopics_insert(wave->topics, DatumGetByteaPP(topics->values[i]), &found);
 		if (found)
 		{
-			for (int l = 0; entry->stream >= 0 && l < (in_order ? 1 : nleaves); l++)
+			for (int l = 0; entry->stream >= 0 && l < nleaves; l++)
 				MergeLowerFloor(wave->merge, entry->stream + l, floor);
 			continue;
 		}
-		if (in_order)
-			entry->stream = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
-										   floor, ceiling, wave->leaves, nleaves);
-		else
+		entry->stream = -1;
+		for (int l = 0; l < nleaves; l++)
 		{
-			entry->stream = -1;
-			for (int l = 0; l < nleaves; l++)
-			{
-				int			sno = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
-												 floor, ceiling, &wave->leaves[l], 1);
+			int			sno = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
+											 floor, ceiling, &wave->leaves[l], 1);
 
-				if (l == 0)
-					entry->stream = sno;
-			}
+			if (l == 0)
+				entry->stream = sno;
 		}
 	}
+	if (in_order)
+		MergeSetAdmit(wave->merge, AdmitTopic, wave);
 }
 
 /* Whether some floor, raised to the scan cursor, is below the ceiling. */
@@ -295,7 +321,6 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	int64		ceiling;
 	bool		in_order;
 	RecentTable *recent;
-	uint32	   *keys;
 	bool	   *read;
 	int			nread;
 
@@ -317,7 +342,7 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 
 	recent = RecentForSource(PG_GETARG_OID(source_arg),
 							 spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME);
-	nread = ChooseListings(recent, &topics, &floors, scan_cursor, ceiling, &keys, &read);
+	nread = ChooseListings(recent, &topics, &floors, scan_cursor, ceiling, &read);
 	if (nread == 0)
 	{
 		/* nothing new: the same as caught up */
@@ -335,8 +360,7 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	 */
 	in_order = LeavesInIdOrder(wave->source);
 	wave->merge = MergeBegin(1, snapshot, (MergeStrategy) xip83_wave_strategy, row_goal);
-	AddStreams(wave, &topics, &floors, scan_cursor, ceiling, keys, read, nread, in_order);
-	pfree(keys);
+	AddStreams(wave, &topics, &floors, scan_cursor, ceiling, read, nread, in_order);
 	pfree(read);
 	if (in_order)
 		MergeSetDenseWalk(wave->merge, wave->leaves, wave->source->nleaves, 0,
