@@ -549,6 +549,31 @@ LogLateRingAfterCheckpoint(void)
 	SetLatch(MyLatch);
 }
 
+/*
+ * The pause after a notice: deaf to the latch, which every commit sets, so
+ * that what commits meanwhile folds into the next notice; in slices, so that
+ * a reload, a stop or a shutdown waits at most a slice, not a long interval.
+ */
+#define INTERVAL_SLICE_MS 100
+
+static void
+WaitInterval(void)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													xip83_notify_interval_ms);
+
+	for (;;)
+	{
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until);
+
+		if (left <= 0 || ConfigReloadPending || got_sigterm ||
+			((volatile NotifierDb *) MyNotifier)->stop_requested)
+			return;
+		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(left, INTERVAL_SLICE_MS), PG_WAIT_EXTENSION);
+	}
+}
+
 /* Whether nothing but this worker used the registry of its database for a while. */
 static bool
 NotifierIdle(void)
@@ -606,8 +631,7 @@ xip83_notifier_main(Datum main_arg)
 		sent = NotifierTickSafely(tick_cxt, XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE);
 		LogLateRingAfterCheckpoint();
 		if (sent && xip83_notify_interval_ms > 0)
-			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 xip83_notify_interval_ms, PG_WAIT_EXTENSION);
+			WaitInterval();
 		else if (!sent)
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 HeartbeatWait(LastSentAt), PG_WAIT_EXTENSION);

@@ -3,6 +3,9 @@
  * at its next heartbeat. With the heartbeat at 5 s, a LISTENing connection
  * must hear a notice soon after each commit of a group message, a welcome,
  * an envelope (first write of a fresh backend each time), and a late write.
+ * A reload reaches a notifier pausing a long notify interval: after a notice
+ * at a 60 s interval, the interval set back to its default is followed within
+ * the same two seconds.
  */
 #include "testlib.h"
 
@@ -90,6 +93,18 @@ main(void)
 	WriteAndHear(l, "a late envelope",
 				 "INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic,"
 				 " originator_envelope) VALUES (1, 3, '\\x03aa', '\\x03')");
+	PQclear(tl_exec(c, "ALTER SYSTEM SET xip83.notify_interval_ms = 60000", 0, NULL));
+	PQclear(tl_exec(c, "SELECT pg_reload_conf()", 0, NULL));
+	tl_sleep_us(300000);
+	WriteAndHear(l, "a group message before a 60 s pause",
+				 "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+				 " VALUES ('\\x01', '\\x02', sha256('\\x0102'))");
+	PQclear(tl_exec(c, "ALTER SYSTEM RESET xip83.notify_interval_ms", 0, NULL));
+	PQclear(tl_exec(c, "SELECT pg_reload_conf()", 0, NULL));
+	tl_sleep_us(300000);
+	WriteAndHear(l, "a group message after the interval is reset",
+				 "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+				 " VALUES ('\\x01', '\\x03', sha256('\\x0103'))");
 	PQclear(tl_exec(c, "ALTER SYSTEM RESET xip83.notify_heartbeat_ms", 0, NULL));
 	PQclear(tl_exec(c, "SELECT pg_reload_conf()", 0, NULL));
 	PQfinish(l);
