@@ -432,10 +432,13 @@ OwnTable(PositionKind kind)
 	return OwnTables[kind];
 }
 
+static void ForgetRowShapes(void);
+
 static void
 ForgetOwnTables(Datum arg, Oid relid)
 {
 	memset(OwnTables, 0, sizeof(OwnTables));
+	ForgetRowShapes();
 }
 
 /* What a trigger firing acts on. */
@@ -488,73 +491,148 @@ TriggerTargetOf(TriggerData *trigdata, const char *fn, TriggerTarget *out)
 	return true;
 }
 
-/* A position column of a row, by name and type. */
-static int64
-RowPosition(HeapTuple tuple, TupleDesc desc, const char *column, Oid type)
+/* The attribute number of a column by name and type; 0 when the relation has none of that type. */
+static AttrNumber
+ColumnOf(TupleDesc desc, const char *column, Oid type)
 {
-	bool		isnull;
-	Datum		d;
-
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (att->attisdropped || strcmp(NameStr(att->attname), column) != 0)
-			continue;
-		if (att->atttypid != type)
-			break;
-		d = heap_getattr(tuple, i + 1, desc, &isnull);
-		if (isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_NOT_NULL_VIOLATION),
-					 errmsg("xip83 positions must not be null"),
-					 errdetail("Column \"%s\" is null.", column)));
-		return type == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
+		if (!att->attisdropped && strcmp(NameStr(att->attname), column) == 0)
+			return att->atttypid == type ? att->attnum : 0;
 	}
-	ereport(ERROR,
-			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-			 errmsg("register_position needs a column \"%s\" of type %s", column,
-					format_type_be(type))));
-	return 0;					/* keep compiler quiet */
+	return 0;
+}
+
+/* A position column's attribute number; the trigger's table must have it. */
+static AttrNumber
+PositionColumnOf(TupleDesc desc, const char *column, Oid type)
+{
+	AttrNumber	attno = ColumnOf(desc, column, type);
+
+	if (attno == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("register_position needs a column \"%s\" of type %s", column,
+						format_type_be(type))));
+	return attno;
 }
 
 /* The topic column of each kind, by PositionKind. */
 static const char *const KindTopic[3] = {"group_id", "installation_key", "topic"};
 
 /*
+ * What register_position works out once per relation and trigger: its
+ * target and the columns it reads. The trigger fires for every row, and
+ * looking these up by name each time cost more than registering the row.
+ * Forgotten at every relcache invalidation, so a track, an untrack or an
+ * ALTER TABLE is seen by the next row.
+ */
+typedef struct RowShape
+{
+	Oid			relid;
+	Oid			tgoid;
+	TriggerTarget target;
+	AttrNumber	position;		/* id, or originator_sequence_id */
+	AttrNumber	node;			/* originator_node_id (envelopes) */
+	AttrNumber	topic;			/* 0: none (a blob table) */
+} RowShape;
+
+#define ROW_SHAPES 8
+
+static RowShape RowShapes[ROW_SHAPES];
+static int	NRowShapes = 0;
+static int	NextRowShape = 0;
+
+static void
+ForgetRowShapes(void)
+{
+	NRowShapes = 0;
+	NextRowShape = 0;
+}
+
+static const RowShape *
+RowShapeOf(TriggerData *trigdata)
+{
+	Oid			relid = RelationGetRelid(trigdata->tg_relation);
+	Oid			tgoid = trigdata->tg_trigger->tgoid;
+	TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+	RowShape	shape;
+	RowShape   *slot;
+
+	for (int i = 0; i < NRowShapes; i++)
+		if (RowShapes[i].relid == relid && RowShapes[i].tgoid == tgoid)
+			return &RowShapes[i];
+	memset(&shape, 0, sizeof(shape));
+	shape.relid = relid;
+	shape.tgoid = tgoid;
+	(void) TriggerTargetOf(trigdata, "register_position", &shape.target);
+	if (shape.target.kind == KIND_ENVELOPE)
+	{
+		shape.node = PositionColumnOf(desc, "originator_node_id", INT4OID);
+		shape.position = PositionColumnOf(desc, "originator_sequence_id", INT8OID);
+	}
+	else
+		shape.position = PositionColumnOf(desc, "id", INT8OID);
+	shape.topic = ColumnOf(desc, KindTopic[shape.target.kind], BYTEAOID);
+	/* the lookups above may have processed invalidations: add the entry after them */
+	if (NRowShapes < ROW_SHAPES)
+		slot = &RowShapes[NRowShapes++];
+	else
+	{
+		slot = &RowShapes[NextRowShape];
+		NextRowShape = (NextRowShape + 1) % ROW_SHAPES;
+	}
+	*slot = shape;
+	return slot;
+}
+
+/* A row's position column, which must not be null. */
+static int64
+RowPosition(HeapTuple tuple, TupleDesc desc, AttrNumber attno)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attno, desc, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("xip83 positions must not be null"),
+				 errdetail("Column \"%s\" is null.", NameStr(TupleDescAttr(desc, attno - 1)->attname))));
+	return TupleDescAttr(desc, attno - 1)->atttypid == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
+}
+
+/*
  * Notes a row's topic and position in the kind's recent-writes table before
  * the row can be seen, so that a wave never skips it (recent.h).
  */
 static void
-NoteRecent(RegistryDb *db, PositionKind kind, HeapTuple tuple, TupleDesc desc, int32 node,
-		   uint64 position, bool may_lack_topic)
+NoteRecent(RegistryDb *db, const RowShape *shape, HeapTuple tuple, TupleDesc desc, int32 node,
+		   uint64 position)
 {
+	PositionKind kind = shape->target.kind;
 	RecentTable *table = RecentTableOf(db, kind);
+	bool		isnull;
+	Datum		d;
+	bytea	   *topic;
 
 	if (table == NULL)
 		return;					/* xip83.recent_entries = 0 */
-	for (int i = 0; i < desc->natts; i++)
+	if (shape->topic == 0)
 	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-		bool		isnull;
-		Datum		d;
-		bytea	   *topic;
-
-		if (att->attisdropped || att->atttypid != BYTEAOID ||
-			strcmp(NameStr(att->attname), KindTopic[kind]) != 0)
-			continue;
-		d = heap_getattr(tuple, i + 1, desc, &isnull);
-		if (isnull)
-			return;				/* the table's NOT NULL refuses the row */
-		topic = DatumGetByteaPP(d);
-		RecentNote(table, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node), position);
-		return;
+		/* rows of a blob table carry no topic: their meta rows note it */
+		if (shape->target.blob)
+			return;
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("register_position needs a column \"%s\" of type bytea", KindTopic[kind])));
 	}
-	if (may_lack_topic)
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-			 errmsg("register_position needs a column \"%s\" of type bytea", KindTopic[kind])));
+	d = heap_getattr(tuple, shape->topic, desc, &isnull);
+	if (isnull)
+		return;					/* the table's NOT NULL refuses the row */
+	topic = DatumGetByteaPP(d);
+	RecentNote(table, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node), position);
 }
 
 /*
@@ -562,27 +640,15 @@ NoteRecent(RegistryDb *db, PositionKind kind, HeapTuple tuple, TupleDesc desc, i
  * a row to another topic is noted for waves, not registered as a write.
  */
 static bool
-SetsPosition(TriggerData *trigdata, TupleDesc desc, PositionKind kind)
+SetsPosition(TriggerData *trigdata, const RowShape *shape)
 {
-	static const char *const group_cols[] = {"id", NULL};
-	static const char *const envelope_cols[] = {"originator_node_id", "originator_sequence_id", NULL};
-	const char *const *cols = kind == KIND_ENVELOPE ? envelope_cols : group_cols;
-
 	if (!TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 		return true;
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (att->attisdropped)
-			continue;
-		for (int c = 0; cols[c] != NULL; c++)
-			if (strcmp(NameStr(att->attname), cols[c]) == 0 &&
-				bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber,
-							  trigdata->tg_updatedcols))
-				return true;
-	}
-	return false;
+	if (bms_is_member(shape->position - FirstLowInvalidHeapAttributeNumber,
+					  trigdata->tg_updatedcols))
+		return true;
+	return shape->node != 0 &&
+		bms_is_member(shape->node - FirstLowInvalidHeapAttributeNumber, trigdata->tg_updatedcols);
 }
 
 /*
@@ -600,7 +666,7 @@ register_position(PG_FUNCTION_ARGS)
 	HeapTuple	tuple;
 	TupleDesc	desc;
 	RegistryDb *db;
-	TriggerTarget target;
+	const RowShape *shape;
 	PositionKind kind;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
@@ -611,39 +677,39 @@ register_position(PG_FUNCTION_ARGS)
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)
 		? trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	desc = RelationGetDescr(trigdata->tg_relation);
-	(void) TriggerTargetOf(trigdata, "register_position", &target);
+	shape = RowShapeOf(trigdata);
 	if (Reg == NULL)
 		return PointerGetDatum(tuple);
-	kind = target.kind;
+	kind = shape->target.kind;
 
 	if (kind == KIND_ENVELOPE)
 	{
-		int32		node = (int32) RowPosition(tuple, desc, "originator_node_id", INT4OID);
-		int64		seq = RowPosition(tuple, desc, "originator_sequence_id", INT8OID);
+		int32		node = (int32) RowPosition(tuple, desc, shape->node);
+		int64		seq = RowPosition(tuple, desc, shape->position);
 
 		if (seq < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 					 errmsg("originator sequence ids must not be negative"),
 					 errdetail("Originator %d, sequence id " INT64_FORMAT ".", node, seq)));
-		db = RegistryAttachFeed(target.feed);
-		NoteRecent(db, kind, tuple, desc, node, (uint64) seq, target.blob);
-		if (!SetsPosition(trigdata, desc, kind))
+		db = RegistryAttachFeed(shape->target.feed);
+		NoteRecent(db, shape, tuple, desc, node, (uint64) seq);
+		if (!SetsPosition(trigdata, shape))
 			return PointerGetDatum(tuple);
 		/* sequence 0 (chain originators) is at or below every horizon: a late write */
 		RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) seq);
 	}
 	else
 	{
-		int64		id = RowPosition(tuple, desc, "id", INT8OID);
+		int64		id = RowPosition(tuple, desc, shape->position);
 
 		if (id <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("message ids must be positive")));
-		db = RegistryAttachFeed(target.feed);
-		NoteRecent(db, kind, tuple, desc, 0, (uint64) id, false);
-		if (!SetsPosition(trigdata, desc, kind))
+		db = RegistryAttachFeed(shape->target.feed);
+		NoteRecent(db, shape, tuple, desc, 0, (uint64) id);
+		if (!SetsPosition(trigdata, shape))
 			return PointerGetDatum(tuple);
 		if (id == LastDrawn[kind] && LastDrawnDb[kind] == db &&
 			TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
@@ -652,7 +718,7 @@ register_position(PG_FUNCTION_ARGS)
 			return PointerGetDatum(tuple);
 		}
 		RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) id);
-		SequenceCatchUp(OidIsValid(target.feed) ? target.sequence
+		SequenceCatchUp(OidIsValid(shape->target.feed) ? shape->target.sequence
 						: RegistryOwnRelation(KindSequence[kind]), (uint64) id);
 	}
 	return PointerGetDatum(tuple);
