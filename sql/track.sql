@@ -20,7 +20,11 @@ SELECT xip83.group_horizon('node.group_messages');
 SELECT xip83.group_ceiling('node.group_messages');
 SELECT xip83.track('node.group_messages', 'group');
 SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'node.group_messages'::regclass;
-SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'node.group_messages'::regclass ORDER BY 1;
+SELECT tgname, tgenabled, tgtype FROM pg_trigger WHERE tgrelid = 'node.group_messages'::regclass ORDER BY 1;
+-- inserts are registered by an index that stores nothing and serves no query
+SELECT c.relname, pg_get_indexdef(c.oid), pg_relation_size(c.oid)
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+ WHERE i.indrelid = 'node.group_messages'::regclass AND a.amname = 'xip83_track';
 SELECT source, kind, blob_source, horizon, registered, late_writes FROM xip83.tracked;
 SELECT xip83.track('node.group_messages', 'group');
 INSERT INTO node.group_messages (group_id, data, group_id_data_hash)
@@ -36,6 +40,22 @@ INSERT INTO node.group_messages (id, group_id, data, group_id_data_hash)
     VALUES (2, 'g', 'again', 'again');
 SELECT id, data FROM xip83.live_group_messages(6, 10, :lc, 'node.group_messages');
 SELECT horizon, late_writes FROM xip83.tracked;
+-- an UPDATE to another topic is only noted; one that sets the id is a write
+SELECT registered AS reg FROM xip83.tracked \gset
+UPDATE node.group_messages SET group_id = 'h' WHERE id = 5;
+SELECT registered - :reg AS registered, late_writes FROM xip83.tracked;
+UPDATE node.group_messages SET id = 7 WHERE id = 6;
+SELECT registered - :reg AS registered, late_writes FROM xip83.tracked;
+SELECT id, group_id, data FROM xip83.live_group_messages(6, 10, :lc, 'node.group_messages');
+UPDATE node.group_messages SET id = 6 WHERE id = 7;
+-- COPY goes through the index as INSERT does
+COPY node.group_messages (group_id, data, group_id_data_hash) FROM stdin;
+g	copied	copied
+\.
+SELECT xip83.group_horizon('node.group_messages');
+-- the tracked table's index must be on (id, group_id) alone
+CREATE INDEX ON node.group_messages USING xip83_track (group_id, id);
+CREATE INDEX ON node.group_messages USING xip83_track (id, group_id) WHERE id > 0;
 RESET ROLE;
 -- xip83's own tables are a feed of their own
 SELECT xip83.group_horizon('xip83.group_messages') = xip83.group_horizon();
@@ -50,6 +70,10 @@ CREATE TEMP TABLE mine (id bigint, group_id bytea);
 CREATE TRIGGER t BEFORE INSERT ON mine FOR EACH ROW EXECUTE FUNCTION xip83.register_position('group');
 INSERT INTO mine VALUES (1000000, 'x');
 SELECT xip83.next_id('mine');
+-- an xip83_track index on an untracked table is inert
+DROP TRIGGER t ON mine;
+CREATE INDEX ON mine USING xip83_track (id, group_id);
+INSERT INTO mine VALUES (2000000, 'x');
 DROP TABLE mine;
 RESET ROLE;
 SELECT horizon FROM xip83.tracked;
@@ -80,10 +104,43 @@ SELECT originator_node_id, originator_sequence_id, originator_envelope
   FROM xip83.live_envelopes('{300}', '{-1}', 10, :elc, 'node.envelopes');
 INSERT INTO node.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
     VALUES (300, -1, 't', 'neg');
--- untrack restores the default and drops the triggers
+-- a partitioned table: partitions created or attached later are followed, a
+-- detached one keeps an inert copy of the index
+CREATE TABLE node.parted (
+    originator_node_id int NOT NULL, originator_sequence_id bigint NOT NULL,
+    topic bytea NOT NULL, gateway_time timestamp NOT NULL DEFAULT now(),
+    expiry bigint NOT NULL DEFAULT 0, payer_id int, originator_envelope bytea NOT NULL,
+    PRIMARY KEY (originator_node_id, originator_sequence_id)) PARTITION BY LIST (originator_node_id);
+CREATE INDEX ON node.parted (topic, originator_node_id, originator_sequence_id);
+CREATE TABLE node.parted_1 PARTITION OF node.parted FOR VALUES IN (1);
+SELECT xip83.track('node.parted', 'envelope');
+CREATE TABLE node.parted_2 PARTITION OF node.parted FOR VALUES IN (2);
+CREATE TABLE node.parted_3 (LIKE node.parted INCLUDING DEFAULTS INCLUDING INDEXES);
+INSERT INTO node.parted_3 (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (3, 1, 't', 'before attach');
+ALTER TABLE node.parted ATTACH PARTITION node.parted_3 FOR VALUES IN (3);
+INSERT INTO node.parted (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (1, 1, 't', 'a'), (2, 1, 't', 'b'), (3, 2, 't', 'c');
+SELECT * FROM xip83.envelope_horizons('node.parted');
+SELECT c.relname, count(*)
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class ic ON ic.oid = i.indexrelid
+  JOIN pg_am a ON a.oid = ic.relam
+ WHERE a.amname = 'xip83_track' AND c.relname LIKE 'parted%' GROUP BY 1 ORDER BY 1;
+SELECT registered AS reg FROM xip83.tracked WHERE source = 'node.parted'::regclass \gset
+ALTER TABLE node.parted DETACH PARTITION node.parted_2;
+INSERT INTO node.parted_2 (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (2, 2, 't', 'detached');
+SELECT registered - :reg AS registered FROM xip83.tracked WHERE source = 'node.parted'::regclass;
+SELECT xip83.untrack('node.parted');
+SELECT count(*) FROM pg_class c JOIN pg_am a ON a.oid = c.relam
+ WHERE a.amname = 'xip83_track' AND c.relname LIKE 'parted%';
+DROP TABLE node.parted, node.parted_2;
+-- untrack restores the default and drops the triggers and the index
 SELECT xip83.untrack('node.group_messages');
 SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'node.group_messages'::regclass;
 SELECT count(*) FROM pg_trigger WHERE tgrelid = 'node.group_messages'::regclass;
+SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+ WHERE i.indrelid = 'node.group_messages'::regclass AND a.amname = 'xip83_track';
 SELECT xip83.untrack('node.group_messages');
 -- dropping a tracked table untracks it
 DROP TABLE node.envelopes;

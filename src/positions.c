@@ -1,6 +1,7 @@
 /*
  * positions.c: the write path of the registry (registry.h has the model):
- * the id defaults, the row trigger that registers every written position and
+ * the id defaults, the row trigger (and, for a tracked table's inserts, the
+ * tracking index of track_am.c) that registers every written position and
  * notes its topic in the recent-writes table (recent.h) before the row can be
  * seen, the TRUNCATE trigger, and the transaction hooks that raise a line's
  * high at commit and clear this backend's pins when its transaction ends.
@@ -523,23 +524,25 @@ PositionColumnOf(TupleDesc desc, const char *column, Oid type)
 static const char *const KindTopic[3] = {"group_id", "installation_key", "topic"};
 
 /*
- * What register_position works out once per relation and trigger: its
- * target and the columns it reads. The trigger fires for every row, and
- * looking these up by name each time cost more than registering the row.
- * Forgotten at every relcache invalidation, so a track, an untrack or an
- * ALTER TABLE is seen by the next row.
+ * What the write path works out once per relation and trigger (or tracking
+ * index): its target and the columns it reads, attribute numbers of the
+ * table for a trigger, column numbers of the index for an index (position 0:
+ * an inert index). Both fire for every row; looking these up by name each
+ * time cost more than registering the row. Forgotten at every relcache
+ * invalidation, so a track, an untrack or an ALTER TABLE is seen by the next
+ * row.
  */
 typedef struct RowShape
 {
 	Oid			relid;
-	Oid			tgoid;
+	Oid			via;			/* the trigger or the xip83_track index */
 	TriggerTarget target;
 	AttrNumber	position;		/* id, or originator_sequence_id */
 	AttrNumber	node;			/* originator_node_id (envelopes) */
 	AttrNumber	topic;			/* 0: none (a blob table) */
 } RowShape;
 
-#define ROW_SHAPES 8
+#define ROW_SHAPES 32			/* leaves a backend writes to in turn, with room */
 
 static RowShape RowShapes[ROW_SHAPES];
 static int	NRowShapes = 0;
@@ -553,20 +556,45 @@ ForgetRowShapes(void)
 }
 
 static const RowShape *
+FindShape(Oid relid, Oid key)
+{
+	for (int i = 0; i < NRowShapes; i++)
+		if (RowShapes[i].relid == relid && RowShapes[i].via == key)
+			return &RowShapes[i];
+	return NULL;
+}
+
+/* Keeps a shape worked out, in place of the oldest when full. */
+static const RowShape *
+RememberShape(const RowShape *shape)
+{
+	RowShape   *slot;
+
+	if (NRowShapes < ROW_SHAPES)
+		slot = &RowShapes[NRowShapes++];
+	else
+	{
+		slot = &RowShapes[NextRowShape];
+		NextRowShape = (NextRowShape + 1) % ROW_SHAPES;
+	}
+	*slot = *shape;
+	return slot;
+}
+
+static const RowShape *
 RowShapeOf(TriggerData *trigdata)
 {
 	Oid			relid = RelationGetRelid(trigdata->tg_relation);
 	Oid			tgoid = trigdata->tg_trigger->tgoid;
 	TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
 	RowShape	shape;
-	RowShape   *slot;
+	const RowShape *known = FindShape(relid, tgoid);
 
-	for (int i = 0; i < NRowShapes; i++)
-		if (RowShapes[i].relid == relid && RowShapes[i].tgoid == tgoid)
-			return &RowShapes[i];
+	if (known != NULL)
+		return known;
 	memset(&shape, 0, sizeof(shape));
 	shape.relid = relid;
-	shape.tgoid = tgoid;
+	shape.via = tgoid;
 	(void) TriggerTargetOf(trigdata, "register_position", &shape.target);
 	if (shape.target.kind == KIND_ENVELOPE)
 	{
@@ -577,15 +605,7 @@ RowShapeOf(TriggerData *trigdata)
 		shape.position = PositionColumnOf(desc, "id", INT8OID);
 	shape.topic = ColumnOf(desc, KindTopic[shape.target.kind], BYTEAOID);
 	/* the lookups above may have processed invalidations: add the entry after them */
-	if (NRowShapes < ROW_SHAPES)
-		slot = &RowShapes[NRowShapes++];
-	else
-	{
-		slot = &RowShapes[NextRowShape];
-		NextRowShape = (NextRowShape + 1) % ROW_SHAPES;
-	}
-	*slot = shape;
-	return slot;
+	return RememberShape(&shape);
 }
 
 /* A row's position column, which must not be null. */
@@ -605,34 +625,64 @@ RowPosition(HeapTuple tuple, TupleDesc desc, AttrNumber attno)
 
 /*
  * Notes a row's topic and position in the kind's recent-writes table before
- * the row can be seen, so that a wave never skips it (recent.h).
+ * the row can be seen, so that a wave never skips it (recent.h). topic NULL:
+ * the row has none to note (a null topic, which the table refuses, or a blob
+ * row, whose meta row notes it).
  */
 static void
-NoteRecent(RegistryDb *db, const RowShape *shape, HeapTuple tuple, TupleDesc desc, int32 node,
-		   uint64 position)
+NoteRecent(RegistryDb *db, PositionKind kind, const bytea *topic, int32 node, uint64 position)
 {
-	PositionKind kind = shape->target.kind;
 	RecentTable *table = RecentTableOf(db, kind);
-	bool		isnull;
-	Datum		d;
-	bytea	   *topic;
 
-	if (table == NULL)
-		return;					/* xip83.recent_entries = 0 */
-	if (shape->topic == 0)
-	{
-		/* rows of a blob table carry no topic: their meta rows note it */
-		if (shape->target.blob)
-			return;
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("register_position needs a column \"%s\" of type bytea", KindTopic[kind])));
-	}
-	d = heap_getattr(tuple, shape->topic, desc, &isnull);
-	if (isnull)
-		return;					/* the table's NOT NULL refuses the row */
-	topic = DatumGetByteaPP(d);
+	if (table == NULL || topic == NULL)
+		return;					/* xip83.recent_entries = 0, or nothing to note */
 	RecentNote(table, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node), position);
+}
+
+/*
+ * Notes and registers one written row of a target: the write path of the
+ * trigger and of the tracking index (track_am.c). sets_position false: an
+ * UPDATE that moved the row to another topic, only noted; inserted: a new
+ * row, whose id may be the one the default just drew.
+ */
+static void
+RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea *topic,
+			bool sets_position, bool inserted)
+{
+	PositionKind kind = target->kind;
+	RegistryDb *db;
+
+	if (kind == KIND_ENVELOPE)
+	{
+		if (position < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("originator sequence ids must not be negative"),
+					 errdetail("Originator %d, sequence id " INT64_FORMAT ".", node, position)));
+		db = RegistryAttachFeed(target->feed);
+		NoteRecent(db, kind, topic, node, (uint64) position);
+		if (!sets_position)
+			return;
+		/* sequence 0 (chain originators) is at or below every horizon: a late write */
+		RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) position);
+		return;
+	}
+	if (position <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("message ids must be positive")));
+	db = RegistryAttachFeed(target->feed);
+	NoteRecent(db, kind, topic, 0, (uint64) position);
+	if (!sets_position)
+		return;
+	if (position == LastDrawn[kind] && LastDrawnDb[kind] == db && inserted)
+	{
+		LastDrawn[kind] = 0;	/* drawn by the default just now: registered */
+		return;
+	}
+	RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) position);
+	SequenceCatchUp(OidIsValid(target->feed) ? target->sequence
+					: RegistryOwnRelation(KindSequence[kind]), (uint64) position);
 }
 
 /*
@@ -651,13 +701,34 @@ SetsPosition(TriggerData *trigdata, const RowShape *shape)
 		bms_is_member(shape->node - FirstLowInvalidHeapAttributeNumber, trigdata->tg_updatedcols);
 }
 
+/* A row's topic to note, or NULL (none, or null); errors when the table must have one. */
+static const bytea *
+RowTopic(const RowShape *shape, HeapTuple tuple, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (shape->topic == 0)
+	{
+		if (shape->target.blob)
+			return NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("register_position needs a column \"%s\" of type bytea",
+						KindTopic[shape->target.kind])));
+	}
+	d = heap_getattr(tuple, shape->topic, desc, &isnull);
+	return isnull ? NULL : DatumGetByteaPP(d);
+}
+
 /*
  * register_position(): BEFORE INSERT OR UPDATE row trigger of the xip83
- * tables. Notes the row's topic and position for waves, then registers the
- * position: ids from the default are already pinned (no lock); explicit ones
- * below the pin are checked against the published horizon, and late ones go
- * into the late ring. An UPDATE that sets no position column (a row moved to
- * another topic) is only noted.
+ * tables, and BEFORE UPDATE trigger of tracked tables (whose inserts the
+ * tracking index registers). Notes the row's topic and position for waves,
+ * then registers the position: ids from the default are already pinned (no
+ * lock); explicit ones below the pin are checked against the published
+ * horizon, and late ones go into the late ring. An UPDATE that sets no
+ * position column (a row moved to another topic) is only noted.
  */
 Datum
 register_position(PG_FUNCTION_ARGS)
@@ -665,9 +736,7 @@ register_position(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	HeapTuple	tuple;
 	TupleDesc	desc;
-	RegistryDb *db;
 	const RowShape *shape;
-	PositionKind kind;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		TriggerMisuse("register_position", "must be called as a trigger");
@@ -680,48 +749,75 @@ register_position(PG_FUNCTION_ARGS)
 	shape = RowShapeOf(trigdata);
 	if (Reg == NULL)
 		return PointerGetDatum(tuple);
-	kind = shape->target.kind;
-
-	if (kind == KIND_ENVELOPE)
-	{
-		int32		node = (int32) RowPosition(tuple, desc, shape->node);
-		int64		seq = RowPosition(tuple, desc, shape->position);
-
-		if (seq < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("originator sequence ids must not be negative"),
-					 errdetail("Originator %d, sequence id " INT64_FORMAT ".", node, seq)));
-		db = RegistryAttachFeed(shape->target.feed);
-		NoteRecent(db, shape, tuple, desc, node, (uint64) seq);
-		if (!SetsPosition(trigdata, shape))
-			return PointerGetDatum(tuple);
-		/* sequence 0 (chain originators) is at or below every horizon: a late write */
-		RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) seq);
-	}
-	else
-	{
-		int64		id = RowPosition(tuple, desc, shape->position);
-
-		if (id <= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("message ids must be positive")));
-		db = RegistryAttachFeed(shape->target.feed);
-		NoteRecent(db, shape, tuple, desc, 0, (uint64) id);
-		if (!SetsPosition(trigdata, shape))
-			return PointerGetDatum(tuple);
-		if (id == LastDrawn[kind] && LastDrawnDb[kind] == db &&
-			TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		{
-			LastDrawn[kind] = 0;	/* drawn by the default just now: registered */
-			return PointerGetDatum(tuple);
-		}
-		RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) id);
-		SequenceCatchUp(OidIsValid(shape->target.feed) ? shape->target.sequence
-						: RegistryOwnRelation(KindSequence[kind]), (uint64) id);
-	}
+	RegisterRow(&shape->target,
+				shape->node != 0 ? (int32) RowPosition(tuple, desc, shape->node) : 0,
+				RowPosition(tuple, desc, shape->position),
+				RowTopic(shape, tuple, desc),
+				SetsPosition(trigdata, shape),
+				TRIGGER_FIRED_BY_INSERT(trigdata->tg_event));
 	return PointerGetDatum(tuple);
+}
+
+/*
+ * The target and column numbers of a tracked table's xip83_track index
+ * (track.c gives it positions first, then the topic), cached as the
+ * trigger's are; NULL when the index is inert (track.h).
+ */
+static const RowShape *
+IndexShapeOf(Relation heap, Relation index)
+{
+	Oid			relid = RelationGetRelid(heap);
+	Oid			indexid = RelationGetRelid(index);
+	TrackedSource t;
+	bool		blob_side;
+	RowShape	shape;
+	const RowShape *known = FindShape(relid, indexid);
+
+	if (known != NULL)
+		return known->position == 0 ? NULL : known;
+	memset(&shape, 0, sizeof(shape));
+	shape.relid = relid;
+	shape.via = indexid;
+	if (TrackIndexOf(heap, index, &t, &blob_side) == TRACK_INDEX_LIVE)
+	{
+		shape.target.kind = t.kind;
+		shape.target.feed = t.source;
+		shape.target.sequence = t.sequence;
+		shape.target.blob = OidIsValid(t.blob);
+		shape.node = t.kind == KIND_ENVELOPE ? 1 : 0;
+		shape.position = t.kind == KIND_ENVELOPE ? 2 : 1;
+		shape.topic = blob_side ? 0 : shape.position + 1;
+	}
+	/* the lookups above may have processed invalidations: add the entry after them */
+	known = RememberShape(&shape);
+	return known->position == 0 ? NULL : known;
+}
+
+/* A position column of the tracking index: the table's key, never null. */
+static int64
+IndexPosition(const Datum *values, const bool *isnull, AttrNumber col, bool int4)
+{
+	if (isnull[col - 1])
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("xip83 positions must not be null")));
+	return int4 ? DatumGetInt32(values[col - 1]) : DatumGetInt64(values[col - 1]);
+}
+
+void
+PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull)
+{
+	const RowShape *shape;
+	const bytea *topic = NULL;
+
+	if (Reg == NULL || (shape = IndexShapeOf(heap, index)) == NULL)
+		return;
+	if (shape->topic != 0 && !isnull[shape->topic - 1])
+		topic = DatumGetByteaPP(values[shape->topic - 1]);
+	RegisterRow(&shape->target,
+				shape->node != 0 ? (int32) IndexPosition(values, isnull, shape->node, true) : 0,
+				IndexPosition(values, isnull, shape->position, false),
+				topic, true, true);
 }
 
 /* Notes that a kind of a feed starts over when this transaction commits. */

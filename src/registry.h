@@ -50,6 +50,7 @@
 
 #include "port/atomics.h"
 #include "storage/lwlock.h"
+#include "utils/relcache.h"
 #include "utils/timestamp.h"
 
 #define LINE_GROUP		0
@@ -224,6 +225,12 @@ extern Oid	RegistryOwnRelation(const char *name);
 extern int64 RegistrySequenceLastValue(Oid seqid);
 /* The write path's transaction and object-access hooks (positions.c). */
 extern void PositionsInstallHooks(void);
+/*
+ * A new row of a tracked table, from its xip83_track index (track_am.c):
+ * values are the index's columns, positions first and then the topic (none
+ * on a blob table). A table no longer tracked is left alone.
+ */
+extern void PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull);
 /* Starts a database's lines over at 0 (a committed TRUNCATE); lock held exclusive. */
 extern void RegistryResetKindLocked(RegistryDb *db, PositionKind kind, bool keep_lines);
 

@@ -7,9 +7,13 @@
  *     `xip83.next_id('<table>')`, which pins the id's line before drawing
  *     from that same sequence (positions.c), so an id is registered before
  *     any reader can see it;
- *   - a BEFORE INSERT OR UPDATE row trigger `xip83_register_position` (on the
- *     blob table too, for envelopes), ENABLE ALWAYS, cloned by PostgreSQL to
- *     every partition, including partitions created later;
+ *   - an index `<table>_xip83_track` of the access method xip83_track
+ *     (track_am.c) on the position columns and the topic, whose insert
+ *     callback registers every new row (on the blob table too, positions
+ *     only); PostgreSQL gives every partition one, including partitions
+ *     created or attached later;
+ *   - a BEFORE UPDATE OF <those columns> row trigger `xip83_register_position`
+ *     (on the blob table too), ENABLE ALWAYS, cloned to every partition;
  *   - an AFTER TRUNCATE statement trigger `xip83_reset_positions`.
  * No row is rewritten; the DDL takes each table's lock for a moment (SET
  * DEFAULT takes ACCESS EXCLUSIVE, which also waits out every writer that
@@ -17,8 +21,9 @@
  *
  * Who may do it. The caller must own the tables; the DDL runs as the caller.
  * The row of xip83.tracked_sources is written here directly (no role has
- * INSERT on it): it is the only thing that makes the triggers act on a
- * table, so a role that attaches them to a table of its own changes nothing.
+ * INSERT on it): it is the only thing that makes the triggers and the index
+ * act on a table, so a role that attaches them to a table of its own changes
+ * nothing.
  */
 #include "postgres.h"
 
@@ -31,8 +36,10 @@
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -48,6 +55,7 @@
 #include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "args.h"
 #include "compat.h"
@@ -409,26 +417,82 @@ Run(const char *sql)
 		elog(ERROR, "xip83: could not run: %s", sql);
 }
 
-/* The columns whose UPDATE moves a row's position or topic, per kind (blob: none of a topic). */
-static const char *
-TriggerColumns(PositionKind kind, bool blob)
+/*
+ * The columns of a kind's positions and topic (a blob table has no topic):
+ * the xip83_track index's, in this order, and those whose UPDATE the trigger
+ * follows.
+ */
+static const char *const *
+IndexColumnList(PositionKind kind, bool blob)
 {
+	static const char *const group[] = {"id", "group_id", NULL};
+	static const char *const welcome[] = {"id", "installation_key", NULL};
+	static const char *const meta[] = {"originator_node_id", "originator_sequence_id", "topic", NULL};
+	static const char *const blobs[] = {"originator_node_id", "originator_sequence_id", NULL};
+
 	if (kind == KIND_GROUP)
-		return "id, group_id";
+		return group;
 	if (kind == KIND_WELCOME)
-		return "id, installation_key";
-	return blob ? "originator_node_id, originator_sequence_id"
-		: "originator_node_id, originator_sequence_id, topic";
+		return welcome;
+	return blob ? blobs : meta;
 }
 
+/* The same, as SQL: "a, b, c". */
+const char *
+TrackIndexColumns(PositionKind kind, bool blob)
+{
+	const char *const *cols = IndexColumnList(kind, blob);
+	char	   *sql = pstrdup(cols[0]);
+
+	for (int i = 1; cols[i] != NULL; i++)
+		sql = psprintf("%s, %s", sql, cols[i]);
+	return sql;
+}
+
+/* Whether relid is root or a partition of it, at any depth. */
+static bool
+CoveredBy(Oid relid, Oid root)
+{
+	return relid == root ||
+		(get_rel_relispartition(relid) && list_member_oid(get_partition_ancestors(relid), root));
+}
+/* A relation's access method, from its pg_class row. */
+static Oid
+RelationAm(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			am;
+
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	am = ((Form_pg_class) GETSTRUCT(tup))->relam;
+	ReleaseSysCache(tup);
+	return am;
+}
+
+/* The access method of the tracking index, or InvalidOid before the extension has it. */
+static Oid
+TrackAmOid(void)
+{
+	return get_am_oid("xip83_track", true);
+}
+
+/*
+ * What track adds to one table: the tracking index (inserts), the UPDATE
+ * trigger and, but on a blob table, the TRUNCATE trigger.
+ */
 static void
-AddTriggers(Oid relid, PositionKind kind, bool blob)
+AddTracking(Oid relid, PositionKind kind, bool blob)
 {
 	char	   *name = QualifiedName(relid);
+	char	   *index = ChooseRelationName(get_rel_name(relid), NULL, "xip83_track",
+										   get_rel_namespace(relid), false);
 
-	Run(psprintf("CREATE TRIGGER xip83_register_position BEFORE INSERT OR UPDATE OF %s ON %s "
+	Run(psprintf("CREATE INDEX %s ON %s USING xip83_track (%s)",
+				 quote_identifier(index), name, TrackIndexColumns(kind, blob)));
+	Run(psprintf("CREATE TRIGGER xip83_register_position BEFORE UPDATE OF %s ON %s "
 				 "FOR EACH ROW EXECUTE FUNCTION xip83.register_position(%s)",
-				 TriggerColumns(kind, blob), name, KindName[kind]));
+				 TrackIndexColumns(kind, blob), name, KindName[kind]));
 	Run(psprintf("ALTER TABLE %s ENABLE ALWAYS TRIGGER xip83_register_position", name));
 	if (blob)
 		return;
@@ -436,6 +500,71 @@ AddTriggers(Oid relid, PositionKind kind, bool blob)
 				 "FOR EACH STATEMENT EXECUTE FUNCTION xip83.reset_positions(%s)",
 				 name, KindName[kind]));
 	Run(psprintf("ALTER TABLE %s ENABLE ALWAYS TRIGGER xip83_reset_positions", name));
+}
+
+/* What untrack drops from one table: its triggers and tracking indexes. */
+static void
+DropTracking(Oid relid, bool blob)
+{
+	Relation	rel;
+	List	   *indexes;
+	ListCell   *lc;
+	Oid			am = TrackAmOid();
+
+	if (get_rel_name(relid) == NULL)
+		return;
+	Run(psprintf("DROP TRIGGER IF EXISTS xip83_register_position ON %s", QualifiedName(relid)));
+	if (!blob)
+		Run(psprintf("DROP TRIGGER IF EXISTS xip83_reset_positions ON %s", QualifiedName(relid)));
+	rel = table_open(relid, AccessShareLock);
+	indexes = RelationGetIndexList(rel);
+	table_close(rel, AccessShareLock);
+	foreach(lc, indexes)
+		if (OidIsValid(am) && RelationAm(lfirst_oid(lc)) == am)
+			Run(psprintf("DROP INDEX %s", QualifiedName(lfirst_oid(lc))));
+}
+
+/*
+ * What an xip83_track index is for: a tracked table's (or a partition's of
+ * one, created or attached later) when on exactly the columns track names;
+ * inert on any other table (CREATE TABLE ... LIKE ... INCLUDING INDEXES
+ * copies it, and attaching the copy as a partition brings it to life).
+ */
+TrackIndexUse
+TrackIndexOf(Relation heap, Relation index, TrackedSource *t, bool *blob_side)
+{
+	Oid			relid = RelationGetRelid(heap);
+	const char *const *cols;
+	int			n = 0;
+	bool		ok = true;
+
+	if (!LookUp(relid, t))
+		return TRACK_INDEX_INERT;
+	*blob_side = OidIsValid(t->blob) && !CoveredBy(relid, t->source);
+	cols = IndexColumnList(t->kind, *blob_side);
+	for (; cols[n] != NULL; n++)
+		ok &= n < IndexRelationGetNumberOfKeyAttributes(index) &&
+			index->rd_index->indkey.values[n] == get_attnum(relid, cols[n]);
+	if (!ok || n != IndexRelationGetNumberOfAttributes(index) ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL))
+		return TRACK_INDEX_MISMATCH;
+	return TRACK_INDEX_LIVE;
+}
+
+/* Refuses to build an xip83_track index a tracked table would misread. */
+void
+TrackCheckIndex(Relation heap, Relation index)
+{
+	TrackedSource t;
+	bool		blob_side;
+
+	if (TrackIndexOf(heap, index, &t, &blob_side) == TRACK_INDEX_MISMATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("an xip83_track index of %s must be on (%s) alone",
+						QualifiedName(RelationGetRelid(heap)), TrackIndexColumns(t.kind, blob_side)),
+				 errdetail("The table is tracked: xip83.track made its index, which registers its inserts.")));
 }
 
 /*
@@ -513,14 +642,15 @@ xip83_track(PG_FUNCTION_ARGS)
 	if (t.kind != KIND_ENVELOPE)
 		Run(psprintf("ALTER TABLE %s ALTER COLUMN id SET DEFAULT xip83.next_id(%s::regclass)",
 					 QualifiedName(t.source), quote_literal_cstr(QualifiedName(t.source))));
-	AddTriggers(t.source, t.kind, false);
-	if (OidIsValid(t.blob))
-		AddTriggers(t.blob, t.kind, true);
-	SPI_finish();
-
+	/* the row first: building the tracking index checks the table is tracked */
 	CatalogInsert(&t);
 	InvalidateTree(t.source);
 	InvalidateTree(t.blob);
+	AddTracking(t.source, t.kind, false);
+	if (OidIsValid(t.blob))
+		AddTracking(t.blob, t.kind, true);
+	SPI_finish();
+
 	RegistryForgetFeed(t.source);
 	PG_RETURN_VOID();
 }
@@ -548,10 +678,9 @@ xip83_untrack(PG_FUNCTION_ARGS)
 	if (t.kind != KIND_ENVELOPE && OidIsValid(t.sequence) && get_rel_name(t.sequence) != NULL)
 		Run(psprintf("ALTER TABLE %s ALTER COLUMN id SET DEFAULT nextval(%s::regclass)",
 					 QualifiedName(t.source), quote_literal_cstr(QualifiedName(t.sequence))));
-	Run(psprintf("DROP TRIGGER IF EXISTS xip83_register_position ON %s", QualifiedName(t.source)));
-	Run(psprintf("DROP TRIGGER IF EXISTS xip83_reset_positions ON %s", QualifiedName(t.source)));
-	if (OidIsValid(t.blob) && get_rel_name(t.blob) != NULL)
-		Run(psprintf("DROP TRIGGER IF EXISTS xip83_register_position ON %s", QualifiedName(t.blob)));
+	DropTracking(t.source, false);
+	if (OidIsValid(t.blob))
+		DropTracking(t.blob, true);
 	SPI_finish();
 
 	(void) CatalogFind(relid, false, true, &t);

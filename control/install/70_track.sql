@@ -2,9 +2,23 @@
 -- table register its position as writes to xip83's tables do, so horizons,
 -- ceilings, live fetch and the notifier cover it (README, "Adopting xip83 on a
 -- running node"). What track changes on a table: a v3 table's id default
--- becomes xip83.next_id('<table>') (same sequence), and the triggers
--- xip83_register_position (on the blob table too) and xip83_reset_positions
--- are added; untrack restores the default and drops the triggers.
+-- becomes xip83.next_id('<table>') (same sequence); an index <table>_xip83_track
+-- of the access method below (inserts) and the triggers xip83_register_position
+-- (BEFORE UPDATE) go on the table and on the blob table, xip83_reset_positions
+-- (AFTER TRUNCATE) on the table; untrack restores the default and drops them.
+
+-- The tracking index (src/track_am.c): stores nothing, is never scanned; its
+-- insert callback registers each new row of a tracked table. Its operator
+-- classes have no operators, so no query can use it. The handler is internal.
+CREATE FUNCTION xip83.track_am_handler(internal) RETURNS index_am_handler
+AS 'MODULE_PATHNAME', 'track_am_handler' LANGUAGE C;
+REVOKE EXECUTE ON FUNCTION xip83.track_am_handler(internal) FROM PUBLIC;
+CREATE ACCESS METHOD xip83_track TYPE INDEX HANDLER xip83.track_am_handler;
+CREATE OPERATOR CLASS xip83.track_int4_ops DEFAULT FOR TYPE int4 USING xip83_track AS STORAGE int4;
+CREATE OPERATOR CLASS xip83.track_int8_ops DEFAULT FOR TYPE int8 USING xip83_track AS STORAGE int8;
+CREATE OPERATOR CLASS xip83.track_bytea_ops DEFAULT FOR TYPE bytea USING xip83_track AS STORAGE bytea;
+COMMENT ON ACCESS METHOD xip83_track IS
+  'The index xip83.track gives a tracked table: registers every inserted row''s position before it can be seen; stores nothing, never scanned.';
 
 -- Written only by track/untrack (as C, after checking the caller owns the
 -- tables) and by a drop of a tracked table: nobody has INSERT on it.
@@ -46,9 +60,9 @@ GRANT SELECT ON xip83.tracked TO PUBLIC;
 COMMENT ON TABLE xip83.tracked_sources IS
   'Node tables xip83.track follows: written by track/untrack and by dropping a tracked table only.';
 COMMENT ON FUNCTION xip83.track(regclass, text, regclass) IS
-  'Makes a node''s table (kind group, welcome or envelope; envelopes may name their blob table) a feed of its own: replaces a v3 table''s nextval id default with xip83.next_id, adds the triggers xip83_register_position and xip83_reset_positions. No rewrite; takes each table''s lock for a moment. The caller must own the tables; layout checks as the wave scans.';
+  'Makes a node''s table (kind group, welcome or envelope; envelopes may name their blob table) a feed of its own: replaces a v3 table''s nextval id default with xip83.next_id, adds an xip83_track index (inserts) and the triggers xip83_register_position (updates) and xip83_reset_positions. No rewrite; takes each table''s lock for a moment. The caller must own the tables; layout checks as the wave scans.';
 COMMENT ON FUNCTION xip83.untrack(regclass) IS
-  'Restores what xip83.track changed: the nextval id default, no xip83 triggers. The caller must own the tables.';
+  'Restores what xip83.track changed: the nextval id default, no xip83_track index, no xip83 triggers. The caller must own the tables.';
 COMMENT ON FUNCTION xip83.next_id(regclass) IS
   'The id default xip83.track gives a tracked v3 table: registers the id, then draws it from the table''s own sequence (needs USAGE on it, as nextval).';
 COMMENT ON FUNCTION xip83.tracked_status(regclass) IS
