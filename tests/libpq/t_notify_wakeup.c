@@ -69,6 +69,15 @@ WriteAndHear(PGconn *l, const char *what, const char *sql)
 	PQfinish(w);
 }
 
+/* A setting changed, the configuration reloaded, and a moment for the notifier to see it. */
+static void
+Reload(PGconn *c, const char *alter)
+{
+	PQclear(tl_exec(c, alter, 0, NULL));
+	PQclear(tl_exec(c, "SELECT pg_reload_conf()", 0, NULL));
+	tl_sleep_us(300000);
+}
+
 int
 main(void)
 {
@@ -93,20 +102,15 @@ main(void)
 	WriteAndHear(l, "a late envelope",
 				 "INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic,"
 				 " originator_envelope) VALUES (1, 3, '\\x03aa', '\\x03')");
-	PQclear(tl_exec(c, "ALTER SYSTEM SET xip83.notify_interval_ms = 60000", 0, NULL));
-	PQclear(tl_exec(c, "SELECT pg_reload_conf()", 0, NULL));
-	tl_sleep_us(300000);
+	Reload(c, "ALTER SYSTEM SET xip83.notify_interval_ms = 60000");
 	WriteAndHear(l, "a group message before a 60 s pause",
 				 "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
 				 " VALUES ('\\x01', '\\x02', sha256('\\x0102'))");
-	PQclear(tl_exec(c, "ALTER SYSTEM RESET xip83.notify_interval_ms", 0, NULL));
-	PQclear(tl_exec(c, "SELECT pg_reload_conf()", 0, NULL));
-	tl_sleep_us(300000);
+	Reload(c, "ALTER SYSTEM RESET xip83.notify_interval_ms");
 	WriteAndHear(l, "a group message after the interval is reset",
 				 "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
 				 " VALUES ('\\x01', '\\x03', sha256('\\x0103'))");
-	PQclear(tl_exec(c, "ALTER SYSTEM RESET xip83.notify_heartbeat_ms", 0, NULL));
-	PQclear(tl_exec(c, "SELECT pg_reload_conf()", 0, NULL));
+	Reload(c, "ALTER SYSTEM RESET xip83.notify_heartbeat_ms");
 	PQfinish(l);
 	PQfinish(c);
 	return tl_done("t_notify_wakeup");
