@@ -6,13 +6,15 @@
  * table of PartSlots slots, its LWLock, seq and low. A key picks its
  * partition with its low bits and its home slot with the bits above.
  * Partitions fill to 1/2 at most, so a probe always ends on an empty slot
- * and most keys sit in their home slot. A slot's key, max and the rest of its
- * retained positions live in three arrays: a probe runs along 16 keys per
- * cache line, then reads one max (a may-have question) or one half line of
- * the rest (an exact one).
+ * and most keys sit in their home slot. A slot's key, max and entry number
+ * live in three arrays: a probe runs along 16 keys per cache line, then reads
+ * one max (a may-have question) or the slot's entry (an exact one). Entries
+ * hold the rest of the retained positions; a partition has one for each of
+ * the keys it may hold (half its slots), numbered densely in placement order
+ * and renumbered by an eviction: entries for half the slots, not all.
  *
- * The rest of a slot: a version (odd while a writer changes the slot's max or
- * rest, under the partition lock), then RECENT_KEEP - 1 distances below max,
+ * An entry: a version (odd while a writer changes the slot's max or entry,
+ * under the partition lock), then RECENT_KEEP - 1 distances below max,
  * ascending, 0 where none: the positions next below max that were noted. A
  * distance that does not fit is kept as RECENT_FAR, which stands for some
  * position at or below max - RECENT_FAR: it takes a place like a position but
@@ -31,7 +33,7 @@
 
 #define RECENT_MAX_PARTS	64
 #define RECENT_MIN_PART_SLOTS 16
-#define RECENT_REST		RECENT_KEEP	/* words per slot: version, distances */
+#define RECENT_REST		RECENT_KEEP	/* words per entry: version, distances */
 #define RECENT_FAR		PG_UINT32_MAX
 
 int			xip83_recent_entries = 12288;
@@ -50,7 +52,9 @@ struct RecentTable
 	pg_atomic_uint32 *keys;		/* NParts * PartSlots; 0: empty */
 	pg_atomic_uint64 *maxes;	/* a slot's max: written before its key, only
 								 * grows while the key stays */
-	pg_atomic_uint32 *rest;		/* RECENT_REST words per slot: version, then
+	pg_atomic_uint32 *entry;	/* a slot's entry in its partition: written
+								 * before its key */
+	pg_atomic_uint32 *rest;		/* RECENT_REST words per entry: version, then
 								 * distances below max (file header) */
 };
 
@@ -94,8 +98,9 @@ RecentShmemSize(void)
 	per = add_size(MAXALIGN(sizeof(RecentTable)),
 				   add_size(MAXALIGN(mul_size(sizeof(pg_atomic_uint32), mul_size(NParts, PartSlots))),
 							MAXALIGN(mul_size(sizeof(pg_atomic_uint64), mul_size(NParts, PartSlots)))));
+	per = add_size(per, MAXALIGN(mul_size(sizeof(pg_atomic_uint32), mul_size(NParts, PartSlots))));
 	per = add_size(per, MAXALIGN(mul_size(sizeof(pg_atomic_uint32) * RECENT_REST,
-										  mul_size(NParts, PartSlots))));
+										  mul_size(NParts, PartSlots / 2))));
 	return mul_size(per, NTables());
 }
 
@@ -136,8 +141,10 @@ RecentShmemInit(void)
 		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint32), mul_size(NParts, PartSlots)));
 		table->maxes = (pg_atomic_uint64 *) p;
 		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint64), mul_size(NParts, PartSlots)));
+		table->entry = (pg_atomic_uint32 *) p;
+		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint32), mul_size(NParts, PartSlots)));
 		table->rest = (pg_atomic_uint32 *) p;
-		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint32) * RECENT_REST, mul_size(NParts, PartSlots)));
+		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint32) * RECENT_REST, mul_size(NParts, PartSlots / 2)));
 		for (int i = 0; i < NParts; i++)
 		{
 			table->parts[i].lock = &locks[t * NParts + i].lock;
@@ -148,9 +155,10 @@ RecentShmemInit(void)
 		{
 			pg_atomic_init_u32(&table->keys[s], 0);
 			pg_atomic_init_u64(&table->maxes[s], 0);
-			for (int w = 0; w < RECENT_REST; w++)
-				pg_atomic_init_u32(&table->rest[s * RECENT_REST + w], 0);
+			pg_atomic_init_u32(&table->entry[s], 0);
 		}
+		for (int s = 0; s < NParts * PartSlots / 2 * RECENT_REST; s++)
+			pg_atomic_init_u32(&table->rest[s], 0);
 	}
 }
 
@@ -195,11 +203,18 @@ MaxesOf(const RecentTable *t, int part)
 	return &t->maxes[part * PartSlots];
 }
 
-/* The rest words of slot i of a partition. */
+/* The words of entry e of a partition. */
+static inline pg_atomic_uint32 *
+EntryWords(const RecentTable *t, int part, uint32 e)
+{
+	return &t->rest[((Size) part * (PartSlots / 2) + e) * RECENT_REST];
+}
+
+/* The entry words of slot i of a partition (its key read before, with a barrier). */
 static inline pg_atomic_uint32 *
 RestOf(const RecentTable *t, int part, int i)
 {
-	return &t->rest[((Size) part * PartSlots + i) * RECENT_REST];
+	return EntryWords(t, part, pg_atomic_read_u32(&t->entry[(Size) part * PartSlots + i]));
 }
 
 static inline int
@@ -217,20 +232,24 @@ Prefetch(const void *p)
 #endif
 }
 
-/* Places a key known absent into the first empty slot from its home; lock held. */
+/*
+ * Places a key known absent into the first empty slot from its home, with
+ * entry e (unused: e is the partition's count of keys); lock held.
+ */
 static void
-PlaceLocked(const RecentTable *t, int part, uint32 key, uint64 max, const uint32 *dist)
+PlaceLocked(const RecentTable *t, int part, uint32 key, uint64 max, const uint32 *dist,
+			uint32 e)
 {
 	pg_atomic_uint32 *keys = KeysOf(t, part);
 	int			i = Home(key);
-	pg_atomic_uint32 *rest;
+	pg_atomic_uint32 *rest = EntryWords(t, part, e);
 
 	while (pg_atomic_read_u32(&keys[i]) != 0)
 		i = (i + 1) & (PartSlots - 1);
-	/* no reader looks at the slot's rest before its key is there */
-	rest = RestOf(t, part, i);
+	/* no reader looks at the slot's entry before its key is there */
 	for (int j = 0; j < RECENT_KEEP - 1; j++)
 		pg_atomic_write_u32(&rest[1 + j], dist != NULL ? dist[j] : 0);
+	pg_atomic_write_u32(&t->entry[(Size) part * PartSlots + i], e);
 	pg_atomic_write_u64(&MaxesOf(t, part)[i], max);
 	pg_write_barrier();
 	pg_atomic_write_u32(&keys[i], key);
@@ -261,10 +280,11 @@ EvictLocked(const RecentTable *t, int p)
 	for (int i = 0; i < PartSlots; i++)
 	{
 		uint32		key = pg_atomic_read_u32(&keys[i]);
-		pg_atomic_uint32 *rest = RestOf(t, p, i);
+		pg_atomic_uint32 *rest;
 
 		if (key == 0)
 			continue;
+		rest = RestOf(t, p, i);
 		Scratch[n].key = key;
 		Scratch[n].max = pg_atomic_read_u64(&MaxesOf(t, p)[i]);
 		for (int j = 0; j < RECENT_KEEP - 1; j++)
@@ -282,7 +302,7 @@ EvictLocked(const RecentTable *t, int p)
 	for (int i = 0; i < n; i++)
 		if (Scratch[i].max > cut)
 		{
-			PlaceLocked(t, p, Scratch[i].key, Scratch[i].max, Scratch[i].dist);
+			PlaceLocked(t, p, Scratch[i].key, Scratch[i].max, Scratch[i].dist, (uint32) kept);
 			kept++;
 		}
 	part->used = kept;
@@ -397,7 +417,7 @@ RecentNote(RecentTable *t, uint32 key, uint64 position)
 			return;
 		}
 	}
-	PlaceLocked(t, p, key, position, NULL);
+	PlaceLocked(t, p, key, position, NULL, (uint32) part->used);
 	part->used++;
 	LWLockRelease(part->lock);
 }

@@ -43,7 +43,7 @@
 typedef struct RecentTable RecentTable;
 
 /* Positions retained per entry: its max and as many below it as fit. */
-#define RECENT_KEEP		8
+#define RECENT_KEEP		12
 
 /* Entries per database and kind (PGC_POSTMASTER, src/xip83.c). */
 extern int	xip83_recent_entries;

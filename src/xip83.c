@@ -160,12 +160,13 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("xip83.recent_entries",
 							"Topics per database and kind whose latest writes waves can skip by.",
-							"An entry keeps a topic's 8 highest positions, so that a wave reads them "
-							"by position instead of descending the topic's index; a slot takes 44 bytes "
-							"and there are twice as many slots as entries, rounded up to a power of two "
-							"(88 to 176 bytes an entry). When full, the older half is dropped and topics "
-							"below what it held descend their index again. 0: none, every wave descends "
-							"every topic.",
+							"An entry keeps a topic's 12 highest positions, so that a wave reads them "
+							"by position instead of descending the topic's index. There are twice as "
+							"many slots as entries, rounded up to a power of two, 16 bytes each, and "
+							"48 bytes of positions for every other slot: 80 to 160 bytes an entry, "
+							"1.25 MB per database and kind at 12288. When full, the older half is "
+							"dropped and topics below what it held descend their index again. 0: none, "
+							"every wave descends every topic.",
 							&xip83_recent_entries,
 							12288, 0, 16777216,
 							PGC_POSTMASTER, 0,
