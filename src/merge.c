@@ -560,6 +560,15 @@ TakeCandidates(MergeScan *merge, MergeStream *s)
 		return false;
 	merge->stats.exact_streams++;
 	s->nitems = s->next = 0;
+	if (n > s->cap)
+	{
+		/* one allocation, not AppendItem's doubling: most streams are set up so */
+		if (s->items != NULL)
+			pfree(s->items);
+		s->items = MemoryContextAlloc(merge->cxt, sizeof(MergeItem) * n);
+		merge->buffered_items += n - s->cap;
+		s->cap = n;
+	}
 	for (int j = 0; j < n && (int64) positions[j] <= s->ceiling; j++)
 	{
 		int64		position = (int64) positions[j];
