@@ -362,18 +362,21 @@ RetainLocked(const RecentTable *t, int p, int i, uint64 position)
 	pg_atomic_uint64 *maxp = &MaxesOf(t, p)[i];
 	uint64		max = pg_atomic_read_u64(maxp);
 	uint32		dist[RECENT_KEEP - 1];
+	uint32		version;
 
 	for (int j = 0; j < RECENT_KEEP - 1; j++)
 		dist[j] = pg_atomic_read_u32(&rest[1 + j]);
 	if (!RetainPosition(&max, dist, position))
 		return;
-	pg_atomic_fetch_add_u32(&rest[0], 1);
+	/* the lock makes us the only writer: plain stores, no locked instructions */
+	version = pg_atomic_read_u32(&rest[0]);
+	pg_atomic_write_u32(&rest[0], version + 1);
 	pg_write_barrier();
 	for (int j = 0; j < RECENT_KEEP - 1; j++)
 		pg_atomic_write_u32(&rest[1 + j], dist[j]);
 	pg_atomic_write_u64(maxp, max);
 	pg_write_barrier();
-	pg_atomic_fetch_add_u32(&rest[0], 1);
+	pg_atomic_write_u32(&rest[0], version + 2);
 }
 
 void
