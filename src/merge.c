@@ -446,6 +446,19 @@ NextBatchSize(MergeScan *merge, MergeStream *s)
 	return want;
 }
 
+/* Gives a stream's batch room for want items; what it held is dropped. */
+static void
+ReserveItems(MergeScan *merge, MergeStream *s, int want)
+{
+	if (want <= s->cap)
+		return;
+	if (s->items != NULL)
+		pfree(s->items);
+	s->items = MemoryContextAlloc(merge->cxt, sizeof(MergeItem) * want);
+	merge->buffered_items += want - s->cap;
+	s->cap = want;
+}
+
 /*
  * Reads the next batch of a stream off its scan index; returns the number of
  * items read (0: the stream is exhausted).
@@ -455,14 +468,7 @@ Refill(MergeScan *merge, MergeStream *s)
 {
 	int			want = NextBatchSize(merge, s);
 
-	if (want > s->cap)
-	{
-		if (s->items != NULL)
-			pfree(s->items);
-		s->items = MemoryContextAlloc(merge->cxt, sizeof(MergeItem) * want);
-		merge->buffered_items += want - s->cap;
-		s->cap = want;
-	}
+	ReserveItems(merge, s, want);
 	s->nitems = 0;
 	s->next = 0;
 
@@ -559,16 +565,9 @@ TakeCandidates(MergeScan *merge, MergeStream *s)
 	if (n < 0)
 		return false;
 	merge->stats.exact_streams++;
+	/* one allocation, not AppendItem's doubling: most streams are set up so */
+	ReserveItems(merge, s, n);
 	s->nitems = s->next = 0;
-	if (n > s->cap)
-	{
-		/* one allocation, not AppendItem's doubling: most streams are set up so */
-		if (s->items != NULL)
-			pfree(s->items);
-		s->items = MemoryContextAlloc(merge->cxt, sizeof(MergeItem) * n);
-		merge->buffered_items += n - s->cap;
-		s->cap = n;
-	}
 	for (int j = 0; j < n && (int64) positions[j] <= s->ceiling; j++)
 	{
 		int64		position = (int64) positions[j];

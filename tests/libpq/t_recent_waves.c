@@ -211,6 +211,22 @@ Write(PGconn *c, int ntopics, int n)
 
 static int	Waves = 0;
 
+/* One envelope wave against its definition (diff_env; nth as there). */
+static void
+CheckEnv(PGconn *c, const char *when, double pick, int nth)
+{
+	char		sql[256];
+	PGresult   *r;
+
+	snprintf(sql, sizeof(sql), "SELECT * FROM diff_env(%g, %g, %d)", pick,
+			 (double) (++Waves % 1000) / 1000.0, nth);
+	r = tl_exec(c, sql, 0, NULL);
+	TL_CHECK(tl_int(r, 0, 1) == 0, "%s: envelope wave (pick %g, nth %d) differs from its"
+			 " definition in %lld of %lld rows", when, pick, nth,
+			 (long long) tl_int(r, 0, 1), (long long) tl_int(r, 0, 0));
+	PQclear(r);
+}
+
 /* A few waves of each kind at different picks; every one must equal the definition. */
 static void
 CheckWaves(PGconn *c, const char *when)
@@ -250,18 +266,7 @@ CheckWaves(PGconn *c, const char *when)
 		PQclear(r);
 	}
 	for (int p = 0; p < 3; p++)
-	{
-		char		sql[256];
-		PGresult   *r;
-
-		snprintf(sql, sizeof(sql), "SELECT * FROM diff_env(%g, %g)", picks[p],
-				 (double) (++Waves % 1000) / 1000.0);
-		r = tl_exec(c, sql, 0, NULL);
-		TL_CHECK(tl_int(r, 0, 1) == 0, "%s: envelope wave (pick %g) differs from its definition"
-				 " in %lld of %lld rows", when, picks[p],
-				 (long long) tl_int(r, 0, 1), (long long) tl_int(r, 0, 0));
-		PQclear(r);
-	}
+		CheckEnv(c, when, picks[p], 0);
 }
 
 /*
@@ -295,18 +300,7 @@ CheckExact(PGconn *c, const char *when)
 			PQclear(r);
 		}
 	for (int p = 0; p < 3; p++)
-	{
-		char		sql[256];
-		PGresult   *r;
-
-		snprintf(sql, sizeof(sql), "SELECT * FROM diff_env(%g, %g, %d)", p == 2 ? 1.0 : 0.5,
-				 (double) (++Waves % 1000) / 1000.0, nths[p]);
-		r = tl_exec(c, sql, 0, NULL);
-		TL_CHECK(tl_int(r, 0, 1) == 0, "%s: envelope wave, floors at the %dth highest ids,"
-				 " differs from its definition in %lld of %lld rows", when, nths[p],
-				 (long long) tl_int(r, 0, 1), (long long) tl_int(r, 0, 0));
-		PQclear(r);
-	}
+		CheckEnv(c, when, p == 2 ? 1.0 : 0.5, nths[p]);
 }
 
 /*
