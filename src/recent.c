@@ -570,7 +570,7 @@ RecentExact(const RecentTable *t, uint32 key, int64 floor, uint64 *positions)
 		return 0;				/* absent, or nothing above the floor */
 	for (int j = 0; j < RECENT_KEEP - 1 && dist[j] != 0; j++)
 		retained++;
-	/* a dropped position lies below the RECENT_KEEP-th retained: it must be at or below floor */
+	/* a dropped position lies below the last of a full list: at or below floor? */
 	if (retained == RECENT_KEEP && max - dist[RECENT_KEEP - 2] > (uint64) floor)
 		return -1;
 	for (int j = retained - 2; j >= 0; j--)

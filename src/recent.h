@@ -143,9 +143,10 @@ extern int	RecentMayHaveMany(const RecentTable *t, int n, const uint32 *keys,
  * when every write of the key above floor registered before this call is
  * among the positions retained, those positions above floor, ascending, into
  * positions[RECENT_KEEP], and their count; -1 when not known exactly (floor
- * below the partition's low, the RECENT_KEEP-th retained position above floor, or a
- * writer changing the entry or partition meanwhile). Positions of other keys
- * with the same hash may be among them; the caller checks each row's topic.
+ * below the partition's low, the RECENT_KEEP-th retained position above
+ * floor, or a writer changing the entry or partition meanwhile). Positions
+ * of other keys with the same hash may be among them; the caller checks each
+ * row's topic.
  */
 extern int	RecentExact(const RecentTable *t, uint32 key, int64 floor, uint64 *positions);
 
