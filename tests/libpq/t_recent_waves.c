@@ -469,6 +469,17 @@ main(void)
 	CheckWaves(c, "after a TRUNCATE");
 	CheckFoundNew(c, "after a TRUNCATE");
 
+	/* positions further apart than an entry's 32-bit distances reach */
+	Exec(w, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+		 " SELECT max(id) + 5000000000, '\\x00000003', '\\x03', sha256('\\x0303')"
+		 " FROM xip83.group_messages");
+	Exec(w, "INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic,"
+		 " originator_envelope) SELECT 100, max(originator_sequence_id) + 5000000000,"
+		 " '\\x00000003', '\\x03' FROM xip83.envelopes WHERE originator_node_id = 100");
+	Write(w, 50, 100);
+	CheckWaves(c, "positions far apart");
+	CheckExact(c, "positions far apart");
+
 	PQfinish(c);
 	PQfinish(w);
 	return tl_done("t_recent_waves");
