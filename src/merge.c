@@ -8,6 +8,9 @@
  *     "position > floor" never skips an index entry;
  *   - a stream is in the heap of heads exactly when it has an unproduced item,
  *     and its head there is the position of items[next];
+ *   - a stream set up from exact candidates (TakeCandidates) is drained: its
+ *     items are every row it can hold above its floor, and it is never
+ *     descended;
  *   - the dense walk only runs before the heap is primed; when it hands over
  *     at walk position W, every row at or below W has been decided, and each
  *     stream's floor is raised to W before its first refill.
@@ -29,6 +32,7 @@
 #include "utils/memutils.h"
 
 #include "merge.h"
+#include "recent.h"
 
 /* Relative costs, in units of one dense-walk row (an index entry and a heap
  * tuple read in position order). Measured by tests/bench/bench_wave_v3. */
@@ -44,7 +48,11 @@
 #define BATCH_GROWTH		4
 #define INTERRUPT_EVERY		256
 
-/* One index entry read by a refill: where a row is and its position. */
+/*
+ * One index entry read by a refill: where a row is and its position; or a
+ * candidate position known from the recent-writes table, its tid invalid:
+ * fetched through the leaf's walk index when the merge gets to it.
+ */
 typedef struct MergeItem
 {
 	int64		position;
@@ -85,6 +93,7 @@ typedef struct LeafScan
 	IndexFetchTableData *fetch; /* heap fetches by tid */
 	TupleTableSlot *slot;
 	IndexScanDesc walk;			/* on the walk index */
+	IndexScanDesc point;		/* on the walk index, one candidate per rescan */
 } LeafScan;
 
 typedef enum MergeMode
@@ -126,6 +135,7 @@ struct MergeScan
 	bool		one_originator; /* every stream is of the first's originator */
 	MergeAdmitFn admit;
 	void	   *admit_arg;
+	const RecentTable *recent;	/* exact candidates of streams, or NULL */
 	int		   *reached;		/* streams the walk admitted, to refill */
 	int			nreached;
 	int			nfront;			/* reached[..nfront): refilled before pending */
@@ -187,6 +197,20 @@ MergeSetAdmit(MergeScan *merge, MergeAdmitFn admit, void *arg)
 		elog(ERROR, "a merge's admit callback must be set before the first row is read");
 	merge->admit = admit;
 	merge->admit_arg = arg;
+}
+
+/*
+ * Lets streams take their rows' positions from the recent-writes table of
+ * the source (recent.h) instead of descending their scan index, when it
+ * knows them exactly. Streams' keys are their topic and, with a 2-column
+ * prefix, originator (as writers note them).
+ */
+void
+MergeSetRecent(MergeScan *merge, const RecentTable *recent)
+{
+	if (merge->mode != MODE_START)
+		elog(ERROR, "a merge's recent-writes table must be set before the first row is read");
+	merge->recent = recent;
 }
 
 /* Lowers a stream's floor before the first row is read (a topic listed twice). */
@@ -422,6 +446,19 @@ NextBatchSize(MergeScan *merge, MergeStream *s)
 	return want;
 }
 
+/* Gives a stream's batch room for want items; what it held is dropped. */
+static void
+ReserveItems(MergeScan *merge, MergeStream *s, int want)
+{
+	if (want <= s->cap)
+		return;
+	if (s->items != NULL)
+		pfree(s->items);
+	s->items = MemoryContextAlloc(merge->cxt, sizeof(MergeItem) * want);
+	merge->buffered_items += want - s->cap;
+	s->cap = want;
+}
+
 /*
  * Reads the next batch of a stream off its scan index; returns the number of
  * items read (0: the stream is exhausted).
@@ -431,14 +468,7 @@ Refill(MergeScan *merge, MergeStream *s)
 {
 	int			want = NextBatchSize(merge, s);
 
-	if (want > s->cap)
-	{
-		if (s->items != NULL)
-			pfree(s->items);
-		s->items = MemoryContextAlloc(merge->cxt, sizeof(MergeItem) * want);
-		merge->buffered_items += want - s->cap;
-		s->cap = want;
-	}
+	ReserveItems(merge, s, want);
 	s->nitems = 0;
 	s->next = 0;
 
@@ -507,6 +537,108 @@ Refill(MergeScan *merge, MergeStream *s)
 	}
 	s->drained = s->leaf >= s->nleaves;
 	return s->nitems;
+}
+
+/*
+ * Sets up a stream's items from the recent-writes table when it knows the
+ * stream's rows above its floor exactly: each candidate position up to the
+ * ceiling, in the leaf that may hold it, fetched by position when the merge
+ * gets to it. false when not known (the stream descends its index), or when
+ * a leaf cannot be read by position.
+ */
+static bool
+TakeCandidates(MergeScan *merge, MergeStream *s)
+{
+	uint64		positions[RECENT_KEEP];
+	bytea	   *topic;
+	int			n;
+
+	if (merge->recent == NULL || s->floor < 0)
+		return false;
+	for (int l = 0; l < s->nleaves; l++)
+		if (s->leaves[l]->walk_index == NULL)
+			return false;
+	topic = DatumGetByteaPP(s->topic);
+	n = RecentExact(merge->recent,
+					RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), s->originator),
+					s->floor, positions);
+	if (n < 0)
+		return false;
+	merge->stats.exact_streams++;
+	/* one allocation, not AppendItem's doubling: most streams are set up so */
+	ReserveItems(merge, s, n);
+	s->nitems = s->next = 0;
+	for (int j = 0; j < n && (int64) positions[j] <= s->ceiling; j++)
+	{
+		int64		position = (int64) positions[j];
+		ItemPointerData none;
+
+		for (s->leaf = 0; s->leaf < s->nleaves; s->leaf++)
+			if (LeafMayHold(s->leaves[s->leaf], merge->nprefix, s->originator,
+							position - 1, position))
+				break;
+		if (s->leaf == s->nleaves)
+			continue;			/* no leaf of the stream holds it */
+		ItemPointerSetInvalid(&none);
+		AppendItem(merge, s, position, &none);
+	}
+	s->leaf = s->nleaves;
+	s->drained = true;
+	return true;
+}
+
+/* Whether a row fetched by position is of the stream: its topic and originator. */
+static bool
+RowOfStream(const MergeScan *merge, const MergeStream *s, const SourceLeaf *leaf,
+			TupleTableSlot *slot)
+{
+	const int2vector *indkey = &leaf->index->rd_index->indkey;
+	bool		isnull;
+	Datum		d = slot_getattr(slot, indkey->values[0], &isnull);
+	bytea	   *mine = DatumGetByteaPP(s->topic);
+	bytea	   *theirs;
+	bool		same;
+
+	if (isnull)
+		return false;
+	if (merge->nprefix == 2)
+	{
+		Datum		o = slot_getattr(slot, indkey->values[1], &isnull);
+
+		if (isnull || DatumGetInt32(o) != s->originator)
+			return false;
+	}
+	theirs = DatumGetByteaPP(d);
+	same = VARSIZE_ANY_EXHDR(theirs) == VARSIZE_ANY_EXHDR(mine) &&
+		memcmp(VARDATA_ANY(theirs), VARDATA_ANY(mine), VARSIZE_ANY_EXHDR(mine)) == 0;
+	if ((Pointer) theirs != DatumGetPointer(d))
+		pfree(theirs);
+	return same;
+}
+
+/*
+ * Fetches a candidate through the leaf's walk index into ls->slot: false
+ * when no row at the position is visible to the merge's snapshot or the
+ * visible one is of another topic (deleted, rolled back, moved, a hash
+ * collision).
+ */
+static bool
+FetchByPosition(MergeScan *merge, const MergeStream *s, SourceLeaf *leaf, LeafScan *ls,
+				int64 position)
+{
+	ScanKeyData keys[3];
+	int			nkeys = PositionKeys(keys, (Datum) 0, merge->nprefix == 2, s->originator,
+									 position - 1, position);
+
+	if (ls->point == NULL)
+		ls->point = xip83_index_beginscan(leaf->heap, leaf->walk_index, merge->snapshot,
+										  nkeys, 0);
+	index_rescan(ls->point, keys, nkeys, NULL, 0);
+	merge->stats.by_position++;
+	while (index_getnext_slot(ls->point, ForwardScanDirection, ls->slot))
+		if (RowOfStream(merge, s, leaf, ls->slot))
+			return true;
+	return false;
 }
 
 /* Whether head a comes before head b: (originator, position) order. */
@@ -772,7 +904,7 @@ PrimeDue(MergeScan *merge)
 			continue;
 		if ((merge->stats.descents % INTERRUPT_EVERY) == 0)
 			CHECK_FOR_INTERRUPTS();
-		if (Refill(merge, s) > 0)
+		if (TakeCandidates(merge, s) ? s->nitems > 0 : Refill(merge, s) > 0)
 		{
 			MergeHead	h;
 
@@ -830,9 +962,14 @@ NextFromHeap(MergeScan *merge, MergeRow *row)
 		AdvanceTop(merge, s);
 		/* after the refill: opening another leaf's scans may move leafscans */
 		ls = GetLeafScan(merge, leaf);
-		found = table_index_fetch_tuple(ls->fetch, &item.tid, merge->snapshot, ls->slot,
-										&call_again, &all_dead);
-		merge->stats.fetched++;
+		if (!ItemPointerIsValid(&item.tid))
+			found = FetchByPosition(merge, s, leaf, ls, item.position);
+		else
+		{
+			found = table_index_fetch_tuple(ls->fetch, &item.tid, merge->snapshot, ls->slot,
+											&call_again, &all_dead);
+			merge->stats.fetched++;
+		}
 		if (found)
 		{
 			row->slot = ls->slot;
@@ -1100,6 +1237,8 @@ MergeEnd(MergeScan *merge)
 			index_endscan(ls->scan);
 		if (ls->walk != NULL)
 			index_endscan(ls->walk);
+		if (ls->point != NULL)
+			index_endscan(ls->point);
 		if (ls->fetch != NULL)
 			table_index_fetch_end(ls->fetch);
 		if (ls->slot != NULL)

@@ -22,7 +22,11 @@
  *     a stream whose floor is at or above its ceiling is never read at all.
  *     Streams are first read in floor order, only once the merge reaches
  *     their floor, so a page descends the streams whose floors lie below its
- *     last row, not every stream;
+ *     last row, not every stream. With a recent-writes table (MergeSetRecent)
+ *     a stream it knows exactly is not descended: its candidate positions
+ *     are its items, each fetched through the leaf's walk index when the
+ *     merge is about to produce it, and dropped silently when no row there
+ *     is visible or the visible one is of another topic or originator;
  *   - the dense walk: when the wave's topics hold most rows of the position
  *     range, walking a unique position index in order and keeping the rows a
  *     caller's classify callback maps to a stream (and that are above that
@@ -42,6 +46,7 @@
 #include "executor/tuptable.h"
 #include "utils/snapshot.h"
 
+#include "recent.h"
 #include "source.h"
 
 typedef struct MergeScan MergeScan;
@@ -71,6 +76,8 @@ typedef struct MergeStats
 	int64		index_items;	/* index entries read by refills */
 	int64		walked;			/* rows visited by the dense walk */
 	int64		fetched;		/* heap fetches by the heap strategy */
+	int64		exact_streams;	/* streams whose rows the recent table knew */
+	int64		by_position;	/* their candidates fetched by position */
 	bool		used_walk;		/* the dense walk produced rows */
 	bool		used_heap;		/* the heap produced rows */
 } MergeStats;
@@ -98,6 +105,7 @@ extern void MergeLowerFloor(MergeScan *merge, int stream, int64 floor);
 extern int	MergeAddStream(MergeScan *merge, Datum topic, int32 originator,
 						   int64 floor, int64 ceiling, SourceLeaf **leaves, int nleaves);
 extern void MergeSetAdmit(MergeScan *merge, MergeAdmitFn admit, void *arg);
+extern void MergeSetRecent(MergeScan *merge, const RecentTable *recent);
 extern void MergeSetDenseWalk(MergeScan *merge, SourceLeaf **leaves, int nleaves,
 							  int32 originator, MergeClassifyFn classify, void *arg);
 extern int	MergeStreamCount(const MergeScan *merge);

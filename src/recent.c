@@ -6,8 +6,19 @@
  * table of PartSlots slots, its LWLock, seq and low. A key picks its
  * partition with its low bits and its home slot with the bits above.
  * Partitions fill to 1/2 at most, so a probe always ends on an empty slot
- * and most keys sit in their home slot. A slot's key and max live in two
- * arrays: a probe runs along 16 keys per cache line, then reads one max.
+ * and most keys sit in their home slot. A slot's key, max and entry number
+ * live in three arrays: a probe runs along 16 keys per cache line, then reads
+ * one max (a may-have question) or the slot's entry (an exact one). Entries
+ * hold the rest of the retained positions; a partition has one for each of
+ * the keys it may hold (half its slots), numbered densely in placement order
+ * and renumbered by an eviction: entries for half the slots, not all.
+ *
+ * An entry: a version (odd while a writer changes the slot's max or entry,
+ * under the partition lock), then RECENT_KEEP - 1 distances below max,
+ * ascending, 0 where none: the positions next below max that were noted. A
+ * distance that does not fit is kept as RECENT_FAR, which stands for some
+ * position at or below max - RECENT_FAR: it takes a place like a position but
+ * is never a candidate, so a floor below it is not exact.
  */
 #include "postgres.h"
 
@@ -22,6 +33,8 @@
 
 #define RECENT_MAX_PARTS	64
 #define RECENT_MIN_PART_SLOTS 16
+#define RECENT_REST		RECENT_KEEP	/* words per entry: version, distances */
+#define RECENT_FAR		PG_UINT32_MAX
 
 int			xip83_recent_entries = 12288;
 
@@ -39,13 +52,18 @@ struct RecentTable
 	pg_atomic_uint32 *keys;		/* NParts * PartSlots; 0: empty */
 	pg_atomic_uint64 *maxes;	/* a slot's max: written before its key, only
 								 * grows while the key stays */
+	pg_atomic_uint32 *entry;	/* a slot's entry in its partition: written
+								 * before its key */
+	pg_atomic_uint32 *rest;		/* RECENT_REST words per entry: version, then
+								 * distances below max (file header) */
 };
 
-/* One (key, max) pair copied out by an eviction. */
+/* One slot's key, max and distances copied out by an eviction. */
 typedef struct RecentPair
 {
 	uint32		key;
 	uint64		max;
+	uint32		dist[RECENT_KEEP - 1];
 } RecentPair;
 
 static RecentTable *Tables = NULL;	/* Reg->n_dbs * 3 */
@@ -80,6 +98,9 @@ RecentShmemSize(void)
 	per = add_size(MAXALIGN(sizeof(RecentTable)),
 				   add_size(MAXALIGN(mul_size(sizeof(pg_atomic_uint32), mul_size(NParts, PartSlots))),
 							MAXALIGN(mul_size(sizeof(pg_atomic_uint64), mul_size(NParts, PartSlots)))));
+	per = add_size(per, MAXALIGN(mul_size(sizeof(pg_atomic_uint32), mul_size(NParts, PartSlots))));
+	per = add_size(per, MAXALIGN(mul_size(sizeof(pg_atomic_uint32) * RECENT_REST,
+										  mul_size(NParts, PartSlots / 2))));
 	return mul_size(per, NTables());
 }
 
@@ -120,6 +141,10 @@ RecentShmemInit(void)
 		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint32), mul_size(NParts, PartSlots)));
 		table->maxes = (pg_atomic_uint64 *) p;
 		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint64), mul_size(NParts, PartSlots)));
+		table->entry = (pg_atomic_uint32 *) p;
+		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint32), mul_size(NParts, PartSlots)));
+		table->rest = (pg_atomic_uint32 *) p;
+		p += MAXALIGN(mul_size(sizeof(pg_atomic_uint32) * RECENT_REST, mul_size(NParts, PartSlots / 2)));
 		for (int i = 0; i < NParts; i++)
 		{
 			table->parts[i].lock = &locks[t * NParts + i].lock;
@@ -130,7 +155,10 @@ RecentShmemInit(void)
 		{
 			pg_atomic_init_u32(&table->keys[s], 0);
 			pg_atomic_init_u64(&table->maxes[s], 0);
+			pg_atomic_init_u32(&table->entry[s], 0);
 		}
+		for (int s = 0; s < NParts * PartSlots / 2 * RECENT_REST; s++)
+			pg_atomic_init_u32(&table->rest[s], 0);
 	}
 }
 
@@ -175,6 +203,20 @@ MaxesOf(const RecentTable *t, int part)
 	return &t->maxes[part * PartSlots];
 }
 
+/* The words of entry e of a partition. */
+static inline pg_atomic_uint32 *
+EntryWords(const RecentTable *t, int part, uint32 e)
+{
+	return &t->rest[((Size) part * (PartSlots / 2) + e) * RECENT_REST];
+}
+
+/* The entry words of slot i of a partition (its key read before, with a barrier). */
+static inline pg_atomic_uint32 *
+RestOf(const RecentTable *t, int part, int i)
+{
+	return EntryWords(t, part, pg_atomic_read_u32(&t->entry[(Size) part * PartSlots + i]));
+}
+
 static inline int
 Home(uint32 key)
 {
@@ -190,15 +232,25 @@ Prefetch(const void *p)
 #endif
 }
 
-/* Places a key known absent into the first empty slot from its home; lock held. */
+/*
+ * Places a key known absent into the first empty slot from its home, with
+ * entry e (unused: e is the partition's count of keys); lock held.
+ */
 static void
-PlaceLocked(pg_atomic_uint32 *keys, pg_atomic_uint64 *maxes, uint32 key, uint64 max)
+PlaceLocked(const RecentTable *t, int part, uint32 key, uint64 max, const uint32 *dist,
+			uint32 e)
 {
+	pg_atomic_uint32 *keys = KeysOf(t, part);
 	int			i = Home(key);
+	pg_atomic_uint32 *rest = EntryWords(t, part, e);
 
 	while (pg_atomic_read_u32(&keys[i]) != 0)
 		i = (i + 1) & (PartSlots - 1);
-	pg_atomic_write_u64(&maxes[i], max);
+	/* no reader looks at the slot's entry before its key is there */
+	for (int j = 0; j < RECENT_KEEP - 1; j++)
+		pg_atomic_write_u32(&rest[1 + j], dist != NULL ? dist[j] : 0);
+	pg_atomic_write_u32(&t->entry[(Size) part * PartSlots + i], e);
+	pg_atomic_write_u64(&MaxesOf(t, part)[i], max);
 	pg_write_barrier();
 	pg_atomic_write_u32(&keys[i], key);
 }
@@ -217,8 +269,10 @@ ComparePairMax(const void *a, const void *b)
  * position dropped; readers see seq odd meanwhile. Lock held exclusive.
  */
 static void
-EvictLocked(RecentPart *part, pg_atomic_uint32 *keys, pg_atomic_uint64 *maxes)
+EvictLocked(const RecentTable *t, int p)
 {
+	RecentPart *part = (RecentPart *) &t->parts[p];
+	pg_atomic_uint32 *keys = KeysOf(t, p);
 	int			n = 0;
 	int			kept = 0;
 	uint64		cut;
@@ -226,11 +280,15 @@ EvictLocked(RecentPart *part, pg_atomic_uint32 *keys, pg_atomic_uint64 *maxes)
 	for (int i = 0; i < PartSlots; i++)
 	{
 		uint32		key = pg_atomic_read_u32(&keys[i]);
+		pg_atomic_uint32 *rest;
 
 		if (key == 0)
 			continue;
+		rest = RestOf(t, p, i);
 		Scratch[n].key = key;
-		Scratch[n].max = pg_atomic_read_u64(&maxes[i]);
+		Scratch[n].max = pg_atomic_read_u64(&MaxesOf(t, p)[i]);
+		for (int j = 0; j < RECENT_KEEP - 1; j++)
+			Scratch[n].dist[j] = pg_atomic_read_u32(&rest[1 + j]);
 		n++;
 	}
 	qsort(Scratch, n, sizeof(RecentPair), ComparePairMax);
@@ -244,12 +302,81 @@ EvictLocked(RecentPart *part, pg_atomic_uint32 *keys, pg_atomic_uint64 *maxes)
 	for (int i = 0; i < n; i++)
 		if (Scratch[i].max > cut)
 		{
-			PlaceLocked(keys, maxes, Scratch[i].key, Scratch[i].max);
+			PlaceLocked(t, p, Scratch[i].key, Scratch[i].max, Scratch[i].dist, (uint32) kept);
 			kept++;
 		}
 	part->used = kept;
 	pg_write_barrier();
 	pg_atomic_fetch_add_u64(&part->seq, 1);
+}
+
+/*
+ * The distances of a slot's retained positions once position joins them:
+ * false when it changes nothing (noted already, or below a full list: then
+ * it is below the lowest retained, as a dropped position must be). A
+ * distance that no longer fits becomes RECENT_FAR and ends the list.
+ */
+static bool
+RetainPosition(uint64 *max, uint32 *dist, uint64 position)
+{
+	uint64		d;
+	int			j;
+
+	if (position > *max)
+	{
+		uint64		delta = position - *max;
+		uint32		was[RECENT_KEEP - 1];
+		int			n = 0;
+
+		memcpy(was, dist, sizeof(was));
+		memset(dist, 0, sizeof(was));
+		/* the old max and its list move down by delta */
+		dist[n++] = delta < RECENT_FAR ? (uint32) delta : RECENT_FAR;
+		for (j = 0; j < RECENT_KEEP - 2 && was[j] != 0 && dist[n - 1] != RECENT_FAR; j++)
+		{
+			d = (uint64) was[j] + delta;
+			dist[n++] = d < RECENT_FAR ? (uint32) d : RECENT_FAR;
+		}
+		*max = position;
+		return true;
+	}
+	if (position == *max)
+		return false;
+	d = *max - position;
+	if (d > RECENT_FAR)
+		d = RECENT_FAR;
+	for (j = 0; j < RECENT_KEEP - 1 && dist[j] != 0 && dist[j] < d; j++)
+		;
+	if (j == RECENT_KEEP - 1 || dist[j] == d)
+		return false;
+	memmove(&dist[j + 1], &dist[j], sizeof(uint32) * (RECENT_KEEP - 2 - j));
+	dist[j] = (uint32) d;
+	return true;
+}
+
+/* Adds position to the slot of its key at i; readers see its version odd meanwhile. */
+static void
+RetainLocked(const RecentTable *t, int p, int i, uint64 position)
+{
+	pg_atomic_uint32 *rest = RestOf(t, p, i);
+	pg_atomic_uint64 *maxp = &MaxesOf(t, p)[i];
+	uint64		max = pg_atomic_read_u64(maxp);
+	uint32		dist[RECENT_KEEP - 1];
+	uint32		version;
+
+	for (int j = 0; j < RECENT_KEEP - 1; j++)
+		dist[j] = pg_atomic_read_u32(&rest[1 + j]);
+	if (!RetainPosition(&max, dist, position))
+		return;
+	/* the lock makes us the only writer: plain stores, no locked instructions */
+	version = pg_atomic_read_u32(&rest[0]);
+	pg_atomic_write_u32(&rest[0], version + 1);
+	pg_write_barrier();
+	for (int j = 0; j < RECENT_KEEP - 1; j++)
+		pg_atomic_write_u32(&rest[1 + j], dist[j]);
+	pg_atomic_write_u64(maxp, max);
+	pg_write_barrier();
+	pg_atomic_write_u32(&rest[0], version + 2);
 }
 
 void
@@ -258,14 +385,13 @@ RecentNote(RecentTable *t, uint32 key, uint64 position)
 	int			p = PartOf(key);
 	RecentPart *part = &t->parts[p];
 	pg_atomic_uint32 *keys = KeysOf(t, p);
-	pg_atomic_uint64 *maxes = MaxesOf(t, p);
 	int			i = Home(key);
 
 	/* allocated before the lock: an eviction under it must not fail */
 	if (Scratch == NULL)
 		Scratch = MemoryContextAlloc(TopMemoryContext, sizeof(RecentPair) * PartSlots);
 	LWLockAcquire(part->lock, LW_EXCLUSIVE);
-	/* at or below low nothing needs remembering: no skipping floor is below it */
+	/* at or below low nothing needs remembering: no exact floor is below it */
 	if (position <= pg_atomic_read_u64(&part->low))
 	{
 		LWLockRelease(part->lock);
@@ -277,8 +403,7 @@ RecentNote(RecentTable *t, uint32 key, uint64 position)
 
 		if (k == key)
 		{
-			if (pg_atomic_read_u64(&maxes[i]) < position)
-				pg_atomic_write_u64(&maxes[i], position);
+			RetainLocked(t, p, i, position);
 			LWLockRelease(part->lock);
 			return;
 		}
@@ -288,14 +413,14 @@ RecentNote(RecentTable *t, uint32 key, uint64 position)
 	}
 	if ((part->used + 1) * 2 > PartSlots)
 	{
-		EvictLocked(part, keys, maxes);
+		EvictLocked(t, p);
 		if (position <= pg_atomic_read_u64(&part->low))
 		{
 			LWLockRelease(part->lock);
 			return;
 		}
 	}
-	PlaceLocked(keys, maxes, key, position);
+	PlaceLocked(t, p, key, position, NULL, (uint32) part->used);
 	part->used++;
 	LWLockRelease(part->lock);
 }
@@ -383,6 +508,82 @@ RecentMayHave(const RecentTable *t, uint32 key, uint64 floor)
 	if (pg_atomic_read_u64(&part->seq) != seq)
 		return true;
 	return max > floor;
+}
+
+/*
+ * The copy of a slot's retained positions a reader makes: true when it is
+ * whole (the slot's version even and unchanged around it).
+ */
+static inline bool
+CopySlot(const RecentTable *t, int p, int i, uint64 *max, uint32 *dist)
+{
+	pg_atomic_uint32 *rest = RestOf(t, p, i);
+	uint32		version = pg_atomic_read_u32(rest);
+
+	if (version & 1)
+		return false;
+	pg_read_barrier();
+	*max = pg_atomic_read_u64(&MaxesOf(t, p)[i]);
+	for (int j = 0; j < RECENT_KEEP - 1; j++)
+		dist[j] = pg_atomic_read_u32(&rest[1 + j]);
+	pg_read_barrier();
+	return pg_atomic_read_u32(rest) == version;
+}
+
+int
+RecentExact(const RecentTable *t, uint32 key, int64 floor, uint64 *positions)
+{
+	int			p = PartOf(key);
+	RecentPart *part = (RecentPart *) &t->parts[p];
+	uint64		seq = pg_atomic_read_u64(&part->seq);
+	const pg_atomic_uint32 *keys = KeysOf(t, p);
+	uint64		max = 0;
+	uint32		dist[RECENT_KEEP - 1] = {0};
+	int			i = Home(key);
+	int			n = 0;
+	int			retained = 1;
+
+	if (seq & 1)
+		return -1;
+	pg_read_barrier();
+	if (floor < 0 || (uint64) floor < pg_atomic_read_u64(&part->low))
+		return -1;
+	for (int probes = 0; probes < PartSlots; probes++)
+	{
+		uint32		k = pg_atomic_read_u32((pg_atomic_uint32 *) &keys[i]);
+
+		if (k == key)
+		{
+			pg_read_barrier();
+			if (!CopySlot(t, p, i, &max, dist))
+				return -1;
+			break;
+		}
+		if (k == 0)
+			break;
+		i = (i + 1) & (PartSlots - 1);
+	}
+	pg_read_barrier();
+	if (pg_atomic_read_u64(&part->seq) != seq)
+		return -1;
+	if (max <= (uint64) floor)
+		return 0;				/* absent, or nothing above the floor */
+	for (int j = 0; j < RECENT_KEEP - 1 && dist[j] != 0; j++)
+		retained++;
+	/* a dropped position lies below the last of a full list: at or below floor? */
+	if (retained == RECENT_KEEP && max - dist[RECENT_KEEP - 2] > (uint64) floor)
+		return -1;
+	for (int j = retained - 2; j >= 0; j--)
+	{
+		if (max - dist[j] <= (uint64) floor)
+			continue;
+		/* a position that did not fit may lie above the floor */
+		if (dist[j] == RECENT_FAR)
+			return -1;
+		positions[n++] = max - dist[j];
+	}
+	positions[n++] = max;
+	return n;
 }
 
 /* Starts loading the key and max of a key's home slot. */

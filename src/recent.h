@@ -2,16 +2,21 @@
  * recent.h: the recent-writes table of each database and kind (recent.c).
  *
  * Per registry entry and PositionKind a bounded hash in shared memory of
- * (topic key, highest position written) entries. The write path notes every
- * row's topic and position before the row can be seen (register_position);
- * a wave over xip83's own table asks it whether a topic may hold a row above
- * its floor, and skips the index descent when not.
+ * (topic key, the RECENT_KEEP highest distinct positions written) entries.
+ * The write path notes every row's topic and position before the row can be
+ * seen (register_position); a wave over xip83's own table asks it whether a
+ * topic may hold a row above its floor, and skips the index descent when
+ * not; a topic the merge reaches asks for its exact candidates, fetched by
+ * position instead of descending the topic's index (RecentExact).
  *
  * Invariant, per partition: every registered write (key, p) with p > low has
  * an entry of that key with max >= p. So a topic whose floor is at or above
  * low and that has no entry above its floor has no row above its floor that
  * was registered before the question. Entries are never false negatives;
  * hash collisions and stale maxima are false positives (the topic descends).
+ * Beyond the max, every registered write (key, p) with p > low is retained
+ * or lies below the entry's RECENT_KEEP-th retained position (a position is
+ * dropped only when RECENT_KEEP higher ones are retained).
  *
  * A full partition evicts its older half and raises low to the highest
  * position evicted. A fresh entry (server start, entry reuse) and a committed
@@ -22,6 +27,8 @@
  * no lock: an entry's max is written before its key, only grows, and keys
  * leave only by eviction or reset, which bump the partition's seq around the
  * change (odd while it runs); a reader that sees seq move answers "may have".
+ * Changes to an entry's retained positions bump the entry's version around
+ * them (odd meanwhile); an exact reader copies them between two reads of it.
  *
  * Every registry entry (xip83's own tables of a database, or one tracked
  * table) has a table per kind; a tracked table uses its kind's.
@@ -34,6 +41,9 @@
 #include "registry.h"
 
 typedef struct RecentTable RecentTable;
+
+/* Positions retained per entry: its max and as many below it as fit. */
+#define RECENT_KEEP		12
 
 /* Entries per database and kind (PGC_POSTMASTER, src/xip83.c). */
 extern int	xip83_recent_entries;
@@ -127,6 +137,18 @@ extern bool RecentMayHave(const RecentTable *t, uint32 key, uint64 floor);
  */
 extern int	RecentMayHaveMany(const RecentTable *t, int n, const uint32 *keys,
 							  const uint64 *floors, bool *may);
+
+/*
+ * Reader, after taking the snapshot it reads with, for a floor at or above 0:
+ * when every write of the key above floor registered before this call is
+ * among the positions retained, those positions above floor, ascending, into
+ * positions[RECENT_KEEP], and their count; -1 when not known exactly (floor
+ * below the partition's low, the RECENT_KEEP-th retained position above
+ * floor, or a writer changing the entry or partition meanwhile). Positions
+ * of other keys with the same hash may be among them; the caller checks each
+ * row's topic.
+ */
+extern int	RecentExact(const RecentTable *t, uint32 key, int64 floor, uint64 *positions);
 
 /*
  * For feed_status: per kind of the current database, the highest low of a

@@ -430,7 +430,11 @@ StartMerge(WaveRun *run)
 	run->produced = 0;
 	run->merge = MergeBegin(2, run->snapshot, MERGE_STRATEGY_AUTO, run->goal);
 	if (run->recent != NULL)
+	{
 		AskRecent(run, originator, skip);
+		/* topics the table knows exactly are fetched by key, not descended */
+		MergeSetRecent(run->merge, run->recent);
+	}
 	for (int i = 0; i < om->nentries; i++)
 	{
 		const WaveEntry *e = &om->entries[i];

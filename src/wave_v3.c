@@ -360,6 +360,9 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	 */
 	in_order = LeavesInIdOrder(wave->source);
 	wave->merge = MergeBegin(1, snapshot, (MergeStrategy) xip83_wave_strategy, row_goal);
+	/* topics the table knows exactly are fetched by id, not descended */
+	if (recent != NULL)
+		MergeSetRecent(wave->merge, recent);
 	AddStreams(wave, &topics, &floors, scan_cursor, ceiling, read, nread, in_order);
 	pfree(read);
 	if (in_order)

@@ -160,7 +160,11 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("xip83.recent_entries",
 							"Topics per database and kind whose latest writes waves can skip by.",
-							"Each takes 16 bytes (sized for 4/3 of it). When full, the older half is "
+							"An entry keeps a topic's 12 highest positions, so that a wave reads them "
+							"by position instead of descending the topic's index. There are twice as "
+							"many slots as entries, rounded up to a power of two, 16 bytes each, and "
+							"48 bytes of positions for every other slot: 80 to 160 bytes an entry, "
+							"1.25 MB per database and kind at 12288. When full, the older half is "
 							"dropped and topics below what it held descend their index again. 0: none, "
 							"every wave descends every topic.",
 							&xip83_recent_entries,

@@ -7,6 +7,9 @@
  * with the same floors), explicit ids above the sequence, late writes (a row
  * deleted and written again below the horizon), a row moved to a quiet topic, a TRUNCATE, clean and crash
  * restarts, and more distinct topics than the table holds (low-water rises).
+ * Topics the table knows exactly (src/recent.h, RecentExact) are read by
+ * position: floors at their own ids, more and fewer rows above them than it
+ * retains, rows rolled back, deleted, moved or written below the sequence.
  *
  * Floors are a client's view taken at some point (seen_*): each topic's last
  * id then, a little below it, or anywhere below; plus topics never written.
@@ -66,10 +69,14 @@ static const char *const Setup =
  * previous page) under a wave strategy, compared in order with the
  * definition: floors at, near (90-100% of), far below or above (past the
  * ceiling) each topic's last id, some topics listed again with another floor,
- * a topic never written. 0 when the ids are the same in the same order.
+ * a topic never written. With nth > 0 instead each topic's floor is one of
+ * its own ids now, the first to the nth highest (0 when it has fewer): at a
+ * position the recent-writes table retains or just dropped, so that the
+ * topics it knows exactly take their rows from it and the others descend.
+ * 0 when the ids are the same in the same order.
  */
 "CREATE FUNCTION diff_pages(kind text, pick float8, seed float8, page int, strategy text,"
-"    OUT expected bigint, OUT differ bigint) LANGUAGE plpgsql AS $$"
+"    nth int DEFAULT 0, OUT expected bigint, OUT differ bigint) LANGUAGE plpgsql AS $$"
 "DECLARE tab text := CASE kind WHEN 'group' THEN 'group_messages' ELSE 'welcome_messages' END;"
 "  col text := CASE kind WHEN 'group' THEN 'group_id' ELSE 'installation_key' END;"
 "  topics bytea[]; floors bigint[]; ceil bigint; cur bigint := 0; got bigint[] := '{}';"
@@ -85,6 +92,12 @@ static const char *const Setup =
 "        FROM (SELECT *, random() r FROM seen_%s) s WHERE random() < $1"
 "      UNION ALL SELECT topic, random(), (last * random())::bigint FROM seen_%s WHERE random() < $1 / 4"
 "      UNION ALL SELECT ''\\xfffe''::bytea, 0.5, 0) x', kind, kind) INTO topics, floors USING pick;"
+"  IF nth > 0 THEN"
+"    EXECUTE format('SELECT array_agg(topic ORDER BY random()), array_agg(coalesce(fl, 0) ORDER BY random())"
+"        FROM (SELECT %s topic, (array_agg(id ORDER BY id DESC))[1 + (random() * ($2 - 1))::int] fl"
+"                FROM xip83.%s GROUP BY 1) x WHERE random() < $1', col, tab)"
+"      INTO topics, floors USING pick, nth;"
+"  END IF;"
 "  EXECUTE format('SELECT xip83.%s_ceiling()', kind) INTO ceil;"
 "  LOOP"
 "    EXECUTE format('SELECT array_agg(t.id ORDER BY t.ordinality)"
@@ -116,8 +129,9 @@ static const char *const Setup =
 "         int4send((random() * ntopics)::int), '\\x01'"
 "    FROM generate_series(1, n) i, unnest(nodes) node;"
 "$$;"
-"CREATE FUNCTION diff_env(pick float8, seed float8, OUT expected bigint, OUT differ bigint)"
-" LANGUAGE plpgsql AS $$"
+/* diff_env: diff_wave of envelopes; nth as in diff_pages, per (topic, originator) */
+"CREATE FUNCTION diff_env(pick float8, seed float8, nth int DEFAULT 0,"
+"    OUT expected bigint, OUT differ bigint) LANGUAGE plpgsql AS $$"
 "DECLARE topics bytea[]; nodes int[]; floors bigint[]; cn int[]; cs bigint[];"
 "BEGIN"
 "  PERFORM setseed(seed);"
@@ -125,7 +139,10 @@ static const char *const Setup =
 "    INTO topics, nodes, floors FROM ("
 "      SELECT topic, node, random() k, CASE WHEN r < 0.6 THEN last"
 "             WHEN r < 0.8 THEN greatest(last - (random() * 3)::int, 0) ELSE (last * random())::bigint END fl"
-"        FROM (SELECT *, random() r FROM seen_env) s WHERE random() < pick"
+"        FROM (SELECT *, random() r FROM seen_env) s WHERE random() < pick AND nth = 0"
+"      UNION ALL SELECT topic, originator_node_id, random(), coalesce((array_agg(originator_sequence_id"
+"             ORDER BY originator_sequence_id DESC))[1 + (random() * (nth - 1))::int], 0)"
+"        FROM xip83.envelopes WHERE nth > 0 GROUP BY 1, 2 HAVING random() < pick"
 "      UNION ALL SELECT '\\xfffe'::bytea, 100, 0, 0) x;"
 "  SELECT array_agg(originator_node_id), array_agg(max_sequence_id) INTO cn, cs"
 "    FROM xip83.originator_ceilings();"
@@ -194,6 +211,22 @@ Write(PGconn *c, int ntopics, int n)
 
 static int	Waves = 0;
 
+/* One envelope wave against its definition (diff_env; nth as there). */
+static void
+CheckEnv(PGconn *c, const char *when, double pick, int nth)
+{
+	char		sql[256];
+	PGresult   *r;
+
+	snprintf(sql, sizeof(sql), "SELECT * FROM diff_env(%g, %g, %d)", pick,
+			 (double) (++Waves % 1000) / 1000.0, nth);
+	r = tl_exec(c, sql, 0, NULL);
+	TL_CHECK(tl_int(r, 0, 1) == 0, "%s: envelope wave (pick %g, nth %d) differs from its"
+			 " definition in %lld of %lld rows", when, pick, nth,
+			 (long long) tl_int(r, 0, 1), (long long) tl_int(r, 0, 0));
+	PQclear(r);
+}
+
 /* A few waves of each kind at different picks; every one must equal the definition. */
 static void
 CheckWaves(PGconn *c, const char *when)
@@ -233,17 +266,90 @@ CheckWaves(PGconn *c, const char *when)
 		PQclear(r);
 	}
 	for (int p = 0; p < 3; p++)
-	{
-		char		sql[256];
-		PGresult   *r;
+		CheckEnv(c, when, picks[p], 0);
+}
 
-		snprintf(sql, sizeof(sql), "SELECT * FROM diff_env(%g, %g)", picks[p],
-				 (double) (++Waves % 1000) / 1000.0);
-		r = tl_exec(c, sql, 0, NULL);
-		TL_CHECK(tl_int(r, 0, 1) == 0, "%s: envelope wave (pick %g) differs from its definition"
-				 " in %lld of %lld rows", when, picks[p],
-				 (long long) tl_int(r, 0, 1), (long long) tl_int(r, 0, 0));
-		PQclear(r);
+/*
+ * Waves whose floors are at each topic's own ids, from its highest to the
+ * 20th (the table retains 12): topics with fewer rows above the floor than
+ * it retains take them from it, the others descend; paged under each
+ * strategy.
+ */
+static void
+CheckExact(PGconn *c, const char *when)
+{
+	static const char *const strategies[] = {"auto", "heap", "walk"};
+	static const int pages[] = {1, 7, 500};
+	static const int nths[] = {20, 13, 3};
+
+	for (int k = 0; k < 2; k++)
+		for (int p = 0; p < 3; p++)
+		{
+			const char *kind = k == 0 ? "group" : "welcome";
+			const char *strategy = strategies[(Waves + k) % 3];
+			char		sql[256];
+			PGresult   *r;
+
+			snprintf(sql, sizeof(sql), "SELECT * FROM diff_pages('%s', %g, %g, %d, '%s', %d)",
+					 kind, p == 2 ? 1.0 : 0.5, (double) (++Waves % 1000) / 1000.0, pages[p],
+					 strategy, nths[p]);
+			r = tl_exec(c, sql, 0, NULL);
+			TL_CHECK(tl_int(r, 0, 1) == 0, "%s: %s wave, floors at the %dth highest ids, in pages"
+					 " of %d differs from its definition (%lld rows expected)", when, kind,
+					 nths[p], pages[p], (long long) tl_int(r, 0, 0));
+			PQclear(r);
+		}
+	for (int p = 0; p < 3; p++)
+		CheckEnv(c, when, p == 2 ? 1.0 : 0.5, nths[p]);
+}
+
+/*
+ * Few topics, many rows each, then what the table's retained positions must
+ * not be trusted for: rolled-back writes (their positions noted, then reused
+ * by envelopes of other topics), deleted rows, rows moved to another topic,
+ * explicit ids below the sequence (into the gaps those left).
+ */
+static void
+WriteAndDisturb(PGconn *w, int ntopics)
+{
+	Write(w, ntopics, 240);
+	Exec(w, "BEGIN");
+	Write(w, ntopics, 120);
+	Exec(w, "ROLLBACK");
+	Write(w, ntopics, 60);
+	Exec(w, "DELETE FROM xip83.group_messages WHERE id > (SELECT max(id) - 100 FROM"
+		 " xip83.group_messages) AND random() < 0.3");
+	Exec(w, "DELETE FROM xip83.envelopes e USING (SELECT originator_node_id n,"
+		 " max(originator_sequence_id) - 30 q FROM xip83.envelopes GROUP BY 1) m"
+		 " WHERE e.originator_node_id = m.n AND e.originator_sequence_id > m.q AND random() < 0.3");
+	{
+		char		sql[512];
+
+		snprintf(sql, sizeof(sql), "UPDATE xip83.group_messages SET group_id = int4send((random() * %d)::int)"
+				 " WHERE id > (SELECT max(id) - 100 FROM xip83.group_messages) AND random() < 0.2",
+				 ntopics);
+		Exec(w, sql);
+		snprintf(sql, sizeof(sql), "UPDATE xip83.envelopes e SET topic = int4send((random() * %d)::int)"
+				 " FROM (SELECT originator_node_id n, max(originator_sequence_id) - 30 q"
+				 " FROM xip83.envelopes GROUP BY 1) m"
+				 " WHERE e.originator_node_id = m.n AND e.originator_sequence_id > m.q AND random() < 0.2",
+				 ntopics);
+		Exec(w, sql);
+		snprintf(sql, sizeof(sql), "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+				 " SELECT g, int4send((random() * %d)::int), int8send(g) || '\\xee', sha256(int8send(g) || '\\xee')"
+				 " FROM generate_series((SELECT max(id) - 400 FROM xip83.group_messages),"
+				 " (SELECT max(id) FROM xip83.group_messages)) g"
+				 " WHERE NOT EXISTS (SELECT 1 FROM xip83.group_messages WHERE id = g) AND random() < 0.5",
+				 ntopics);
+		Exec(w, sql);
+		snprintf(sql, sizeof(sql), "INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id,"
+				 " topic, originator_envelope) SELECT 100, q, int4send((random() * %d)::int), '\\x02'"
+				 " FROM generate_series((SELECT max(originator_sequence_id) - 30 FROM xip83.envelopes"
+				 " WHERE originator_node_id = 100), (SELECT max(originator_sequence_id) FROM xip83.envelopes"
+				 " WHERE originator_node_id = 100)) q WHERE NOT EXISTS (SELECT 1 FROM xip83.envelopes"
+				 " WHERE originator_node_id = 100 AND originator_sequence_id = q) AND random() < 0.5",
+				 ntopics);
+		Exec(w, sql);
 	}
 }
 
@@ -307,6 +413,11 @@ main(void)
 	CheckWaves(c, "explicit, late and moved rows");
 	CheckFoundNew(c, "explicit, late and moved rows");
 
+	/* exact candidates, with rows the table's positions wrongly promise */
+	WriteAndDisturb(w, 30);
+	CheckWaves(c, "rows rolled back, deleted, moved and written below the sequence");
+	CheckExact(c, "rows rolled back, deleted, moved and written below the sequence");
+
 	/* restarts between writes and waves: the table starts empty, low at the high */
 	Exec(c, "SELECT take_seen(), take_seen_env()");
 	Write(w, 300, 300);
@@ -320,6 +431,9 @@ main(void)
 	CheckFoundNew(c, "after a clean restart");
 	Write(w, 300, 300);
 	CheckWaves(c, "written after a clean restart");
+	CheckExact(c, "after a clean restart");
+	WriteAndDisturb(w, 30);
+	CheckExact(c, "disturbed after a clean restart");
 	PQfinish(c);
 	PQfinish(w);
 	tl_pgctl("stop -m immediate");
@@ -340,6 +454,7 @@ main(void)
 	Write(w, 300, 400);
 	CheckWaves(c, "after overflow, old topics written again");
 	CheckFoundNew(c, "after overflow, old topics written again");
+	CheckExact(c, "after overflow, old topics written again");
 
 	/* a TRUNCATE that restarts ids, and rows written in its own transaction */
 	Exec(w, "BEGIN");
@@ -353,6 +468,17 @@ main(void)
 	Write(w, 50, 100);
 	CheckWaves(c, "after a TRUNCATE");
 	CheckFoundNew(c, "after a TRUNCATE");
+
+	/* positions further apart than an entry's 32-bit distances reach */
+	Exec(w, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+		 " SELECT max(id) + 5000000000, '\\x00000003', '\\x03', sha256('\\x0303')"
+		 " FROM xip83.group_messages");
+	Exec(w, "INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic,"
+		 " originator_envelope) SELECT 100, max(originator_sequence_id) + 5000000000,"
+		 " '\\x00000003', '\\x03' FROM xip83.envelopes WHERE originator_node_id = 100");
+	Write(w, 50, 100);
+	CheckWaves(c, "positions far apart");
+	CheckExact(c, "positions far apart");
 
 	PQfinish(c);
 	PQfinish(w);
