@@ -438,7 +438,7 @@ IndexColumnList(PositionKind kind, bool blob)
 }
 
 /* The same, as SQL: "a, b, c". */
-const char *
+static const char *
 TrackIndexColumns(PositionKind kind, bool blob)
 {
 	const char *const *cols = IndexColumnList(kind, blob);

@@ -53,9 +53,6 @@ extern TrackIndexUse TrackIndexOf(Relation heap, Relation index, TrackedSource *
 /* An xip83_track index being built: refused when a tracked table would misread it. */
 extern void TrackCheckIndex(Relation heap, Relation index);
 
-/* The columns of the xip83_track index of a tracked table's kind, in order. */
-extern const char *TrackIndexColumns(PositionKind kind, bool blob);
-
 /* A tracked table or its blob table is being dropped: its row goes too. */
 extern void TrackedDropped(Oid relid);
 
