@@ -43,6 +43,13 @@ ArgGetArray(FunctionCallInfo fcinfo, int argno, const char *name, Oid elemtype)
 
 	result.name = name;
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	if (typbyval && typlen == sizeof(Datum) && !ARR_HASNULL(arr))
+	{
+		/* int8 on a 64-bit server: the elements already are Datums, in place */
+		result.n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+		result.values = (Datum *) ((char *) arr + ARR_OVERHEAD_NONULLS(ARR_NDIM(arr)));
+		return result;
+	}
 	deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
 					  &result.values, &nulls, &result.n);
 	if (ARR_HASNULL(arr))

@@ -17,7 +17,8 @@ typedef struct ArgArray
 {
 	const char *name;			/* the SQL argument name, for messages */
 	int			n;				/* element count */
-	Datum	   *values;			/* n elements; varlenas point into the array */
+	Datum	   *values;			/* n elements, read-only: varlenas point into the
+								 * array, 8-byte by-value elements are its data */
 } ArgArray;
 
 extern void ArgRequire(FunctionCallInfo fcinfo, int argno, const char *name);
