@@ -626,9 +626,16 @@ static bool
 FetchByPosition(MergeScan *merge, const MergeStream *s, SourceLeaf *leaf, LeafScan *ls,
 				int64 position)
 {
-	ScanKeyData keys[3];
-	int			nkeys = PositionKeys(keys, (Datum) 0, merge->nprefix == 2, s->originator,
-									 position - 1, position);
+	ScanKeyData keys[2];
+	int			nkeys = 0;
+
+	/* equality keys: the index checks fewer keys per entry than with a range */
+	if (merge->nprefix == 2)
+		ScanKeyInit(&keys[nkeys++], 1, BTEqualStrategyNumber, F_INT4EQ,
+					Int32GetDatum(s->originator));
+	ScanKeyInit(&keys[nkeys], nkeys + 1, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(position));
+	nkeys++;
 
 	if (ls->point == NULL)
 		ls->point = xip83_index_beginscan(leaf->heap, leaf->walk_index, merge->snapshot,
