@@ -39,6 +39,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "port/pg_bswap.h"
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -166,6 +167,17 @@ CompareEntryKeys(const WaveEntry *x, const WaveEntry *y)
 		return x->originator < y->originator ? -1 : 1;
 	xl = VARSIZE_ANY_EXHDR(DatumGetPointer(x->topic));
 	yl = VARSIZE_ANY_EXHDR(DatumGetPointer(y->topic));
+	if (xl >= 8 && yl >= 8)
+	{
+		uint64		xw,
+					yw;
+
+		/* topics are hashes: their first 8 bytes, in byte order, nearly always decide */
+		memcpy(&xw, VARDATA_ANY(DatumGetPointer(x->topic)), 8);
+		memcpy(&yw, VARDATA_ANY(DatumGetPointer(y->topic)), 8);
+		if (xw != yw)
+			return pg_ntoh64(xw) < pg_ntoh64(yw) ? -1 : 1;
+	}
 	c = memcmp(VARDATA_ANY(DatumGetPointer(x->topic)),
 			   VARDATA_ANY(DatumGetPointer(y->topic)), Min(xl, yl));
 	if (c != 0)
