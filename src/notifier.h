@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 extern int	xip83_notify_interval_ms;
+extern int	xip83_notify_busy_interval_ms;
 extern int	xip83_notify_heartbeat_ms;
 extern int	xip83_notifier_idle_ms;
 

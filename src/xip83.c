@@ -95,9 +95,19 @@ _PG_init(void)
 	DefineCustomIntVariable("xip83.notify_interval_ms",
 							"Shortest time between two notices of the live feed.",
 							"The notifier sends at most one NOTIFY xip83_live per interval, "
-							"folding every horizon advance in between into it.",
+							"folding every horizon advance in between into it; 0 sends one "
+							"per wake-up.",
 							&xip83_notify_interval_ms,
 							1, 0, 60000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("xip83.notify_busy_interval_ms",
+							"Longest time between two notices while writes keep coming.",
+							"The pause after a notice starts at xip83.notify_interval_ms and "
+							"doubles up to this while every pause ends with news waiting; "
+							"at or below xip83.notify_interval_ms the pause stays fixed.",
+							&xip83_notify_busy_interval_ms,
+							5, 0, 60000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("xip83.notify_heartbeat_ms",
