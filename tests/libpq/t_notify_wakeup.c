@@ -5,7 +5,11 @@
  * an envelope (first write of a fresh backend each time), and a late write.
  * A reload reaches a notifier pausing a long notify interval: after a notice
  * at a 60 s interval, the interval set back to its default is followed within
- * the same two seconds.
+ * the same two seconds. A busy feed pauses longer: under a stream of
+ * single-row commits a busy interval of 20 ms allows at most about one notice
+ * per 20 ms, less than half of what the fixed 1 ms pause sends; and after a
+ * quiet spell the pause is short again (a busy interval of 1 s would
+ * otherwise hold back the second of two writes 100 ms apart).
  */
 #include "testlib.h"
 
@@ -78,6 +82,73 @@ Reload(PGconn *c, const char *alter)
 	tl_sleep_us(300000);
 }
 
+#define BURST_INSERT \
+	"INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)" \
+	" SELECT '\\x02', d, sha256(d) FROM decode(md5(random()::text), 'hex') d"
+
+/* The notices heard while one connection commits single-row writes for `seconds`. */
+static int
+NoticesDuringBurst(PGconn *l, double seconds)
+{
+	PGconn	   *w = tl_connect();
+	int			heard = 0;
+	double		t0;
+
+	PQclear(tl_exec(w, "SET synchronous_commit = off", 0, NULL));
+	Drain(l);
+	t0 = NowS();
+	while (NowS() - t0 < seconds)
+	{
+		PGnotify   *n;
+
+		PQclear(tl_exec(w, BURST_INSERT, 0, NULL));
+		PQconsumeInput(l);
+		while ((n = PQnotifies(l)) != NULL)
+		{
+			heard++;
+			PQfreemem(n);
+		}
+	}
+	PQfinish(w);
+	return heard;
+}
+
+/* A busy feed's pause grows to the busy interval, and is short again after a quiet spell. */
+static void
+BusyPauses(PGconn *c, PGconn *l)
+{
+	int			busy,
+				fixed;
+	double		t0,
+				waited;
+	PGconn	   *w;
+
+	Reload(c, "ALTER SYSTEM SET xip83.notify_busy_interval_ms = 20");
+	busy = NoticesDuringBurst(l, 1.5);
+	Reload(c, "ALTER SYSTEM SET xip83.notify_busy_interval_ms = 1");
+	fixed = NoticesDuringBurst(l, 1.5);
+	printf("1.5 s of single-row commits: %d notices at a 20 ms busy interval, %d at 1 ms\n",
+		   busy, fixed);
+	TL_CHECK(busy >= 1 && busy <= 1.5 / 0.020 * 1.25 + 10,
+			 "a busy feed at a 20 ms busy interval: %d notices in 1.5 s", busy);
+	TL_CHECK(fixed > 2 * busy, "the fixed 1 ms pause sends more than twice as many: %d", fixed);
+
+	Reload(c, "ALTER SYSTEM SET xip83.notify_busy_interval_ms = 1000");
+	(void) NoticesDuringBurst(l, 1.0);
+	tl_sleep_us(2500000);		/* the last long pause ends, a tick finds nothing */
+	WriteAndHear(l, "a group message after a quiet spell", BURST_INSERT);
+	w = tl_connect();
+	tl_sleep_us(100000);
+	Drain(l);
+	t0 = NowS();
+	PQclear(tl_exec(w, BURST_INSERT, 0, NULL));
+	waited = NextNotice(l, t0, 4.0);
+	TL_CHECK(waited >= 0 && waited < 0.5,
+			 "the next write 100 ms later is heard at the short pause (%.3f s)", waited);
+	PQfinish(w);
+	Reload(c, "ALTER SYSTEM RESET xip83.notify_busy_interval_ms");
+}
+
 int
 main(void)
 {
@@ -110,6 +181,7 @@ main(void)
 	WriteAndHear(l, "a group message after the interval is reset",
 				 "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
 				 " VALUES ('\\x01', '\\x03', sha256('\\x0103'))");
+	BusyPauses(c, l);
 	Reload(c, "ALTER SYSTEM RESET xip83.notify_heartbeat_ms");
 	PQfinish(l);
 	PQfinish(c);
