@@ -14,12 +14,14 @@
  * of it without xip83's id default and trigger. The two runs of a pair go
  * back to back, in the other order every other round (so a drift of the
  * machine's speed does not favour one), round after round; a ratio is the
- * median of the rounds' ratios. A CHECKPOINT precedes every run.
+ * median of the rounds' ratios, printed with their geometric mean and its
+ * 90% confidence interval. A CHECKPOINT precedes every run.
  */
 #include "testlib.h"
 #include "nodes.h"
 #include "wave_d14n_fixture.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,7 +32,7 @@
 #define CLIENTS 16
 #define BATCH 8
 #define TOPICS 1000
-#define MAX_ROUNDS 16
+#define MAX_ROUNDS 64
 
 typedef struct Arm
 {
@@ -157,18 +159,44 @@ CmpDouble(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The median over rounds of a's rate divided by b's. */
+/*
+ * The median over rounds of a's rate divided by b's, the rounds' ratios into
+ * each, and into spread the geometric mean and its 90% confidence interval
+ * (Student's t over log ratios): a disk whose flush time wanders makes single
+ * rounds swing by a fifth, and the interval says whether the rounds resolve
+ * the target.
+ */
 static double
-MedianRatio(const Arm *a, const Arm *b, int rounds, char *each, size_t len)
+MedianRatio(const Arm *a, const Arm *b, int rounds, char *each, size_t len,
+			char *spread, size_t spread_len)
 {
+	/* two-sided 90% t quantiles for 1..30 degrees of freedom; then 1.645 */
+	static const double t90[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860,
+		1.833, 1.812, 1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725,
+	1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
 	double		r[MAX_ROUNDS];
 	size_t		off = 0;
+	double		mean = 0,
+				var = 0;
 
 	for (int i = 0; i < rounds; i++)
 	{
 		r[i] = a->rate[i] / b->rate[i];
 		off += snprintf(each + off, len - off, "%s%.3f", i ? " " : "", r[i]);
+		mean += log(r[i]) / rounds;
 	}
+	for (int i = 0; i < rounds; i++)
+		var += (log(r[i]) - mean) * (log(r[i]) - mean) / (rounds > 1 ? rounds - 1 : 1);
+	if (rounds > 1)
+	{
+		double		t = rounds - 1 <= 30 ? t90[rounds - 2] : 1.645;
+		double		half = t * sqrt(var / rounds);
+
+		snprintf(spread, spread_len, "geometric mean %.3f, 90%% interval %.3f-%.3f",
+				 exp(mean), exp(mean - half), exp(mean + half));
+	}
+	else
+		snprintf(spread, spread_len, "one round: no interval");
 	qsort(r, rounds, sizeof(double), CmpDouble);
 	return rounds % 2 ? r[rounds / 2] : (r[rounds / 2 - 1] + r[rounds / 2]) / 2;
 }
@@ -183,7 +211,8 @@ main(int argc, char **argv)
 	NodeTables	own;
 	bool		can_track;
 	int			tracked_state = 0;
-	char		each[256];
+	char		each[8 * MAX_ROUNDS];
+	char		spread[96];
 	Arm			arms[] = {
 		{.name = "v3 node table, untracked", .track = 0},
 		{.name = "v3 node table, tracked", .track = 1},
@@ -247,13 +276,22 @@ main(int argc, char **argv)
 		}
 	if (can_track)
 	{
-		printf("v3 node table, tracked / untracked    = %.3f  (rounds: %s; target >= 0.95)\n",
-			   MedianRatio(&arms[1], &arms[0], rounds, each, sizeof(each)), each);
-		printf("d14n node tables, tracked / untracked = %.3f  (rounds: %s; target >= 0.95)\n",
-			   MedianRatio(&arms[3], &arms[2], rounds, each, sizeof(each)), each);
+		double		m = MedianRatio(&arms[1], &arms[0], rounds, each, sizeof(each),
+									spread, sizeof(spread));
+
+		printf("v3 node table, tracked / untracked    = %.3f  (%s; target >= 0.95)\n"
+			   "  rounds: %s\n", m, spread, each);
+		m = MedianRatio(&arms[3], &arms[2], rounds, each, sizeof(each), spread, sizeof(spread));
+		printf("d14n node tables, tracked / untracked = %.3f  (%s; target >= 0.95)\n"
+			   "  rounds: %s\n", m, spread, each);
 	}
-	printf("xip83.group_messages / plain copy     = %.3f  (rounds: %s)\n",
-		   MedianRatio(&arms[4], &arms[5], rounds, each, sizeof(each)), each);
+	{
+		double		m = MedianRatio(&arms[4], &arms[5], rounds, each, sizeof(each),
+									spread, sizeof(spread));
+
+		printf("xip83.group_messages / plain copy     = %.3f  (%s)\n  rounds: %s\n",
+			   m, spread, each);
+	}
 	PQfinish(conn);
 	return 0;
 }
