@@ -131,6 +131,22 @@ ALTER TABLE node.parted DETACH PARTITION node.parted_2;
 INSERT INTO node.parted_2 (originator_node_id, originator_sequence_id, topic, originator_envelope)
     VALUES (2, 2, 't', 'detached');
 SELECT registered - :reg AS registered FROM xip83.tracked WHERE source = 'node.parted'::regclass;
+-- a wrong-column xip83_track index made before attaching stays inert beside
+-- the matching one PostgreSQL adds: a row registers once
+CREATE TABLE node.parted_4 (LIKE node.parted INCLUDING DEFAULTS);
+CREATE INDEX parted_4_wrong ON node.parted_4
+    USING xip83_track (originator_sequence_id, originator_node_id, topic);
+ALTER TABLE node.parted ATTACH PARTITION node.parted_4 FOR VALUES IN (4);
+SELECT count(*) FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+  JOIN pg_am a ON a.oid = ic.relam
+ WHERE i.indrelid = 'node.parted_4'::regclass AND a.amname = 'xip83_track';
+SELECT registered AS reg FROM xip83.tracked WHERE source = 'node.parted'::regclass \gset
+INSERT INTO node.parted (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (4, 7, 't', 'd');
+SELECT registered - :reg AS registered FROM xip83.tracked WHERE source = 'node.parted'::regclass;
+SELECT * FROM xip83.envelope_horizons('node.parted') WHERE originator_node_id = 4;
+-- untrack drops the index track made and its partitions' copies, not those
+-- made by hand: parted_4_wrong and the detached partition's copy stay
 SELECT xip83.untrack('node.parted');
 SELECT count(*) FROM pg_class c JOIN pg_am a ON a.oid = c.relam
  WHERE a.amname = 'xip83_track' AND c.relname LIKE 'parted%';
