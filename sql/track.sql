@@ -145,8 +145,8 @@ INSERT INTO node.parted (originator_node_id, originator_sequence_id, topic, orig
     VALUES (4, 7, 't', 'd');
 SELECT registered - :reg AS registered FROM xip83.tracked WHERE source = 'node.parted'::regclass;
 SELECT * FROM xip83.envelope_horizons('node.parted') WHERE originator_node_id = 4;
--- untrack drops the index track made and its partitions' copies, not those
--- made by hand: parted_4_wrong and the detached partition's copy stay
+-- untrack drops the index track made and its copies on attached partitions;
+-- parted_4_wrong (made by hand) and the detached partition's copy stay
 SELECT xip83.untrack('node.parted');
 SELECT count(*) FROM pg_class c JOIN pg_am a ON a.oid = c.relam
  WHERE a.amname = 'xip83_track' AND c.relname LIKE 'parted%';
