@@ -379,13 +379,32 @@ RetainLocked(const RecentTable *t, int p, int i, uint64 position)
 	pg_atomic_write_u32(&rest[0], version + 2);
 }
 
+/* The slot of a key in partition p, or -1 when absent (probed from its home). */
+static inline int
+SlotOf(const RecentTable *t, int p, uint32 key)
+{
+	const pg_atomic_uint32 *keys = KeysOf(t, p);
+	int			i = Home(key);
+
+	for (int n = 0; n < PartSlots; n++)
+	{
+		uint32		k = pg_atomic_read_u32((pg_atomic_uint32 *) &keys[i]);
+
+		if (k == key)
+			return i;
+		if (k == 0)
+			return -1;
+		i = (i + 1) & (PartSlots - 1);
+	}
+	return -1;
+}
+
 void
 RecentNote(RecentTable *t, uint32 key, uint64 position)
 {
 	int			p = PartOf(key);
 	RecentPart *part = &t->parts[p];
-	pg_atomic_uint32 *keys = KeysOf(t, p);
-	int			i = Home(key);
+	int			i;
 
 	/* allocated before the lock: an eviction under it must not fail */
 	if (Scratch == NULL)
@@ -397,19 +416,12 @@ RecentNote(RecentTable *t, uint32 key, uint64 position)
 		LWLockRelease(part->lock);
 		return;
 	}
-	for (;;)
+	i = SlotOf(t, p, key);
+	if (i >= 0)
 	{
-		uint32		k = pg_atomic_read_u32(&keys[i]);
-
-		if (k == key)
-		{
-			RetainLocked(t, p, i, position);
-			LWLockRelease(part->lock);
-			return;
-		}
-		if (k == 0)
-			break;
-		i = (i + 1) & (PartSlots - 1);
+		RetainLocked(t, p, i, position);
+		LWLockRelease(part->lock);
+		return;
 	}
 	if ((part->used + 1) * 2 > PartSlots)
 	{
@@ -471,23 +483,12 @@ RecentResetKind(RegistryDb *db, PositionKind kind)
 static inline uint64
 MaxOf(const RecentTable *t, int p, uint32 key)
 {
-	const pg_atomic_uint32 *keys = KeysOf(t, p);
-	int			i = Home(key);
+	int			i = SlotOf(t, p, key);
 
-	for (int n = 0; n < PartSlots; n++)
-	{
-		uint32		k = pg_atomic_read_u32((pg_atomic_uint32 *) &keys[i]);
-
-		if (k == key)
-		{
-			pg_read_barrier();
-			return pg_atomic_read_u64(&MaxesOf(t, p)[i]);
-		}
-		if (k == 0)
-			return 0;
-		i = (i + 1) & (PartSlots - 1);
-	}
-	return 0;
+	if (i < 0)
+		return 0;
+	pg_read_barrier();
+	return pg_atomic_read_u64(&MaxesOf(t, p)[i]);
 }
 
 bool
@@ -536,10 +537,9 @@ RecentExact(const RecentTable *t, uint32 key, int64 floor, uint64 *positions)
 	int			p = PartOf(key);
 	RecentPart *part = (RecentPart *) &t->parts[p];
 	uint64		seq = pg_atomic_read_u64(&part->seq);
-	const pg_atomic_uint32 *keys = KeysOf(t, p);
 	uint64		max = 0;
 	uint32		dist[RECENT_KEEP - 1] = {0};
-	int			i = Home(key);
+	int			i;
 	int			n = 0;
 	int			retained = 1;
 
@@ -548,20 +548,12 @@ RecentExact(const RecentTable *t, uint32 key, int64 floor, uint64 *positions)
 	pg_read_barrier();
 	if (floor < 0 || (uint64) floor < pg_atomic_read_u64(&part->low))
 		return -1;
-	for (int probes = 0; probes < PartSlots; probes++)
+	i = SlotOf(t, p, key);
+	if (i >= 0)
 	{
-		uint32		k = pg_atomic_read_u32((pg_atomic_uint32 *) &keys[i]);
-
-		if (k == key)
-		{
-			pg_read_barrier();
-			if (!CopySlot(t, p, i, &max, dist))
-				return -1;
-			break;
-		}
-		if (k == 0)
-			break;
-		i = (i + 1) & (PartSlots - 1);
+		pg_read_barrier();
+		if (!CopySlot(t, p, i, &max, dist))
+			return -1;
 	}
 	pg_read_barrier();
 	if (pg_atomic_read_u64(&part->seq) != seq)
