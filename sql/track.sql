@@ -53,6 +53,22 @@ COPY node.group_messages (group_id, data, group_id_data_hash) FROM stdin;
 g	copied	copied
 \.
 SELECT xip83.group_horizon('node.group_messages');
+-- inserts before and after an UPDATE in one transaction are registered once
+-- each and the UPDATE is not: the index tells them apart
+SELECT registered AS reg, late_writes AS late FROM xip83.tracked \gset
+BEGIN;
+INSERT INTO node.group_messages (group_id, data, group_id_data_hash) VALUES ('g', 'mix1', 'mix1');
+UPDATE node.group_messages SET group_id = 'g' WHERE id = 5;
+INSERT INTO node.group_messages (group_id, data, group_id_data_hash) VALUES ('g', 'mix2', 'mix2');
+COMMIT;
+SELECT registered - :reg AS registered, late_writes - :late AS late FROM xip83.tracked;
+-- with its trigger disabled an UPDATE still registers nothing
+ALTER TABLE node.group_messages DISABLE TRIGGER xip83_register_position;
+UPDATE node.group_messages SET group_id = 'h' WHERE id = 5;
+ALTER TABLE node.group_messages ENABLE ALWAYS TRIGGER xip83_register_position;
+SELECT registered - :reg AS registered, late_writes - :late AS late FROM xip83.tracked;
+SELECT xip83.group_horizon('node.group_messages');
+SELECT id, group_id, data FROM xip83.live_group_messages(8, 20, :lc, 'node.group_messages');
 -- the tracked table's index must be on (id, group_id) alone
 CREATE INDEX ON node.group_messages USING xip83_track (group_id, id);
 CREATE INDEX ON node.group_messages USING xip83_track (id, group_id) WHERE id > 0;

@@ -30,6 +30,7 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
@@ -104,6 +105,13 @@ static RegistryDb *LastDrawnDb[2];	/* ... and in which feed */
 static object_access_hook_type prev_object_access_hook = NULL;
 
 static const char *const KindSequence[2] = {"group_messages_id_seq", "welcome_messages_id_seq"};
+
+/*
+ * Whether register_position fired for an UPDATE in this transaction: until
+ * it has, a tracking-index insert can be taken for a new row without reading
+ * the row (PositionsInsertMayBeUpdate).
+ */
+static bool UpdateFired = false;
 
 static void
 InitLocal(void)
@@ -743,6 +751,8 @@ register_position(PG_FUNCTION_ARGS)
 	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
 		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) || TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
 		TriggerMisuse("register_position", "must be a BEFORE INSERT OR UPDATE row trigger");
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		UpdateFired = true;		/* before anything here can fail */
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)
 		? trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	desc = RelationGetDescr(trigdata->tg_relation);
@@ -802,6 +812,50 @@ IndexPosition(const Datum *values, const bool *isnull, AttrNumber col, bool int4
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("xip83 positions must not be null")));
 	return int4 ? DatumGetInt32(values[col - 1]) : DatumGetInt64(values[col - 1]);
+}
+
+/* Whether a trigger of that enabled state fires in this session (commands/trigger.c's rule). */
+static bool
+FiresInSession(char tgenabled)
+{
+	if (tgenabled == TRIGGER_FIRES_ALWAYS)
+		return true;
+	if (tgenabled == TRIGGER_FIRES_ON_ORIGIN)
+		return SessionReplicationRole != SESSION_REPLICATION_ROLE_REPLICA;
+	if (tgenabled == TRIGGER_FIRES_ON_REPLICA)
+		return SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA;
+	return false;				/* disabled */
+}
+
+/*
+ * An UPDATE that sets a tracked column fires the table's trigger
+ * xip83_register_position (BEFORE UPDATE OF the tracking index's columns,
+ * track.c) before it inserts the new row version into the index. So in a
+ * transaction where register_position has not fired for an UPDATE, on a
+ * table where that trigger fires in this session and no stored generated
+ * column can change an indexed one behind the SET list, an index insert is
+ * a new row. Anything else may be an UPDATE's version: the caller reads the
+ * row to tell. A wrong "new row" registers the row's position once more
+ * (a late write at worst), never skips one.
+ */
+bool
+PositionsInsertMayBeUpdate(Relation heap)
+{
+	TriggerDesc *trigdesc = heap->trigdesc;
+	TupleConstr *constr = RelationGetDescr(heap)->constr;
+
+	if (UpdateFired || trigdesc == NULL || (constr != NULL && constr->has_generated_stored))
+		return true;
+	for (int i = 0; i < trigdesc->numtriggers; i++)
+	{
+		const Trigger *t = &trigdesc->triggers[i];
+
+		if (TRIGGER_FOR_ROW(t->tgtype) && TRIGGER_FOR_BEFORE(t->tgtype) &&
+			TRIGGER_FOR_UPDATE(t->tgtype) && t->tgqual == NULL &&
+			strcmp(t->tgname, "xip83_register_position") == 0)
+			return !FiresInSession(t->tgenabled);
+	}
+	return true;
 }
 
 void
@@ -962,6 +1016,10 @@ ClearPins(void)
 static void
 PositionsXactCallback(XactEvent event, void *arg)
 {
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		UpdateFired = false;
 	if (!LocalInit)
 		return;
 	switch (event)

@@ -231,6 +231,8 @@ extern void PositionsInstallHooks(void);
  * on a blob table). A table no longer tracked is left alone.
  */
 extern void PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull);
+/* Whether such an insert may be an UPDATE's new row version (false: surely a new row). */
+extern bool PositionsInsertMayBeUpdate(Relation heap);
 /* Starts a database's lines over at 0 (a committed TRUNCATE); lock held exclusive. */
 extern void RegistryResetKindLocked(RegistryDb *db, PositionKind kind, bool keep_lines);
 
