@@ -201,6 +201,19 @@ MedianRatio(const Arm *a, const Arm *b, int rounds, char *each, size_t len,
 	return rounds % 2 ? r[rounds / 2] : (r[rounds / 2 - 1] + r[rounds / 2]) / 2;
 }
 
+/*
+ * Whether pair p (0 v3, 1 d14n, 2 xip83's table) runs: all of them, or those
+ * XIP83_BENCH_PAIRS names ("v3,d14n,own"), to measure one at more rounds.
+ */
+static bool
+PairChosen(int p)
+{
+	static const char *const names[] = {"v3", "d14n", "own"};
+	const char *only = getenv("XIP83_BENCH_PAIRS");
+
+	return only == NULL || *only == '\0' || strstr(only, names[p]) != NULL;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -264,6 +277,8 @@ main(int argc, char **argv)
 
 			if (arm->track == 1 && !can_track)
 				continue;
+			if (!PairChosen(i / 2))
+				continue;
 			if (arm->track >= 0 && can_track && arm->track != tracked_state)
 			{
 				nodes_track(conn, arm->track == 1);
@@ -274,17 +289,23 @@ main(int argc, char **argv)
 			printf("  round %d  %-36s %9.0f rows/s\n", r + 1, arm->name, arm->rate[r]);
 			fflush(stdout);
 		}
-	if (can_track)
+	if (can_track && PairChosen(0))
 	{
 		double		m = MedianRatio(&arms[1], &arms[0], rounds, each, sizeof(each),
 									spread, sizeof(spread));
 
 		printf("v3 node table, tracked / untracked    = %.3f  (%s; target >= 0.95)\n"
 			   "  rounds: %s\n", m, spread, each);
-		m = MedianRatio(&arms[3], &arms[2], rounds, each, sizeof(each), spread, sizeof(spread));
+	}
+	if (can_track && PairChosen(1))
+	{
+		double		m = MedianRatio(&arms[3], &arms[2], rounds, each, sizeof(each),
+									spread, sizeof(spread));
+
 		printf("d14n node tables, tracked / untracked = %.3f  (%s; target >= 0.95)\n"
 			   "  rounds: %s\n", m, spread, each);
 	}
+	if (PairChosen(2))
 	{
 		double		m = MedianRatio(&arms[4], &arms[5], rounds, each, sizeof(each),
 									spread, sizeof(spread));
