@@ -16,9 +16,10 @@
  *    and retry, as does any transaction that failed (deadlocks included);
  *  - originators 1-4 start with their partitions of the first band, as a
  *    running node's tables have them; originator 2 starts just below the
- *    next band of 1,000,000 sequence ids and crosses it, and originators 5
- *    and 6 start writing midway: on the node tables those partitions are
- *    created while the writers run;
+ *    next band of 1,000,000 sequence ids and crosses it (the node's function
+ *    creates that band while the writers run), and originators 5 and 6 start
+ *    writing midway, their partitions created just before, while the
+ *    writers run (CreatePartitions says why not by the writers);
  *  - the server is restarted (fast) midway; the consumers reconnect;
  *  - a late write is open while the consumers start and commits after.
  * Originator 1 starts at sequence 0 where the tables store it (a chain
@@ -407,6 +408,29 @@ ShowFile(const char *path)
 
 /* ---------------------------------------------------------------- main */
 
+/*
+ * Creates the first band's partitions of originators [from, to] through the
+ * node's function, in a transaction of its own. Left to the writers' batches,
+ * a new originator's list partition can wait forever: a transaction of
+ * several calls that holds the parent's lock from an earlier batch waits in
+ * the node's function for the partition lock, whose holder waits for the
+ * parent's lock; deadlock detection kills the creator, the next writer to
+ * need the partition becomes the creator and meets the same cycle (CI saw a
+ * deadlock a second for 15 min). Created here, no writer needs the partition
+ * lock meanwhile, and the DDL only waits out the writers' open transactions.
+ */
+static void
+CreatePartitions(PGconn *c, int from, int to)
+{
+	for (int o = from; o <= to; o++)
+	{
+		char		sql[96];
+
+		snprintf(sql, sizeof(sql), "SELECT public.ensure_gateway_envelope_partitions(%d, 0)", o);
+		PQclear(tl_exec(c, sql, 0, NULL));
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -448,23 +472,9 @@ main(int argc, char **argv)
 
 	c = tl_connect();
 	tables = nodes_setup(c, nodes_mode_from_env());
-	/*
-	 * A running node's tables: originators 1-4 have their partitions of the
-	 * first band. Created on demand by the first batches instead, nearly
-	 * every transaction of the first seconds needs one, and one of several
-	 * calls that already holds the parent's lock from an earlier batch waits
-	 * in the node's function for the creator, which waits for that lock: a
-	 * deadlock each deadlock_timeout, which under ASan went on for 15 min.
-	 */
+	/* a running node's tables: originators 1-4 have their first band */
 	if (tables.mode != NODE_OWN)
-		for (int o = 1; o <= 4; o++)
-		{
-			char		sql[96];
-
-			snprintf(sql, sizeof(sql),
-					 "SELECT public.ensure_gateway_envelope_partitions(%d, 0)", o);
-			PQclear(tl_exec(c, sql, 0, NULL));
-		}
+		CreatePartitions(c, 1, 4);
 	PQfinish(c);
 	fprintf(stderr, "tables: %s\n", tables.mode == NODE_OWN ? "xip83's own" : "node, tracked");
 	while (group_versions < 3 && tables.group_insert[group_versions])
@@ -514,6 +524,14 @@ main(int argc, char **argv)
 	KillWriter();
 	tl_wait_share(&calls_done, target_calls, 0.4, &writers_done, WRITERS);
 	fprintf(stderr, "originators 5 and 6 start writing\n");
+	if (tables.mode != NODE_OWN)
+	{
+		/* their partitions created while the writers run, before any batch needs them */
+		PGconn	   *ddl = tl_connect();
+
+		CreatePartitions(ddl, 5, 6);
+		PQfinish(ddl);
+	}
 	atomic_store(&open_originators, 6);
 	KillWriter();
 	tl_wait_share(&calls_done, target_calls, 0.6, &writers_done, WRITERS);
