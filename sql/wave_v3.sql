@@ -83,6 +83,15 @@ SELECT * FROM xip83.group_wave_scan('{"\\x01",NULL}', '{0,0}', 0, 30, 10);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM xip83.group_wave_scan('{"\\x01"}', '{NULL}', 0, 30, 10);
 \echo :LAST_ERROR_SQLSTATE
+-- refused as well when every floor is at the ceiling and no topic is read
+SELECT * FROM xip83.group_wave_scan('{"\\x01",NULL}', '{30,30}', 0, 30, 10);
+\echo :LAST_ERROR_SQLSTATE
+-- slices of arrays with NULLs (a null bitmap, no NULL left) read like any array
+SELECT string_agg(id::text, ',') FROM xip83.group_wave_scan(
+    ('{NULL,"\\x02","\\x03"}'::bytea[])[2:3], ('{NULL,20,0}'::bigint[])[2:3], 0, 30, 100);
+-- topics of mixed sizes, read in place
+SELECT string_agg(id::text, ',') FROM xip83.group_wave_scan(
+    '{"\\x02","\\x0303","\\x03","","\\x01","\\x0102030405"}', '{25,0,0,0,28,0}', 0, 30, 100);
 -- an empty topic is a topic like any other (the nodes store such rows)
 SELECT count(*) FROM xip83.group_wave_scan('{"\\x01",""}', '{0,0}', 0, 30, 10);
 SELECT * FROM xip83.group_wave_scan('{{"\\x01"}}', '{{0}}', 0, 30, 10);

@@ -31,7 +31,6 @@
 #include "recent.h"
 #include "track.h"
 
-#define RECENT_MAX_PARTS	64
 #define RECENT_MIN_PART_SLOTS 16
 #define RECENT_REST		RECENT_KEEP	/* words per entry: version, distances */
 #define RECENT_FAR		PG_UINT32_MAX
@@ -221,15 +220,6 @@ static inline int
 Home(uint32 key)
 {
 	return (int) ((key >> 6) & (uint32) (PartSlots - 1));
-}
-
-/* Starts loading a cache line (gcc drops a loop of nothing but prefetches). */
-static inline void
-Prefetch(const void *p)
-{
-#ifdef __GNUC__
-	__builtin_prefetch(p);
-#endif
 }
 
 /*
@@ -476,9 +466,6 @@ RecentResetKind(RegistryDb *db, PositionKind kind)
 	RecentReset(RecentTableOf(db, kind), high);
 }
 
-/* How far ahead of its probe RecentMayHaveMany loads a key's home slot. */
-#define PREFETCH_AHEAD 16
-
 /* The highest position noted of a key in partition p, 0 when absent. */
 static inline uint64
 MaxOf(const RecentTable *t, int p, uint32 key)
@@ -489,26 +476,6 @@ MaxOf(const RecentTable *t, int p, uint32 key)
 		return 0;
 	pg_read_barrier();
 	return pg_atomic_read_u64(&MaxesOf(t, p)[i]);
-}
-
-bool
-RecentMayHave(const RecentTable *t, uint32 key, uint64 floor)
-{
-	int			p = PartOf(key);
-	RecentPart *part = (RecentPart *) &t->parts[p];
-	uint64		seq = pg_atomic_read_u64(&part->seq);
-	uint64		max;
-
-	if (seq & 1)
-		return true;
-	pg_read_barrier();
-	if (floor < pg_atomic_read_u64(&part->low))
-		return true;
-	max = MaxOf(t, p, key);
-	pg_read_barrier();
-	if (pg_atomic_read_u64(&part->seq) != seq)
-		return true;
-	return max > floor;
 }
 
 /*
@@ -578,88 +545,76 @@ RecentExact(const RecentTable *t, uint32 key, int64 floor, uint64 *positions)
 	return n;
 }
 
-/* Starts loading the key and max of a key's home slot. */
-static inline void
-PrefetchHome(const RecentTable *t, uint32 key)
+void
+RecentAskBegin(const RecentTable *t, RecentAsk *ask)
 {
-	int			p = PartOf(key);
-
-	Prefetch(&KeysOf(t, p)[Home(key)]);
-	Prefetch(&MaxesOf(t, p)[Home(key)]);
+	ask->table = t;
+	ask->keys = t->keys;
+	ask->maxes = t->maxes;
+	ask->part_mask = (uint32) (NParts - 1);
+	ask->home_mask = (uint32) (PartSlots - 1);
+	ask->part_shift = pg_leftmost_one_pos32((uint32) PartSlots);
+	ask->low_max = 0;
+	for (int p = 0; p < NParts; p++)
+		ask->seq[p] = pg_atomic_read_u64((pg_atomic_uint64 *) &t->parts[p].seq);
+	pg_read_barrier();
+	for (int p = 0; p < NParts; p++)
+	{
+		ask->low[p] = pg_atomic_read_u64((pg_atomic_uint64 *) &t->parts[p].low);
+		/* mid-change: every answer of the partition is "may have" */
+		if (ask->seq[p] & 1)
+			ask->low[p] = PG_UINT64_MAX;
+		ask->low_max = Max(ask->low_max, ask->low[p]);
+	}
 }
 
-/*
- * The same protocol as RecentMayHave, per partition instead of per key: the
- * seqs and lows are read once before every probe and the seqs once after, so
- * a key costs its probe. Readers ask about thousands of topics a wave; with
- * home slots loaded PREFETCH_AHEAD keys ahead their cache misses overlap.
- */
+uint64
+RecentAskFar(const RecentAsk *ask, uint32 part, uint32 key)
+{
+	return MaxOf(ask->table, (int) part, key);
+}
+
+uint64
+RecentAskMoved(const RecentAsk *ask)
+{
+	uint64		moved = 0;
+
+	pg_read_barrier();
+	for (int p = 0; p < NParts; p++)
+		if (pg_atomic_read_u64((pg_atomic_uint64 *) &ask->table->parts[p].seq) != ask->seq[p])
+			moved |= UINT64CONST(1) << p;
+	return moved;
+}
+
+/* Questions whose slots RecentMayHaveMany loads before it asks them. */
+#define ASK_AHEAD 256
+
 int
 RecentMayHaveMany(const RecentTable *t, int n, const uint32 *keys, const uint64 *floors,
 				  bool *may)
 {
-	uint64		seq[RECENT_MAX_PARTS];
-	uint64		low[RECENT_MAX_PARTS];
-	uint64		moved = 0;		/* partitions whose seq was odd or moved */
+	RecentAsk	ask;
+	uint64		moved;
 	int			count = 0;
 
-	/* the shape in registers: the barriers below would reload the globals */
-	const uint32 part_mask = (uint32) (NParts - 1);
-	const uint32 home_mask = (uint32) (PartSlots - 1);
-	const int	part_slots = PartSlots;
-	pg_atomic_uint32 *const tkeys = t->keys;
-	pg_atomic_uint64 *const tmaxes = t->maxes;
-
-	for (int p = 0; p < NParts; p++)
-		seq[p] = pg_atomic_read_u64((pg_atomic_uint64 *) &t->parts[p].seq);
-	pg_read_barrier();
-	for (int p = 0; p < NParts; p++)
+	RecentAskBegin(t, &ask);
+	for (int start = 0; start < n; start += ASK_AHEAD)
 	{
-		low[p] = pg_atomic_read_u64((pg_atomic_uint64 *) &t->parts[p].low);
-		if (seq[p] & 1)
-			moved |= UINT64CONST(1) << p;
-	}
-	for (int i = 0; i < Min(n, PREFETCH_AHEAD); i++)
-		PrefetchHome(t, keys[i]);
-	for (int i = 0; i < n; i++)
-	{
-		uint32		key = keys[i];
-		int			p = (int) (key & part_mask);
-		int			slot = p * part_slots + (int) ((key >> 6) & home_mask);
-		uint32		k = pg_atomic_read_u32(&tkeys[slot]);
-		uint64		max;
+		int			end = Min(n, start + ASK_AHEAD);
 
-		if (i + PREFETCH_AHEAD < n)
-		{
-			uint32		ahead = keys[i + PREFETCH_AHEAD];
-			int			aslot = (int) (ahead & part_mask) * part_slots +
-				(int) ((ahead >> 6) & home_mask);
-
-			Prefetch(&tkeys[aslot]);
-			Prefetch(&tmaxes[aslot]);
-		}
-		if (likely(k == key))
-		{
-			pg_read_barrier();
-			max = pg_atomic_read_u64(&tmaxes[slot]);
-		}
-		else
-			max = k == 0 ? 0 : MaxOf(t, p, key);
-		may[i] = floors[i] < low[p] || max > floors[i];
-		count += may[i];
+		for (int i = start; i < end; i++)
+			RecentAskPrefetch(&ask, keys[i]);
+		for (int i = start; i < end; i++)
+			count += may[i] = RecentAskMay(&ask, keys[i], floors[i]);
 	}
-	pg_read_barrier();
-	for (int p = 0; p < NParts; p++)
-		if (pg_atomic_read_u64((pg_atomic_uint64 *) &t->parts[p].seq) != seq[p])
-			moved |= UINT64CONST(1) << p;
+	moved = RecentAskMoved(&ask);
 	if (moved != 0)
 	{
-		/* a partition changed under the probes: its keys may have */
+		/* a partition changed under the questions: its keys may have */
 		count = 0;
 		for (int i = 0; i < n; i++)
 		{
-			if ((moved & (UINT64CONST(1) << PartOf(keys[i]))) != 0)
-				may[i] = true;
+			may[i] |= RecentAskInMoved(&ask, moved, keys[i]);
 			count += may[i];
 		}
 	}

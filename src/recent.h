@@ -124,16 +124,89 @@ extern void RecentReset(RecentTable *t, uint64 low);
 /* Empties a kind's table, low at the highest high of its lines (load, TRUNCATE). */
 extern void RecentResetKind(RegistryDb *db, PositionKind kind);
 
-/*
- * Reader, after taking the snapshot it reads with: false only when no write
- * of the key above floor was registered before this call.
- */
-extern bool RecentMayHave(const RecentTable *t, uint32 key, uint64 floor);
+/* Partitions per table at most (one bit each in RecentAsk.moved). */
+#define RECENT_MAX_PARTS	64
 
 /*
- * RecentMayHave for n questions at once, their slots fetched ahead so that
- * the cache misses overlap: may[i] for (keys[i], floors[i]); returns how many
- * may have. Any n; callers pass a few dozen at a time.
+ * A batch of may-have questions to one table, each answered inline from its
+ * slots: a caught-up wave asks one per topic, and a call per question would
+ * cost as much as the answer. Begin reads every partition's seq and low;
+ * after the last question, RecentAskMoved names the partitions that changed
+ * meanwhile, whose answers must then be taken as "may have".
+ */
+typedef struct RecentAsk
+{
+	pg_atomic_uint32 *keys;		/* the table's slots (recent.c) */
+	pg_atomic_uint64 *maxes;
+	uint32		part_mask;		/* a key's partition: key & part_mask */
+	uint32		home_mask;		/* its home slot: (key >> 6) & home_mask */
+	int			part_shift;		/* log2 of slots per partition */
+	uint64		low_max;		/* the highest low of a partition */
+	const RecentTable *table;
+	uint64		seq[RECENT_MAX_PARTS];
+	uint64		low[RECENT_MAX_PARTS];
+} RecentAsk;
+
+/* Reader, after taking the snapshot it reads with: starts a batch. */
+extern void RecentAskBegin(const RecentTable *t, RecentAsk *ask);
+/* The max of a key found away from its home slot, 0 when absent. */
+extern uint64 RecentAskFar(const RecentAsk *ask, uint32 part, uint32 key);
+/* The partitions (bit per partition) that changed since RecentAskBegin. */
+extern uint64 RecentAskMoved(const RecentAsk *ask);
+
+/*
+ * False only when no write of the key above floor (at or above 0) was
+ * registered before the batch began, if the key's partition is not among
+ * those RecentAskMoved names afterwards.
+ */
+static inline bool
+RecentAskMay(const RecentAsk *ask, uint32 key, uint64 floor)
+{
+	uint32		part = key & ask->part_mask;
+	uint32		slot = (part << ask->part_shift) | ((key >> 6) & ask->home_mask);
+	uint32		k = pg_atomic_read_u32(&ask->keys[slot]);
+
+	/* below a partition's low an absent write may have been evicted */
+	if (unlikely(floor < ask->low_max) && floor < ask->low[part])
+		return true;
+	if (likely(k == key))
+	{
+		/* the max was written before the key */
+		pg_read_barrier();
+		return pg_atomic_read_u64(&ask->maxes[slot]) > floor;
+	}
+	if (k == 0)
+		return false;
+	return RecentAskFar(ask, part, key) > floor;
+}
+
+/*
+ * Starts loading a key's home slot: a wave hashes a run of topics, loading
+ * each one's slot, then asks about them, so that the cache misses overlap.
+ * Always inlined: gcc takes a function that only prefetches for one without
+ * effects and deletes the calls.
+ */
+static pg_attribute_always_inline void
+RecentAskPrefetch(const RecentAsk *ask, uint32 key)
+{
+#ifdef __GNUC__
+	uint32		slot = ((key & ask->part_mask) << ask->part_shift) | ((key >> 6) & ask->home_mask);
+
+	__builtin_prefetch(&ask->keys[slot]);
+	__builtin_prefetch(&ask->maxes[slot]);
+#endif
+}
+
+/* Whether a key's partition is among moved (RecentAskMoved). */
+static inline bool
+RecentAskInMoved(const RecentAsk *ask, uint64 moved, uint32 key)
+{
+	return ((moved >> (key & ask->part_mask)) & 1) != 0;
+}
+
+/*
+ * RecentAskMay for n questions at once: may[i] for (keys[i], floors[i]),
+ * already corrected for partitions that moved; returns how many may have.
  */
 extern int	RecentMayHaveMany(const RecentTable *t, int n, const uint32 *keys,
 							  const uint64 *floors, bool *may);

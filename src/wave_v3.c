@@ -173,8 +173,31 @@ AdmitTopic(void *arg, int stream)
 	return true;
 }
 
-/* Listings hashed and asked about at a time, on the stack. */
-#define ASK_CHUNK 1024
+/* Listings walked and asked about at a time, on the stack. */
+#define ASK_CHUNK 256
+
+/* The recent-writes key of a topic element, read in place. */
+static inline uint32
+ElementKey(Datum element)
+{
+	const char *p = DatumGetPointer(element);
+	bytea	   *topic;
+
+	if (likely(VARATT_IS_4B_U(p)))
+		return RecentKey(VARDATA(p), VARSIZE(p) - VARHDRSZ, 0);
+	topic = DatumGetByteaPP(element);
+	return RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
+}
+
+/* Marks listing i of topics->n read: allocates *read with the first. */
+static inline void
+MarkRead(bool **read, int n, int i, int *count)
+{
+	if (*read == NULL)
+		*read = palloc0(sizeof(bool) * n);
+	*count += !(*read)[i];
+	(*read)[i] = true;
+}
 
 /*
  * Decides per listing whether the wave reads it (*read, allocated with the
@@ -185,55 +208,69 @@ AdmitTopic(void *arg, int stream)
  * such write has no row the snapshot sees above its floor). A topic listed
  * twice is then read from the lowest floor among its listings that are
  * read: rows between a lower floor whose answer was "no" and that one were
- * registered after the question, so after the snapshot. A caught-up wave
- * allocates nothing here.
+ * registered after the question, so after the snapshot.
+ *
+ * This is the whole cost of a caught-up reconnect, so it walks the topics in
+ * place (no deconstruct_array), a chunk at a time: hashes them, loading each
+ * one's slot, then asks; it allocates nothing unless a listing is read. A
+ * partition that changed under the questions (rare: an eviction) is found
+ * at the end, and its topics are walked again and read.
  */
 static int
 ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray *floors,
 			   int64 scan_cursor, int64 ceiling, bool **read)
 {
+	Datum		chunk_topics[ASK_CHUNK];
 	uint32		chunk_keys[ASK_CHUNK];
-	uint64		chunk_floors[ASK_CHUNK];
+	int64		chunk_floors[ASK_CHUNK];
 	int			chunk_listing[ASK_CHUNK];
-	bool		chunk_may[ASK_CHUNK];
 	int			count = 0;
+	ArgWalk		walk = ArgWalkBegin(topics);
+	RecentAsk	ask;
+	uint64		moved;
 
 	*read = NULL;
+	if (recent != NULL)
+		RecentAskBegin(recent, &ask);
 	for (int start = 0; start < topics->n; start += ASK_CHUNK)
 	{
-		int			end = Min(topics->n, start + ASK_CHUNK);
+		int			end = start + ArgNextVarlenas(topics, &walk, ASK_CHUNK, chunk_topics);
 		int			n = 0;
-		bool		below_zero = false;
 
 		CHECK_FOR_INTERRUPTS();
 		for (int i = start; i < end; i++)
 		{
 			int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
-			bytea	   *topic = (bytea *) DatumGetPointer(topics->values[i]);
 
 			if (floor >= ceiling)
 				continue;
-			if (VARATT_IS_EXTENDED(topic))
-				topic = DatumGetByteaPP(topics->values[i]);
-			chunk_keys[n] = RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
-			chunk_floors[n] = (uint64) floor;
+			chunk_keys[n] = ElementKey(chunk_topics[i - start]);
+			chunk_floors[n] = floor;
 			chunk_listing[n++] = i;
-			below_zero |= floor < 0;
+			if (recent != NULL)
+				RecentAskPrefetch(&ask, chunk_keys[n - 1]);
 		}
-		/* caught up, the common reconnect: nothing to note */
-		if (recent != NULL &&
-			RecentMayHaveMany(recent, n, chunk_keys, chunk_floors, chunk_may) == 0 &&
-			!below_zero)
-			continue;
 		for (int j = 0; j < n; j++)
 		{
 			/* below position 0 the table answers nothing: read */
-			if (recent != NULL && (int64) chunk_floors[j] >= 0 && !chunk_may[j])
-				continue;
-			if (*read == NULL)
-				*read = palloc0(sizeof(bool) * topics->n);
-			(*read)[chunk_listing[j]] = true;
-			count++;
+			if (recent == NULL || chunk_floors[j] < 0 ||
+				RecentAskMay(&ask, chunk_keys[j], (uint64) chunk_floors[j]))
+				MarkRead(read, topics->n, chunk_listing[j], &count);
+		}
+	}
+	moved = recent != NULL ? RecentAskMoved(&ask) : 0;
+	if (moved != 0)
+	{
+		/* a partition changed under the questions: its topics may have */
+		walk = ArgWalkBegin(topics);
+		for (int start = 0; start < topics->n; start += ASK_CHUNK)
+		{
+			int			end = start + ArgNextVarlenas(topics, &walk, ASK_CHUNK, chunk_topics);
+
+			for (int i = start; i < end; i++)
+				if (Max(DatumGetInt64(floors->values[i]), scan_cursor) < ceiling &&
+					RecentAskInMoved(&ask, moved, ElementKey(chunk_topics[i - start])))
+					MarkRead(read, topics->n, i, &count);
 		}
 	}
 	return count;
@@ -248,10 +285,11 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
  * Otherwise one stream per (topic, leaf), consecutive, set up here.
  */
 static void
-AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 scan_cursor,
+AddStreams(Wave *wave, ArgArray *topics, const ArgArray *floors, int64 scan_cursor,
 		   int64 ceiling, const bool *read, int nread, bool in_order)
 {
 	int			nleaves = wave->source->nleaves;
+	Datum	   *values = ArgValues(topics);
 
 	/* lazily admitted topics grow the set as the merge reaches them */
 	wave->topics = wavetopics_create(CurrentMemoryContext,
@@ -269,11 +307,11 @@ AddStreams(Wave *wave, const ArgArray *topics, const ArgArray *floors, int64 sca
 			continue;
 		if (in_order)
 		{
-			(void) MergeAddStream(wave->merge, PointerGetDatum(DatumGetByteaPP(topics->values[i])),
+			(void) MergeAddStream(wave->merge, PointerGetDatum(DatumGetByteaPP(values[i])),
 								  0, floor, ceiling, wave->leaves, nleaves);
 			continue;
 		}
-		entry = wavetopics_insert(wave->topics, DatumGetByteaPP(topics->values[i]), &found);
+		entry = wavetopics_insert(wave->topics, DatumGetByteaPP(values[i]), &found);
 		if (found)
 		{
 			for (int l = 0; entry->stream >= 0 && l < nleaves; l++)
@@ -315,7 +353,7 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 		   Snapshot snapshot)
 {
 	Wave	   *wave = palloc0(sizeof(Wave));
-	ArgArray	topics = ArgGetArray(fcinfo, 0, "topics", BYTEAOID);
+	ArgArray	topics = ArgGetVarlenaArray(fcinfo, 0, "topics", BYTEAOID);
 	ArgArray	floors = ArgGetArray(fcinfo, 1, "floors", INT8OID);
 	int64		scan_cursor;
 	int64		ceiling;
