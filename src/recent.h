@@ -62,47 +62,71 @@ RecentFold(uint64 h, uint64 w)
 	return (h ^ w) * UINT64CONST(0x9fb21c651e98df25);
 }
 
+/* 8 and 4 bytes of a topic, unaligned. */
+static inline uint64
+RecentLoad8(const unsigned char *p)
+{
+	uint64		w;
+
+	memcpy(&w, p, 8);
+	return w;
+}
+
+static inline uint64
+RecentLoad4(const unsigned char *p)
+{
+	uint32		w;
+
+	memcpy(&w, p, 4);
+	return w;
+}
+
 /*
  * The key of a topic (and originator: 0 for v3); never 0. A v3 topic's key
  * is also a good hash of its bytes (wave_v3.c hashes its topics with it).
  *
- * Inline, 8 bytes at a time, one final mix (the high half of a product
- * depends on every bit below it): a wave asks about every topic it
- * is given and a writer about every row, topics are 16 to 32 bytes, and a
- * caught-up wave must cost little more than reading its arguments. Keys only
- * meet keys made by the same binary: byte order does not matter.
+ * Inline and short: a wave asks about every topic it is given and a writer
+ * about every row, and a caught-up wave must cost little more than reading
+ * its arguments. The length and originator seed the hash; a topic of 4 to
+ * 16 bytes is two (overlapping) words read without a loop, a longer one its
+ * 16-byte blocks and then its last 16 bytes, each word one multiply, then
+ * one final mix (the high half of a product depends on every bit below it).
+ * Keys only meet keys made by the same binary: byte order does not matter.
  */
 static inline uint32
 RecentKey(const void *topic, Size len, int32 node)
 {
 	const unsigned char *p = (const unsigned char *) topic;
-	uint64		h = UINT64CONST(0x9e3779b97f4a7c15) ^ ((uint64) len << 32);
-	uint64		w;
+	uint64		h = UINT64CONST(0x9e3779b97f4a7c15) ^ ((uint64) len << 32) ^ (uint32) node;
+	uint64		a,
+				b;
 	uint32		key;
 
-	/* the same folds as the loop: most topics are 16 bytes or more */
-	if (len >= 16)
+	if (likely(len >= 8 && len <= 16))
 	{
-		memcpy(&w, p, 8);
-		h = RecentFold(h, w);
-		memcpy(&w, p + 8, 8);
-		h = RecentFold(h, w);
-		p += 16;
-		len -= 16;
+		a = RecentLoad8(p);
+		b = RecentLoad8(p + len - 8);
 	}
-	for (; len >= 8; p += 8, len -= 8)
+	else if (len > 16)
 	{
-		memcpy(&w, p, 8);
-		h = RecentFold(h, w);
+		const unsigned char *end = p + len;
+
+		for (; end - p > 16; p += 16)
+			h = RecentFold(RecentFold(h, RecentLoad8(p)), RecentLoad8(p + 8));
+		a = RecentLoad8(end - 16);
+		b = RecentLoad8(end - 8);
 	}
-	if (len > 0)
+	else if (len >= 4)
 	{
-		w = 0;
-		memcpy(&w, p, len);
-		h = RecentFold(h, w);
+		a = RecentLoad4(p);
+		b = RecentLoad4(p + len - 4);
 	}
-	if (node != 0)
-		h = RecentFold(h, (uint64) (uint32) node | UINT64CONST(0x100000000));
+	else
+	{
+		a = len == 0 ? 0 : p[0] | (uint64) p[len >> 1] << 8 | (uint64) p[len - 1] << 16;
+		b = 0;
+	}
+	h = RecentFold(RecentFold(h, a), b);
 	h ^= h >> 32;
 	h *= UINT64CONST(0xd6e8feb86659fd93);
 	key = (uint32) (h >> 32);

@@ -184,7 +184,16 @@ ElementKey(Datum element)
 	bytea	   *topic;
 
 	if (likely(VARATT_IS_4B_U(p)))
-		return RecentKey(VARDATA(p), VARSIZE(p) - VARHDRSZ, 0);
+	{
+		Size		len = VARSIZE(p) - VARHDRSZ;
+
+		/* the common topic sizes get a copy of the hash with the length fixed */
+		if (likely(len == 16))
+			return RecentKey(VARDATA(p), 16, 0);
+		if (len == 32)
+			return RecentKey(VARDATA(p), 32, 0);
+		return RecentKey(VARDATA(p), len, 0);
+	}
 	topic = DatumGetByteaPP(element);
 	return RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
 }
