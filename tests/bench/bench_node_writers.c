@@ -21,7 +21,6 @@
 #include "nodes.h"
 #include "wave_d14n_fixture.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -150,55 +149,32 @@ RunArm(const Arm *arm, double seconds)
 	return rows / (tl_now() - t0);
 }
 
-static int
-CmpDouble(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * The median over rounds of a's rate divided by b's, the rounds' ratios into
- * each, and into spread the geometric mean and its 90% confidence interval
- * (Student's t over log ratios): a disk whose flush time wanders makes single
- * rounds swing by a fifth, and the interval says whether the rounds resolve
- * the target.
+ * each, and into spread the geometric mean and its 90% confidence interval:
+ * a disk whose flush time wanders makes single rounds swing by a fifth, and
+ * the interval says whether the rounds resolve the target.
  */
 static double
 MedianRatio(const Arm *a, const Arm *b, int rounds, char *each, size_t len,
 			char *spread, size_t spread_len)
 {
-	/* two-sided 90% t quantiles for 1..30 degrees of freedom; then 1.645 */
-	static const double t90[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860,
-		1.833, 1.812, 1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725,
-	1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
-	double		r[MAX_ROUNDS];
+	double		r[MAX_ROUNDS] = {0};
 	size_t		off = 0;
-	double		mean = 0,
-				var = 0;
+	TlRatios	s;
 
 	for (int i = 0; i < rounds; i++)
 	{
 		r[i] = a->rate[i] / b->rate[i];
 		off += snprintf(each + off, len - off, "%s%.3f", i ? " " : "", r[i]);
-		mean += log(r[i]) / rounds;
 	}
-	for (int i = 0; i < rounds; i++)
-		var += (log(r[i]) - mean) * (log(r[i]) - mean) / (rounds > 1 ? rounds - 1 : 1);
+	s = tl_ratios(r, rounds);
 	if (rounds > 1)
-	{
-		double		t = rounds - 1 <= 30 ? t90[rounds - 2] : 1.645;
-		double		half = t * sqrt(var / rounds);
-
 		snprintf(spread, spread_len, "geometric mean %.3f, 90%% interval %.3f-%.3f",
-				 exp(mean), exp(mean - half), exp(mean + half));
-	}
+				 s.gmean, s.lo, s.hi);
 	else
 		snprintf(spread, spread_len, "one round: no interval");
-	qsort(r, rounds, sizeof(double), CmpDouble);
-	return rounds % 2 ? r[rounds / 2] : (r[rounds / 2 - 1] + r[rounds / 2]) / 2;
+	return s.median;
 }
 
 /*

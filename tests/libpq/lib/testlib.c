@@ -3,6 +3,7 @@
  */
 #include "testlib.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,47 @@ tl_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int
+CompareDouble(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+TlRatios
+tl_ratios(const double *r, int n)
+{
+	/* two-sided 90% t quantiles for 1..30 degrees of freedom; then 1.645 */
+	static const double t90[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860,
+		1.833, 1.812, 1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725,
+	1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
+	TlRatios	out = {0, 0, 0, 0};
+	double	   *sorted;
+	double		mean = 0,
+				var = 0,
+				half = 0;
+
+	if (n <= 0)
+		return out;
+	for (int i = 0; i < n; i++)
+		mean += log(r[i]) / n;
+	for (int i = 0; i < n && n > 1; i++)
+		var += (log(r[i]) - mean) * (log(r[i]) - mean) / (n - 1);
+	if (n > 1)
+		half = (n - 1 <= 30 ? t90[n - 2] : 1.645) * sqrt(var / n);
+	out.gmean = exp(mean);
+	out.lo = exp(mean - half);
+	out.hi = exp(mean + half);
+	sorted = malloc(sizeof(double) * n);
+	memcpy(sorted, r, sizeof(double) * n);
+	qsort(sorted, n, sizeof(double), CompareDouble);
+	out.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+	free(sorted);
+	return out;
 }
 
 void

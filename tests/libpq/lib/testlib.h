@@ -53,6 +53,21 @@ void		tl_sleep_us(long us);
  */
 void		tl_wait_share(atomic_llong *done, int64_t target, double share,
 						  atomic_int *finished, int nwriters);
+/*
+ * Per-round ratios of two arms summarized: the median, and the geometric mean
+ * with its 90% confidence interval (Student's t over the logs), which says
+ * whether rounds that swing by a fifth on a shared machine resolve a target.
+ */
+typedef struct TlRatios
+{
+	double		median;
+	double		gmean;
+	double		lo;				/* the interval; lo = hi = gmean for one round */
+	double		hi;
+} TlRatios;
+
+TlRatios	tl_ratios(const double *r, int n);
+
 /* The test's exit status, with a summary line. */
 int			tl_done(const char *name);
 
