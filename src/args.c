@@ -48,8 +48,7 @@ ArgRefuseNulls(ArrayType *arr, const char *name)
 
 /* The checks every array argument gets: present, one dimension, elemtype, no NULLs. */
 static ArgArray
-ArgCheckArray(FunctionCallInfo fcinfo, int argno, const char *name, Oid elemtype,
-			  int16 *typlen, bool *typbyval)
+ArgCheckArray(FunctionCallInfo fcinfo, int argno, const char *name, Oid elemtype)
 {
 	ArgArray	result;
 	ArrayType  *arr;
@@ -69,7 +68,7 @@ ArgCheckArray(FunctionCallInfo fcinfo, int argno, const char *name, Oid elemtype
 	result.n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
 	result.values = NULL;
 	result.array = arr;
-	get_typlenbyvalalign(elemtype, typlen, typbyval, &result.align);
+	get_typlenbyvalalign(elemtype, &result.typlen, &result.byval, &result.align);
 	return result;
 }
 
@@ -77,11 +76,9 @@ ArgCheckArray(FunctionCallInfo fcinfo, int argno, const char *name, Oid elemtype
 ArgArray
 ArgGetArray(FunctionCallInfo fcinfo, int argno, const char *name, Oid elemtype)
 {
-	int16		typlen;
-	bool		typbyval;
-	ArgArray	result = ArgCheckArray(fcinfo, argno, name, elemtype, &typlen, &typbyval);
+	ArgArray	result = ArgCheckArray(fcinfo, argno, name, elemtype);
 
-	if (typbyval && typlen == sizeof(Datum))
+	if (result.byval && result.typlen == sizeof(Datum))
 	{
 		/* int8 on a 64-bit server: the elements already are Datums, in place */
 		result.values = (Datum *) ArgDataPtr(result.array);
@@ -94,11 +91,9 @@ ArgGetArray(FunctionCallInfo fcinfo, int argno, const char *name, Oid elemtype)
 ArgArray
 ArgGetVarlenaArray(FunctionCallInfo fcinfo, int argno, const char *name, Oid elemtype)
 {
-	int16		typlen;
-	bool		typbyval;
-	ArgArray	result = ArgCheckArray(fcinfo, argno, name, elemtype, &typlen, &typbyval);
+	ArgArray	result = ArgCheckArray(fcinfo, argno, name, elemtype);
 
-	Assert(typlen == -1);
+	Assert(result.typlen == -1);
 	return result;
 }
 
@@ -106,16 +101,12 @@ ArgGetVarlenaArray(FunctionCallInfo fcinfo, int argno, const char *name, Oid ele
 Datum *
 ArgValues(ArgArray *a)
 {
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
 	bool	   *nulls;
 	int			n;
 
 	if (a->values != NULL)
 		return a->values;
-	get_typlenbyvalalign(ARR_ELEMTYPE(a->array), &typlen, &typbyval, &typalign);
-	deconstruct_array(a->array, ARR_ELEMTYPE(a->array), typlen, typbyval, typalign,
+	deconstruct_array(a->array, ARR_ELEMTYPE(a->array), a->typlen, a->byval, a->align,
 					  &a->values, &nulls, &n);
 	pfree(nulls);
 	return a->values;

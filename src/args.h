@@ -22,7 +22,9 @@ typedef struct ArgArray
 								 * array, 8-byte by-value elements are its data;
 								 * NULL until ArgValues when read in place */
 	ArrayType  *array;			/* the array, detoasted */
-	char		align;			/* its elements' typalign */
+	int16		typlen;			/* its elements' typlen, typbyval, typalign */
+	bool		byval;
+	char		align;
 } ArgArray;
 
 /*
