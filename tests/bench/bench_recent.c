@@ -7,10 +7,12 @@
  * Restarts the server (XIP83_PGCTL) between writer runs with and without the
  * tables (xip83.recent_entries = 0), then loads `rows` group messages over
  * `topics` 16-byte topics (uniform, 64-byte payloads) after the last restart,
- * as a node's tables are written while it runs. Timings are the best of many
- * runs taken inside the server (plpgsql around the call, arrays built
- * beforehand; the machine may be shared), so every ratio compares calls fed
- * the same arrays in the same run:
+ * as a node's tables are written while it runs. Timings are taken inside the
+ * server (plpgsql around the call, arrays built beforehand; the machine may be
+ * shared): each call's best of its runs in each of READ_ROUNDS rounds, the
+ * calls of a ratio next to each other in every round, so every ratio compares
+ * calls fed the same arrays at the same time. Printed: the best of all rounds
+ * and its ratio, then the median and interval of the rounds' own ratios:
  *   caught up     floors at each topic's last id, ceiling at the horizon,
  *                 against the same call with every floor at the ceiling;
  *   95%           floors at 95% of each topic's last id, first page of 500,
@@ -167,12 +169,23 @@ Restart(bool with_tables)
 	Exec("SET synchronous_commit = off");
 }
 
-/* The reconnect calls of one mode, medians in ms. */
+/* Rounds of the reconnect calls, each call's best of its runs per round. */
+#define READ_ROUNDS 10
+
+/*
+ * The reconnect calls of one mode: each one's best ms over every round, and
+ * the median and interval of the rounds' ratios (caught up against floors =
+ * ceiling, 95% against its rows by primary key), calls of a round being next
+ * to each other in time.
+ */
 typedef struct Reads
 {
 	double		at_ceiling;
 	double		caught;
 	double		wave95;
+	double		pk95;			/* 0 when not measured */
+	TlRatios	caught_r;
+	TlRatios	r95;
 } Reads;
 
 static double WaveMs(const char *fn, const char *floor_expr, int runs);
@@ -181,22 +194,45 @@ static double EnvMs(const char *fn, const char *floor_expr, int runs);
 /* A first page's best ms: fn (ours or the anchor), floors from an expression of `last`. */
 typedef double (*PageMsFn) (const char *fn, const char *floor_expr, int runs);
 
+/* Best ms of a page's rows fetched by primary key: pk_fmt takes the runs. */
+static double
+PkMs(const char *pk_fmt, int runs)
+{
+	char		sql[256];
+
+	snprintf(sql, sizeof(sql), pk_fmt, runs);
+	return Scalar(sql);
+}
+
 /*
  * The three calls of a kind (page: WaveMs or EnvMs, fn: its wave function,
- * at_ceiling: the floor expression that puts floors at the ceiling), each best
- * of `runs`, interleaved `rounds` times (best kept).
+ * at_ceiling: the floor expression that puts floors at the ceiling) and,
+ * unless pk_fmt is NULL, the 95% page's rows by primary key, each best of
+ * `runs` (the 95% calls of runs / 2), interleaved READ_ROUNDS times.
  */
 static Reads
-MeasureReads(PageMsFn page, const char *fn, const char *at_ceiling, int runs, int rounds)
+MeasureReads(PageMsFn page, const char *fn, const char *at_ceiling, const char *pk_fmt, int runs)
 {
-	Reads		r = {1e9, 1e9, 1e9};
+	Reads		r = {.at_ceiling = 1e9, .caught = 1e9, .wave95 = 1e9};
+	double		caught_ratio[READ_ROUNDS];
+	double		ratio95[READ_ROUNDS];
 
-	for (int i = 0; i < rounds; i++)
+	for (int i = 0; i < READ_ROUNDS; i++)
 	{
-		r.at_ceiling = Min2(r.at_ceiling, page(fn, at_ceiling, runs));
-		r.caught = Min2(r.caught, page(fn, "last", runs));
-		r.wave95 = Min2(r.wave95, page(fn, "(last * 0.95)::bigint", runs / 2));
+		double		c = page(fn, at_ceiling, runs);
+		double		u = page(fn, "last", runs);
+		double		w = page(fn, "(last * 0.95)::bigint", runs / 2);
+		double		k = pk_fmt != NULL ? PkMs(pk_fmt, runs / 2) : 0;
+
+		r.at_ceiling = Min2(r.at_ceiling, c);
+		r.caught = Min2(r.caught, u);
+		r.wave95 = Min2(r.wave95, w);
+		r.pk95 = i == 0 ? k : Min2(r.pk95, k);
+		caught_ratio[i] = u / c;
+		ratio95[i] = k > 0 ? w / k : 1;
 	}
+	r.caught_r = tl_ratios(caught_ratio, READ_ROUNDS);
+	r.r95 = tl_ratios(ratio95, READ_ROUNDS);
 	return r;
 }
 
@@ -247,6 +283,18 @@ WaveMs(const char *fn, const char *floor_expr, int runs)
 	return Scalar(sql);
 }
 
+/* One line of the read table. */
+static void
+PrintRead(const char *what, double ours, double no_tables, double vs, double anchor,
+		  TlRatios rounds, const char *target)
+{
+	char		r[64];
+
+	snprintf(r, sizeof(r), "%.2fx (%.2f-%.2f)", rounds.median, rounds.lo, rounds.hi);
+	printf("  %-40s %9.3f %9.3f %9.3f %9.3f %7.2fx %22s  %s\n", what, ours, no_tables, vs,
+		   anchor, ours / vs, r, target);
+}
+
 #define MAX_WRITER_ROUNDS 50
 
 int
@@ -262,10 +310,8 @@ main(int argc, char **argv)
 	TlRatios	bulk_r,
 				single_r;
 	Reads		with, without;
-	double		pk95,
-				anchor_caught,
+	double		anchor_caught,
 				anchor95,
-				env_pk95,
 				env_anchor_caught,
 				env_anchor95;
 	Reads		env_with,
@@ -327,50 +373,48 @@ main(int argc, char **argv)
 	Exec("CREATE TABLE bench_floors AS SELECT group_id AS topic, max(id) AS last"
 		 "  FROM xip83.group_messages GROUP BY 1");
 
-	with = MeasureReads(WaveMs, "bench_wave", "xip83.group_ceiling()", 50, 5);
+	/* the 95% pages' rows, fetched by primary key in the same rounds as the pages */
+	Exec("DROP TABLE IF EXISTS bench_ids95");
+	Exec("CREATE TABLE bench_ids95 AS SELECT array_agg(id) AS ids FROM xip83.group_wave_scan("
+		 " (SELECT array_agg(topic) FROM bench_floors),"
+		 " (SELECT array_agg((last * 0.95)::bigint) FROM bench_floors), 0, xip83.group_ceiling(), 500)");
+	Exec("DROP TABLE IF EXISTS bench_env_ids95");
 	snprintf(sql, sizeof(sql),
-			 "SELECT bench_pk((SELECT array_agg(id) FROM xip83.group_wave_scan("
-			 " (SELECT array_agg(topic) FROM bench_floors),"
-			 " (SELECT array_agg((last * 0.95)::bigint) FROM bench_floors), 0, xip83.group_ceiling(), 500)), 50)");
-	pk95 = 1e9;
-	for (int i = 0; i < 5; i++)
-		pk95 = Min2(pk95, Scalar(sql));
-	anchor_caught = WaveMs("bench_anchor", "last", 10);
-	anchor95 = WaveMs("bench_anchor", "(last * 0.95)::bigint", 10);
-	env_with = MeasureReads(EnvMs, "bench_env", "ENV_CEILING", 50, 5);
-	snprintf(sql, sizeof(sql),
-			 "SELECT bench_env_pk((SELECT array_agg(originator_sequence_id) FROM xip83.envelope_wave_scan("
+			 "CREATE TABLE bench_env_ids95 AS SELECT array_agg(originator_sequence_id) AS ids"
+			 " FROM xip83.envelope_wave_scan("
 			 " (SELECT array_agg(topic) FROM bench_env_floors), array_fill(1, ARRAY[%d]),"
 			 " (SELECT array_agg((last * 0.95)::bigint) FROM bench_env_floors), '{1}',"
-			 " ARRAY[" ENV_CEILING "], 0, 0, 500)), 50)",
+			 " ARRAY[" ENV_CEILING "], 0, 0, 500)",
 			 (int) Scalar("SELECT count(*) FROM bench_env_floors"));
-	env_pk95 = 1e9;
-	for (int i = 0; i < 5; i++)
-		env_pk95 = Min2(env_pk95, Scalar(sql));
+	Exec(sql);
+	with = MeasureReads(WaveMs, "bench_wave", "xip83.group_ceiling()",
+						"SELECT bench_pk((SELECT ids FROM bench_ids95), %d)", 24);
+	anchor_caught = WaveMs("bench_anchor", "last", 10);
+	anchor95 = WaveMs("bench_anchor", "(last * 0.95)::bigint", 10);
+	env_with = MeasureReads(EnvMs, "bench_env", "ENV_CEILING",
+							"SELECT bench_env_pk((SELECT ids FROM bench_env_ids95), %d)", 24);
 	env_anchor_caught = EnvMs("bench_env_anchor", "last", 10);
 	env_anchor95 = EnvMs("bench_env_anchor", "(last * 0.95)::bigint", 10);
 
 	/* the same calls on the same data, every topic descended (as before the tables) */
 	Restart(false);
-	without = MeasureReads(WaveMs, "bench_wave", "xip83.group_ceiling()", 10, 2);
-	env_without = MeasureReads(EnvMs, "bench_env", "ENV_CEILING", 10, 2);
+	without = MeasureReads(WaveMs, "bench_wave", "xip83.group_ceiling()", NULL, 4);
+	env_without = MeasureReads(EnvMs, "bench_env", "ENV_CEILING", NULL, 4);
 
-	printf("bench_recent: %lld rows, %d topics, pages of 500 (best of many runs, ms;"
-		   " writers in paired rounds; one run, machine shared)\n", rows, topics);
-	printf("  %-40s %9s %9s %9s %9s %8s  %s\n", "", "ours", "no tables", "vs", "anchor A",
-		   "ours/vs", "target (issue's before)");
-	printf("  %-40s %9.3f %9.3f %9.3f %9.3f %7.2fx  %s\n",
-		   "10k caught up vs floors = ceiling", with.caught, without.caught, with.at_ceiling,
-		   anchor_caught, with.caught / with.at_ceiling, "<= 2x (46 ms / 0.10 ms)");
-	printf("  %-40s %9.3f %9.3f %9.3f %9.3f %7.2fx  %s\n",
-		   "10k floors at 95% vs its rows by pk", with.wave95, without.wave95, pk95,
-		   anchor95, with.wave95 / pk95, "<= 3x (49 ms, 80x)");
-	printf("  %-40s %9.3f %9.3f %9.3f %9.3f %7.2fx  %s\n",
-		   "d14n 10k caught up vs floors = ceiling", env_with.caught, env_without.caught,
-		   env_with.at_ceiling, env_anchor_caught, env_with.caught / env_with.at_ceiling, "<= 2x");
-	printf("  %-40s %9.3f %9.3f %9.3f %9.3f %7.2fx  %s\n",
-		   "d14n 10k floors at 95% vs its rows by pk", env_with.wave95, env_without.wave95,
-		   env_pk95, env_anchor95, env_with.wave95 / env_pk95, "<= 3x");
+	printf("bench_recent: %lld rows, %d topics, pages of 500 (ms, best of each call over %d"
+		   " interleaved rounds; ratios best/best, then the median and 90%% interval of the"
+		   " rounds' ratios; writers in paired rounds; one run, machine shared)\n",
+		   rows, topics, READ_ROUNDS);
+	printf("  %-40s %9s %9s %9s %9s %8s %22s  %s\n", "", "ours", "no tables", "vs", "anchor A",
+		   "ours/vs", "rounds: median (90%)", "target (issue's before)");
+	PrintRead("10k caught up vs floors = ceiling", with.caught, without.caught, with.at_ceiling,
+			  anchor_caught, with.caught_r, "<= 2x (46 ms / 0.10 ms)");
+	PrintRead("10k floors at 95% vs its rows by pk", with.wave95, without.wave95, with.pk95,
+			  anchor95, with.r95, "<= 3x (49 ms, 80x)");
+	PrintRead("d14n 10k caught up vs floors = ceiling", env_with.caught, env_without.caught,
+			  env_with.at_ceiling, env_anchor_caught, env_with.caught_r, "<= 2x");
+	PrintRead("d14n 10k floors at 95% vs its rows by pk", env_with.wave95, env_without.wave95,
+			  env_with.pk95, env_anchor95, env_with.r95, "<= 3x");
 	bulk_r = tl_ratios(bulk_ratio, writer_rounds);
 	single_r = tl_ratios(single_ratio, writer_rounds);
 	printf("  %-40s %9.0f %9.0f %9s %9s %7.3f   %s\n", "writers, bulk INSERT rows/s (best)",
