@@ -16,17 +16,29 @@
  * machine's speed does not favour one), round after round; a ratio is the
  * median of the rounds' ratios, printed with their geometric mean and its
  * 90% confidence interval. A CHECKPOINT precedes every run.
+ *
+ * Beside throughput, what the server spent: the CPU time of the postmaster
+ * and all its processes (backends, notifier, WAL writer, checkpointer,
+ * autovacuum; ns from /proc/PID/schedstat, reaped children from the
+ * postmaster's cutime and cstime) from the moment every client is connected
+ * to the moment every one has finished, per row written: what tracking costs
+ * the machine, including the notifier and the WAL writer's work for it. It
+ * moves with the disk less than throughput does, but not apart from it: a
+ * slower run groups fewer commits into a flush, so each row costs more.
+ * Printed only where /proc shows the server.
  */
 #include "testlib.h"
 #include "nodes.h"
 #include "wave_d14n_fixture.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CLIENTS 16
 #define BATCH 8
@@ -40,6 +52,7 @@ typedef struct Arm
 	bool		envelopes;
 	int			track;			/* -1 leave, 0 untracked, 1 tracked */
 	double		rate[MAX_ROUNDS];	/* rows per second */
+	double		cpu[MAX_ROUNDS];	/* server CPU µs per row; 0 when not known */
 } Arm;
 
 typedef struct Client
@@ -48,11 +61,112 @@ typedef struct Client
 	const Arm  *arm;
 	double		seconds;
 	pthread_barrier_t *start;
+	pthread_barrier_t *done;	/* after the last call, before disconnecting */
 	long		rows;
 } Client;
 
 static atomic_llong next_sequence[5];
 static long run_serial;
+static long postmaster_pid;		/* 0 when /proc does not show the server */
+
+/*
+ * From /proc/PID/stat: the parent pid and the CPU seconds of the children it
+ * reaped (cutime + cstime); false when the process is gone.
+ */
+static bool
+StatFields(long pid, long *ppid, double *cutime_s)
+{
+	char		path[64];
+	char		buf[1024];
+	FILE	   *f;
+	size_t		n;
+	char	   *p;
+	long		cutime,
+				cstime;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL ||
+		sscanf(p + 2, "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %ld %ld",
+			   ppid, &cutime, &cstime) != 3)
+		return false;
+	*cutime_s = (double) (cutime + cstime) / sysconf(_SC_CLK_TCK);
+	return true;
+}
+
+/* A process's time on a CPU so far (ns in /proc/PID/schedstat), in s; 0 when gone. */
+static double
+RunTime(long pid)
+{
+	char		path[64];
+	FILE	   *f;
+	unsigned long long ns = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/schedstat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	if (fscanf(f, "%llu", &ns) != 1)
+		ns = 0;
+	fclose(f);
+	return ns / 1e9;
+}
+
+/* CPU seconds the server has used: the postmaster, its live children and those it reaped. */
+static double
+ServerCpu(void)
+{
+	DIR		   *d = opendir("/proc");
+	struct dirent *e;
+	long		ppid;
+	double		reaped;
+	double		total;
+
+	if (d == NULL || !StatFields(postmaster_pid, &ppid, &reaped))
+	{
+		if (d != NULL)
+			closedir(d);
+		return -1;
+	}
+	total = RunTime(postmaster_pid) + reaped;
+	while ((e = readdir(d)) != NULL)
+	{
+		long		pid = atol(e->d_name);
+		double		ignored;
+
+		if (pid > 0 && StatFields(pid, &ppid, &ignored) && ppid == postmaster_pid)
+			total += RunTime(pid);
+	}
+	closedir(d);
+	return total;
+}
+
+/* The postmaster of conn's backend, when it runs on this machine (0 when not). */
+static void
+FindPostmaster(PGconn *conn)
+{
+	long		backend = (long) tl_scalar(conn, "SELECT pg_backend_pid()");
+	char		path[64];
+	char		comm[32] = "";
+	FILE	   *f;
+	long		ppid;
+	double		ignored;
+
+	postmaster_pid = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/comm", backend);
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	if (fgets(comm, sizeof(comm), f) == NULL)
+		comm[0] = '\0';
+	fclose(f);
+	/* a server elsewhere: the pid is another process here, or none */
+	if (strcmp(comm, "postgres\n") == 0 && StatFields(backend, &ppid, &ignored) &&
+		RunTime(backend) > 0)
+		postmaster_pid = ppid;
+}
 
 static void *
 ClientMain(void *arg)
@@ -117,36 +231,50 @@ ClientMain(void *arg)
 		PQclear(r);
 		c->rows += c->arm->envelopes ? BATCH : 1;
 	}
+	/* connected until the server's CPU time is read */
+	pthread_barrier_wait(c->done);
 	PQfinish(conn);
 	return NULL;
 }
 
-/* One timed run of an arm: rows per second over all clients. */
+/* One timed run of an arm: rows per second over all clients, and server CPU µs per row into *cpu. */
 static double
-RunArm(const Arm *arm, double seconds)
+RunArm(const Arm *arm, double seconds, double *cpu)
 {
 	pthread_t	threads[CLIENTS];
 	Client		clients[CLIENTS];
 	pthread_barrier_t start;
+	pthread_barrier_t done;
 	long		rows = 0;
 	double		t0;
+	double		elapsed;
+	double		cpu0;
+	double		cpu1;
 
 	run_serial++;
 	pthread_barrier_init(&start, NULL, CLIENTS + 1);
+	pthread_barrier_init(&done, NULL, CLIENTS + 1);
 	for (int i = 0; i < CLIENTS; i++)
 	{
-		clients[i] = (Client) {.id = i, .arm = arm, .seconds = seconds, .start = &start};
+		clients[i] = (Client) {.id = i, .arm = arm, .seconds = seconds, .start = &start,
+		.done = &done};
 		pthread_create(&threads[i], NULL, ClientMain, &clients[i]);
 	}
+	cpu0 = postmaster_pid ? ServerCpu() : -1;
 	pthread_barrier_wait(&start);
 	t0 = tl_now();
+	pthread_barrier_wait(&done);
+	elapsed = tl_now() - t0;
+	cpu1 = postmaster_pid ? ServerCpu() : -1;
 	for (int i = 0; i < CLIENTS; i++)
 	{
 		pthread_join(threads[i], NULL);
 		rows += clients[i].rows;
 	}
 	pthread_barrier_destroy(&start);
-	return rows / (tl_now() - t0);
+	pthread_barrier_destroy(&done);
+	*cpu = cpu0 >= 0 && cpu1 > cpu0 && rows > 0 ? (cpu1 - cpu0) * 1e6 / rows : 0;
+	return rows / elapsed;
 }
 
 /*
@@ -156,7 +284,7 @@ RunArm(const Arm *arm, double seconds)
  * the interval says whether the rounds resolve the target.
  */
 static double
-MedianRatio(const Arm *a, const Arm *b, int rounds, char *each, size_t len,
+MedianRatio(const double *a, const double *b, int rounds, char *each, size_t len,
 			char *spread, size_t spread_len)
 {
 	double		r[MAX_ROUNDS] = {0};
@@ -165,7 +293,7 @@ MedianRatio(const Arm *a, const Arm *b, int rounds, char *each, size_t len,
 
 	for (int i = 0; i < rounds; i++)
 	{
-		r[i] = a->rate[i] / b->rate[i];
+		r[i] = a[i] / b[i];
 		off += snprintf(each + off, len - off, "%s%.3f", i ? " " : "", r[i]);
 	}
 	s = tl_ratios(r, rounds);
@@ -175,6 +303,29 @@ MedianRatio(const Arm *a, const Arm *b, int rounds, char *each, size_t len,
 	else
 		snprintf(spread, spread_len, "one round: no interval");
 	return s.median;
+}
+
+/*
+ * A pair's lines: throughput a over b, then (when /proc showed the server in
+ * every run) server CPU per row a over b.
+ */
+static void
+PrintPair(const char *what, const Arm *a, const Arm *b, int rounds, const char *target)
+{
+	char		each[8 * MAX_ROUNDS];
+	char		spread[96];
+	double		m = MedianRatio(a->rate, b->rate, rounds, each, sizeof(each),
+								spread, sizeof(spread));
+	bool		have_cpu = true;
+
+	printf("%s = %.3f  (%s%s)\n  rounds: %s\n", what, m, spread, target, each);
+	for (int i = 0; i < rounds; i++)
+		have_cpu &= a->cpu[i] > 0 && b->cpu[i] > 0;
+	if (!have_cpu)
+		return;
+	m = MedianRatio(a->cpu, b->cpu, rounds, each, sizeof(each), spread, sizeof(spread));
+	printf("  server CPU a row, %s: %.3f  (%s)\n  rounds: %s\n",
+		   a->track >= 0 ? "tracked / untracked" : "xip83 / plain", m, spread, each);
 }
 
 /*
@@ -200,8 +351,6 @@ main(int argc, char **argv)
 	NodeTables	own;
 	bool		can_track;
 	int			tracked_state = 0;
-	char		each[8 * MAX_ROUNDS];
-	char		spread[96];
 	Arm			arms[] = {
 		{.name = "v3 node table, untracked", .track = 0},
 		{.name = "v3 node table, tracked", .track = 1},
@@ -214,6 +363,7 @@ main(int argc, char **argv)
 
 	if (seconds <= 0 || rounds < 1 || rounds > MAX_ROUNDS)
 		tl_fatal("usage: bench_node_writers [seconds per run [rounds (1-%d)]]", MAX_ROUNDS);
+	FindPostmaster(conn);
 	node = nodes_setup(conn, NODE_UNTRACKED);
 	own = nodes_setup(conn, NODE_OWN);
 	can_track = tl_scalar(conn, "SELECT (to_regprocedure('xip83.track(regclass, text, regclass)')"
@@ -261,34 +411,21 @@ main(int argc, char **argv)
 				tracked_state = arm->track;
 			}
 			PQclear(tl_exec(conn, "CHECKPOINT", 0, NULL));
-			arm->rate[r] = RunArm(arm, seconds);
-			printf("  round %d  %-36s %9.0f rows/s\n", r + 1, arm->name, arm->rate[r]);
+			arm->rate[r] = RunArm(arm, seconds, &arm->cpu[r]);
+			printf("  round %d  %-36s %9.0f rows/s", r + 1, arm->name, arm->rate[r]);
+			if (arm->cpu[r] > 0)
+				printf("  %7.1f µs server CPU a row", arm->cpu[r]);
+			printf("\n");
 			fflush(stdout);
 		}
 	if (can_track && PairChosen(0))
-	{
-		double		m = MedianRatio(&arms[1], &arms[0], rounds, each, sizeof(each),
-									spread, sizeof(spread));
-
-		printf("v3 node table, tracked / untracked    = %.3f  (%s; target >= 0.95)\n"
-			   "  rounds: %s\n", m, spread, each);
-	}
+		PrintPair("v3 node table, tracked / untracked   ", &arms[1], &arms[0], rounds,
+				  "; target >= 0.95");
 	if (can_track && PairChosen(1))
-	{
-		double		m = MedianRatio(&arms[3], &arms[2], rounds, each, sizeof(each),
-									spread, sizeof(spread));
-
-		printf("d14n node tables, tracked / untracked = %.3f  (%s; target >= 0.95)\n"
-			   "  rounds: %s\n", m, spread, each);
-	}
+		PrintPair("d14n node tables, tracked / untracked", &arms[3], &arms[2], rounds,
+				  "; target >= 0.95");
 	if (PairChosen(2))
-	{
-		double		m = MedianRatio(&arms[4], &arms[5], rounds, each, sizeof(each),
-									spread, sizeof(spread));
-
-		printf("xip83.group_messages / plain copy     = %.3f  (%s)\n  rounds: %s\n",
-			   m, spread, each);
-	}
+		PrintPair("xip83.group_messages / plain copy    ", &arms[4], &arms[5], rounds, "");
 	PQfinish(conn);
 	return 0;
 }
