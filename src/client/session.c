@@ -15,14 +15,15 @@
  */
 #include "session.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_reader.h"
 #include "session_internal.h"
-#include "session_wire.h"
 
 /* Longest wait for the feed while idle: how late a request may be noticed. */
 #define IDLE_STEP_MS 5
@@ -180,37 +181,62 @@ KeepaliveTick(Xip83Session *s, Keepalive *ka, bool half_closed)
 	return xip83_send_ping(&s->out, ka->nonce);
 }
 
+/*
+ * Handles the requests the client has sent so far, each one before the next
+ * is read: a request not handled yet stays in the client's pipe, never in
+ * memory here. Sets *eof at the client's half-close; false on a stream error.
+ */
+static bool
+TakeRequests(Xip83Session *s, Keepalive *ka, Xip83FrameReader *in, bool *eof)
+{
+	for (;;)
+	{
+		const unsigned char *msg;
+		size_t		len;
+
+		switch (xip83_frame_read_fd(in, s->opt.in_fd, &msg, &len))
+		{
+			case XIP83_FRAME_READY:
+				if (!HandleRequest(s, ka, msg, len))
+					return false;
+				break;
+			case XIP83_FRAME_MORE:
+				return true;
+			case XIP83_FRAME_END:
+				*eof = true;
+				return true;
+			case XIP83_FRAME_TRUNCATED:
+				return xip83_session_fail(s, "INVALID_ARGUMENT", "truncated request at end of stream");
+			case XIP83_FRAME_MALFORMED:
+				return xip83_session_fail(s, "INVALID_ARGUMENT", "malformed length prefix");
+			case XIP83_FRAME_TOO_LARGE:
+				return xip83_session_fail(s, "RESOURCE_EXHAUSTED",
+										  "request of %llu bytes (at most %d)",
+										  (unsigned long long) in->size, XIP83_MAX_REQUEST);
+			case XIP83_FRAME_NO_MEMORY:
+				return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+			case XIP83_FRAME_READ_ERROR:
+				return xip83_session_fail(s, "INTERNAL", "reading requests failed: %s",
+										  strerror(errno));
+		}
+	}
+}
+
 static bool
 Run(Xip83Session *s, Keepalive *ka)
 {
-	Xip83WireIn in = {.fd = s->opt.in_fd};
+	Xip83FrameReader in;
+	bool		eof = false;
 	bool		ok = true;
 
+	xip83_frame_init(&in, XIP83_MAX_REQUEST);
 	while (ok && !s->failed)
 	{
-		if (!in.eof)
-		{
-			const unsigned char *msg;
-			size_t		len;
-			int			rc = 0;
-
-			if (!xip83_wire_fill(&in))
-			{
-				ok = xip83_session_fail(s, "INTERNAL", "reading requests failed");
-				break;
-			}
-			while (ok && (rc = xip83_wire_next(&in, &msg, &len)) == 1)
-				ok = HandleRequest(s, ka, msg, len);
-			if (ok && rc < 0)
-				ok = xip83_session_fail(s, "INVALID_ARGUMENT", "malformed length prefix");
-			if (ok && in.eof && in.len > in.consumed)
-				ok = xip83_session_fail(s, "INVALID_ARGUMENT", "truncated request at end of stream");
-		}
-		if (!ok)
+		if (!eof && !TakeRequests(s, ka, &in, &eof))
 			break;
-		if (in.eof && s->n_waves == 0)
+		if (eof && s->n_waves == 0)
 			break;				/* half-closed and every wave finished */
-		if (!KeepaliveTick(s, ka, in.eof))
+		if (!KeepaliveTick(s, ka, eof))
 			break;
 		ok = xip83_wave_step(s);
 		if (ok && xip83_feed_step(s->feed, s->n_waves ? 0 : IDLE_STEP_MS) < 0)
@@ -220,7 +246,7 @@ Run(Xip83Session *s, Keepalive *ka)
 		if (ok && s->out.failed)
 			ok = xip83_session_fail(s, "CANCELLED", "the client stopped reading");
 	}
-	free(in.buf);
+	xip83_frame_free(&in);
 	return ok && !s->failed;
 }
 

@@ -20,6 +20,12 @@
 #define XIP83_MAX_WAVES 256
 #define XIP83_MAX_TOPICS 1000000
 #define XIP83_MAX_PENDING_BYTES (64 * 1024 * 1024)
+/*
+ * The largest request. The 2 MiB frame limit is the delivery frames' (a
+ * message never split); a Mutate of 100,000 adds with d14n cursors is larger
+ * than that, so a request may be as large as the stream's pending bytes.
+ */
+#define XIP83_MAX_REQUEST (64 * 1024 * 1024)
 #define XIP83_PAGE_ROWS 1000
 
 /*
