@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,13 @@ NowMs(void)
 void
 sp_start(SessionProc *p, const char *argv0, const char *binding, int keepalive_ms)
 {
+	sp_start_stdin(p, argv0, binding, keepalive_ms, -1);
+}
+
+void
+sp_start_stdin(SessionProc *p, const char *argv0, const char *binding, int keepalive_ms,
+			   int stdin_fd)
+{
 	char		self[4096];
 	char		path[4200];
 	char		ka[32];
@@ -44,8 +52,14 @@ sp_start(SessionProc *p, const char *argv0, const char *binding, int keepalive_m
 	snprintf(ka, sizeof(ka), "%d", keepalive_ms);
 	if (access(path, X_OK) != 0)
 		tl_fatal("no %s", path);
-	if (pipe(in) != 0 || pipe(out) != 0 || pipe(err) != 0)
+	if ((stdin_fd < 0 && pipe(in) != 0) || pipe(out) != 0 || pipe(err) != 0)
 		tl_fatal("pipe: %s", strerror(errno));
+	/* the child's stdin shares stdin_fd's file offset: the test sees what it read */
+	if (stdin_fd >= 0)
+	{
+		in[0] = dup(stdin_fd);
+		in[1] = -1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	p->pid = fork();
 	if (p->pid < 0)
@@ -55,7 +69,8 @@ sp_start(SessionProc *p, const char *argv0, const char *binding, int keepalive_m
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		dup2(err[1], 2);
-		close(in[1]);
+		if (in[1] >= 0)
+			close(in[1]);
 		close(out[0]);
 		close(err[0]);
 		/* the connection comes from the environment (PGHOST, PGDATABASE...) */
@@ -601,11 +616,13 @@ Reap(SessionProc *p)
 	char		err[8192];
 	size_t		elen = 0;
 	int			wstatus = 0;
+	struct rusage ru = {0};
 	char	   *line;
 
 	if (!p->eof)
 		kill(p->pid, SIGKILL);
-	waitpid(p->pid, &wstatus, 0);
+	wait4(p->pid, &wstatus, 0, &ru);
+	p->maxrss_kb = ru.ru_maxrss;
 	for (;;)
 	{
 		ssize_t		n = read(p->err_child, err + elen, sizeof(err) - 1 - elen);

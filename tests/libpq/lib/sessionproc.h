@@ -70,6 +70,7 @@ typedef struct SessionProc
 	size_t		held_len;
 	char		status[1024];	/* the STATUS line, after sp_finish */
 	int			exit_code;
+	long		maxrss_kb;		/* its peak resident memory, after sp_finish */
 	bool		d14n;			/* started with --binding d14n */
 } SessionProc;
 
@@ -83,6 +84,9 @@ typedef struct SpAdd
 
 /* Starts the session next to the test program (argv0's ../xip83-session). */
 extern void sp_start(SessionProc *p, const char *argv0, const char *binding, int keepalive_ms);
+/* sp_start with stdin_fd (a file, a device) as its stdin instead of a pipe (to_child is -1). */
+extern void sp_start_stdin(SessionProc *p, const char *argv0, const char *binding,
+						   int keepalive_ms, int stdin_fd);
 /* Writes one request's bytes with their length prefix. */
 extern void sp_send_raw(SessionProc *p, const unsigned char *msg, size_t len);
 /* Writes what was collected while hold was set, in one write; clears hold. */
