@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "session_wire.h"
 #include "sessionproc.h"
 #include "testlib.h"
 
@@ -119,20 +120,6 @@ PingFrame(size_t *len)
 	return h.held;
 }
 
-static size_t
-PutVarint(unsigned char *p, uint64_t v)
-{
-	size_t		n = 0;
-
-	while (v >= 0x80)
-	{
-		p[n++] = (unsigned char) (v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (unsigned char) v;
-	return n;
-}
-
 static void
 CountPongs(void *arg, SpEvent *e)
 {
@@ -193,7 +180,7 @@ RefusedFile(const char *what, const unsigned char *head, size_t head_len, uint64
 {
 	SessionProc p;
 	unsigned char prefix[10];
-	size_t		n = PutVarint(prefix, declared);
+	size_t		n = xip83_varint_put(prefix, declared);
 	FILE	   *f = tmpfile();
 	int			fd;
 	bool		killed;
@@ -263,7 +250,7 @@ static void
 TestPipes(void)
 {
 	unsigned char over[10];
-	size_t		n = PutVarint(over, XIP83_TEST_MAX_REQUEST + 1);
+	size_t		n = xip83_varint_put(over, XIP83_TEST_MAX_REQUEST + 1);
 	static const unsigned char max64[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 	0xff, 0x01};
 	static const unsigned char eleven[11] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
@@ -310,7 +297,7 @@ TestAtLimit(void)
 		   != XIP83_TEST_MAX_REQUEST)
 		topic.len -= size - XIP83_TEST_MAX_REQUEST;
 	buf = malloc(10 + size);
-	n = PutVarint(buf, size);
+	n = xip83_varint_put(buf, size);
 	xmtp__mls__api__v1__subscribe_request__pack(&req, buf + n);
 	free(topic.data);
 
