@@ -81,7 +81,7 @@ OnRow(void *arg, const Xip83FeedRow *row)
 		return;
 	if (t->live)
 	{
-		if ((l = xip83_topic_line_put(t, m.node)) == NULL)
+		if ((l = xip83_topic_line_put(&s->topics, t, m.node)) == NULL)
 			xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 		else if (m.position > l->position)
 			l->position = m.position;
@@ -125,7 +125,14 @@ HandleMutate(Xip83Session *s, const Xip83Request *req)
 	/* removes first: a topic removed and added in one Mutate replays from its new cursor */
 	for (size_t i = 0; i < req->n_removes; i++)
 		xip83_topics_del(&s->topics, req->removes[i], req->remove_lens[i]);
-	return xip83_wave_start(s, req);
+	if (!xip83_wave_start(s, req))
+		return false;
+	/* checked after the Mutate: it can pass the limit by one request at most */
+	if (s->topics.bytes + s->held_by_waves > XIP83_MAX_TOPIC_BYTES)
+		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "the stream's topics take more than"
+								  " %d bytes (identifiers, cursors and waves)",
+								  XIP83_MAX_TOPIC_BYTES);
+	return true;
 }
 
 typedef struct Keepalive

@@ -26,6 +26,13 @@
  * than that, so a request may be as large as the stream's pending bytes.
  */
 #define XIP83_MAX_REQUEST (64 * 1024 * 1024)
+/*
+ * What the topics of a stream may hold: identifiers and cursor lines of the
+ * topic set, and the waves' copies and scan parameters. Counting topics is
+ * not enough, as an identifier may be as long as a request; 1,000,000
+ * topics of 33 bytes with one line each take 57 MB of it.
+ */
+#define XIP83_MAX_TOPIC_BYTES (256 * 1024 * 1024)
 #define XIP83_PAGE_ROWS 1000
 
 /*
@@ -69,6 +76,7 @@ typedef struct Xip83Wave
 	size_t		n_folded;
 	size_t		cap_folded;
 	Xip83Batch	batch;
+	size_t		held;			/* bytes of its topics and scan parameters */
 	PGresult   *prefetched;		/* the next page of pass prefetched_pass, read ahead */
 	int			prefetched_pass;
 } Xip83Wave;
@@ -106,6 +114,7 @@ struct Xip83Session
 	int			ahead_pass;
 	int			next_wave;		/* round robin */
 	size_t		pending_bytes;	/* folded rows held in all waves */
+	size_t		held_by_waves;	/* the waves' held bytes */
 	unsigned char *scratch;		/* a kind-prefixed v3 topic */
 	size_t		scratch_len;
 	/* the first stream error wins; later ones are consequences */

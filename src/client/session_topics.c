@@ -75,6 +75,7 @@ xip83_topics_put(Xip83Topics *set, const unsigned char *t, size_t len)
 	e->len = len;
 	*p = e;
 	set->count++;
+	set->bytes += len;
 	return e;
 }
 
@@ -87,6 +88,7 @@ xip83_topics_del(Xip83Topics *set, const unsigned char *t, size_t len)
 	if (set->n_slots == 0 || (e = *(p = Slot(set, t, len))) == NULL)
 		return;
 	*p = e->next;
+	set->bytes -= e->len + sizeof(Xip83Line) * (size_t) e->n_lines;
 	free(e->lines);
 	free(e->bytes);
 	free(e);
@@ -127,7 +129,7 @@ xip83_topic_line(const Xip83Topic *t, int32_t node)
 }
 
 Xip83Line *
-xip83_topic_line_put(Xip83Topic *t, int32_t node)
+xip83_topic_line_put(Xip83Topics *set, Xip83Topic *t, int32_t node)
 {
 	Xip83Line  *l = xip83_topic_line(t, node);
 	Xip83Line  *lines;
@@ -137,6 +139,7 @@ xip83_topic_line_put(Xip83Topic *t, int32_t node)
 	if ((lines = realloc(t->lines, sizeof(Xip83Line) * (size_t) (t->n_lines + 1))) == NULL)
 		return NULL;
 	t->lines = lines;
+	set->bytes += sizeof(Xip83Line);
 	l = &t->lines[t->n_lines++];
 	l->node = node;
 	l->floor = l->position = XIP83_NOTHING_SEEN;
@@ -144,7 +147,7 @@ xip83_topic_line_put(Xip83Topic *t, int32_t node)
 }
 
 bool
-xip83_topic_reset(Xip83Topic *t, const Xip83Pos *cursor, size_t n)
+xip83_topic_reset(Xip83Topics *set, Xip83Topic *t, const Xip83Pos *cursor, size_t n)
 {
 	Xip83Line  *lines = n ? malloc(sizeof(Xip83Line) * n) : NULL;
 
@@ -156,6 +159,7 @@ xip83_topic_reset(Xip83Topic *t, const Xip83Pos *cursor, size_t n)
 		lines[i].floor = lines[i].position = cursor[i].seq;
 	}
 	free(t->lines);
+	set->bytes += sizeof(Xip83Line) * n - sizeof(Xip83Line) * (size_t) t->n_lines;
 	t->lines = lines;
 	t->n_lines = (int) n;
 	return true;

@@ -47,6 +47,7 @@ typedef struct Xip83Topics
 	Xip83Topic **slots;
 	size_t		n_slots;
 	size_t		count;
+	size_t		bytes;			/* identifiers and lines held: what adds cost in memory */
 } Xip83Topics;
 
 extern Xip83Topic *xip83_topics_get(const Xip83Topics *set, const unsigned char *t, size_t len);
@@ -60,9 +61,10 @@ extern int64_t xip83_cursor_at(const Xip83Pos *cursor, size_t n, int32_t node);
 /* The topic's line of node, or NULL. */
 extern Xip83Line *xip83_topic_line(const Xip83Topic *t, int32_t node);
 /* The topic's line of node, created at XIP83_NOTHING_SEEN; NULL when out of memory. */
-extern Xip83Line *xip83_topic_line_put(Xip83Topic *t, int32_t node);
+extern Xip83Line *xip83_topic_line_put(Xip83Topics *set, Xip83Topic *t, int32_t node);
 /* Floors and positions become the cursor's (lines it lacks are dropped); false: out of memory. */
-extern bool xip83_topic_reset(Xip83Topic *t, const Xip83Pos *cursor, size_t n);
+extern bool xip83_topic_reset(Xip83Topics *set, Xip83Topic *t, const Xip83Pos *cursor,
+							  size_t n);
 /* Whether the cursor lies below the topic's floors (by_floor) or positions on some line. */
 extern bool xip83_topic_below(const Xip83Topic *t, const Xip83Pos *cursor, size_t n, bool by_floor);
 

@@ -129,7 +129,7 @@ xip83_wave_start(Xip83Session *s, const Xip83Request *req)
 				break;
 			}
 			if ((t == NULL && (t = xip83_topics_put(&s->topics, a->topic, a->len)) == NULL)
-				|| !xip83_topic_reset(t, a->cursor, a->n_cursor))
+				|| !xip83_topic_reset(&s->topics, t, a->cursor, a->n_cursor))
 			{
 				ok = xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 				break;
@@ -143,6 +143,7 @@ xip83_wave_start(Xip83Session *s, const Xip83Request *req)
 			break;
 		}
 		memcpy(w->topics[w->n_topics], a->topic, a->len);
+		w->held += a->len;
 		w->topic_lens[w->n_topics] = a->len;
 		chosen[w->n_topics++] = a;
 	}
@@ -151,6 +152,10 @@ xip83_wave_start(Xip83Session *s, const Xip83Request *req)
 		ok = xip83_send_catchup_complete(&s->out, req->mutate_id);
 	else if (ok && s->ops->prepare(s, w, chosen, w->n_topics))
 	{
+		for (int p = 0; p < w->n_passes; p++)
+			for (int i = 0; i < 5; i++)
+				w->held += w->pass[p].params[i] ? strlen(w->pass[p].params[i]) : 0;
+		s->held_by_waves += w->held;
 		s->waves[s->n_waves++] = w;
 		w = NULL;
 	}
@@ -200,7 +205,7 @@ Emit(Xip83Session *s, Xip83Wave *w, const Xip83Msg *m)
 
 		if (t == NULL || t->live || t->wave != w->mutate_id)
 			return true;		/* removed or re-added since the wave started */
-		if ((l = xip83_topic_line_put(t, m->node)) == NULL)
+		if ((l = xip83_topic_line_put(&s->topics, t, m->node)) == NULL)
 			return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 		if (m->position > l->position)
 			l->position = m->position;
@@ -386,6 +391,7 @@ xip83_wave_step(Xip83Session *s)
 		return false;
 	for (size_t j = 0; j < w->n_folded; j++)
 		s->pending_bytes -= w->folded[j].size;
+	s->held_by_waves -= w->held;
 	s->waves[i] = s->waves[--s->n_waves];
 	xip83_wave_free(w);
 	return true;

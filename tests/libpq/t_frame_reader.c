@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "badprefix.h"
 #include "frame_reader.h"
 #include "session_wire.h"
 #include "testlib.h"
@@ -118,9 +119,13 @@ FeedBytes(Xip83FrameReader *r, const unsigned char *b, size_t n, size_t *taken)
 	return st;
 }
 
+/*
+ * Feeds bytes one at a time and, with end, then the end of the stream: the
+ * last status must be expect after expect_taken bytes. A refusal must stick.
+ */
 static void
-Refusal(const char *what, const unsigned char *b, size_t n, Xip83FrameStatus expect,
-		size_t expect_taken)
+Feeds(const char *what, const unsigned char *b, size_t n, bool end, Xip83FrameStatus expect,
+	  size_t expect_taken)
 {
 	Xip83FrameReader r;
 	size_t		taken;
@@ -131,30 +136,14 @@ Refusal(const char *what, const unsigned char *b, size_t n, Xip83FrameStatus exp
 
 	xip83_frame_init(&r, LIMIT);
 	st = FeedBytes(&r, b, n, &taken);
+	if (end)
+		st = xip83_frame_feed(&r, NULL, 0, &used, &msg, &len);
 	TL_CHECK(st == expect && taken == expect_taken, "%s: status %d after %zu bytes (expected %d after %zu)",
 			 what, st, taken, expect, expect_taken);
-	/* a refusal sticks: the stream cannot resynchronize after it */
+	/* the stream cannot resynchronize after a refusal */
 	if (expect == XIP83_FRAME_MALFORMED || expect == XIP83_FRAME_TOO_LARGE)
 		TL_CHECK(xip83_frame_feed(&r, b, 1, &used, &msg, &len) == expect && used == 0,
 				 "%s: the refusal does not stick", what);
-	xip83_frame_free(&r);
-}
-
-/* Feeds bytes, then the end of the stream. */
-static void
-Ending(const char *what, const unsigned char *b, size_t n, Xip83FrameStatus expect)
-{
-	Xip83FrameReader r;
-	size_t		taken;
-	size_t		used;
-	const unsigned char *msg;
-	size_t		len;
-	Xip83FrameStatus st;
-
-	xip83_frame_init(&r, LIMIT);
-	(void) FeedBytes(&r, b, n, &taken);
-	st = xip83_frame_feed(&r, NULL, 0, &used, &msg, &len);
-	TL_CHECK(st == expect, "%s: status %d at the end (expected %d)", what, st, expect);
 	xip83_frame_free(&r);
 }
 
@@ -163,24 +152,18 @@ TestRefusals(void)
 {
 	unsigned char over[16];
 	size_t		n = xip83_varint_put(over, LIMIT + 1);
-	static const unsigned char max64[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-	0xff, 0x01};
-	static const unsigned char eleven[11] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-	0x80, 0x80, 0x01};
-	static const unsigned char bit64[10] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-	0x80, 0x02};
 	static const unsigned char cut_prefix[1] = {0x85};
 	static const unsigned char cut_body[3] = {0x05, 0x01, 0x02};
 	static const unsigned char whole[3] = {0x02, 0x01, 0x02};
 
 	memset(over + n, 0, sizeof(over) - n);
-	Refusal("one byte over the limit", over, sizeof(over), XIP83_FRAME_TOO_LARGE, n);
-	Refusal("2^64 - 1", max64, sizeof(max64), XIP83_FRAME_TOO_LARGE, sizeof(max64));
-	Refusal("an 11-byte varint", eleven, sizeof(eleven), XIP83_FRAME_MALFORMED, 10);
-	Refusal("a varint past 64 bits", bit64, sizeof(bit64), XIP83_FRAME_MALFORMED, 10);
-	Ending("an end inside a prefix", cut_prefix, sizeof(cut_prefix), XIP83_FRAME_TRUNCATED);
-	Ending("an end inside a body", cut_body, sizeof(cut_body), XIP83_FRAME_TRUNCATED);
-	Ending("an end between messages", whole, sizeof(whole), XIP83_FRAME_END);
+	Feeds("one byte over the limit", over, sizeof(over), false, XIP83_FRAME_TOO_LARGE, n);
+	Feeds("2^64 - 1", bp_max64, sizeof(bp_max64), false, XIP83_FRAME_TOO_LARGE, 10);
+	Feeds("an 11-byte varint", bp_eleven, sizeof(bp_eleven), false, XIP83_FRAME_MALFORMED, 10);
+	Feeds("a varint past 64 bits", bp_bit64, sizeof(bp_bit64), false, XIP83_FRAME_MALFORMED, 10);
+	Feeds("an end inside a prefix", cut_prefix, sizeof(cut_prefix), true, XIP83_FRAME_TRUNCATED, 1);
+	Feeds("an end inside a body", cut_body, sizeof(cut_body), true, XIP83_FRAME_TRUNCATED, 3);
+	Feeds("an end between messages", whole, sizeof(whole), true, XIP83_FRAME_END, 3);
 }
 
 /* ---------------------------------------------------------------- 3. a pipe */

@@ -16,9 +16,13 @@
  *    are malformed (INVALID_ARGUMENT).
  * 4. A request of exactly 64 MiB (a Mutate removing one long topic) is
  *    accepted: acked, and the stream closes OK.
+ * 5. What adds leave behind is bounded in bytes, not only in topics: three
+ *    Mutates each adding one topic of 60 MiB end the stream with
+ *    RESOURCE_EXHAUSTED.
  *
- * A watcher kills a session whose resident memory passes 400 MB, so a
- * reader that takes everything fails the test without taking the machine.
+ * A watcher kills a session whose resident memory passes 400 MB (1.6 GB in
+ * 5), so a reader that takes everything fails the test without taking the
+ * machine.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "badprefix.h"
 #include "session_wire.h"
 #include "sessionproc.h"
 #include "testlib.h"
@@ -46,6 +51,7 @@ typedef struct Watch
 {
 	pthread_t	thread;
 	pid_t		pid;
+	long		cap_kb;
 	atomic_bool stop;
 	atomic_bool killed;
 } Watch;
@@ -77,7 +83,7 @@ WatchMain(void *arg)
 
 	while (!atomic_load(&w->stop) && (kb = RssKb(w->pid)) >= 0)
 	{
-		if (kb > WATCH_KB)
+		if (kb > w->cap_kb)
 		{
 			atomic_store(&w->killed, true);
 			kill(w->pid, SIGKILL);
@@ -89,9 +95,10 @@ WatchMain(void *arg)
 }
 
 static void
-WatchStart(Watch *w, pid_t pid)
+WatchStart(Watch *w, pid_t pid, long cap_kb)
 {
 	w->pid = pid;
+	w->cap_kb = cap_kb;
 	atomic_store(&w->stop, false);
 	atomic_store(&w->killed, false);
 	if (pthread_create(&w->thread, NULL, WatchMain, w) != 0)
@@ -120,6 +127,20 @@ PingFrame(size_t *len)
 	return h.held;
 }
 
+/* Writes all of it unless the session ended (its STATUS then says why). */
+static void
+WriteAll(SessionProc *p, const unsigned char *buf, size_t len)
+{
+	for (size_t off = 0; off < len;)
+	{
+		ssize_t		w = write(p->to_child, buf + off, len - off);
+
+		if (w <= 0)
+			break;
+		off += (size_t) w;
+	}
+}
+
 static void
 CountPongs(void *arg, SpEvent *e)
 {
@@ -137,7 +158,7 @@ RunOn(SessionProc *p, int stdin_fd, bool *killed, double *secs)
 	double		t0 = tl_now();
 
 	sp_start_stdin(p, argv0, "v3", 30000, stdin_fd);
-	WatchStart(&w, p->pid);
+	WatchStart(&w, p->pid, WATCH_KB);
 	sp_finish_events(p, 15000, CountPongs, &pongs);
 	*killed = WatchStop(&w);
 	*secs = tl_now() - t0;
@@ -251,19 +272,13 @@ TestPipes(void)
 {
 	unsigned char over[10];
 	size_t		n = xip83_varint_put(over, XIP83_TEST_MAX_REQUEST + 1);
-	static const unsigned char max64[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-	0xff, 0x01};
-	static const unsigned char eleven[11] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-	0x80, 0x80, 0x01};
-	static const unsigned char bit64[10] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-	0x80, 0x02};
 
 	PipePrefix("one byte over the limit", over, n, "RESOURCE_EXHAUSTED", "request of 67108865 bytes");
-	PipePrefix("2^64 - 1 bytes", max64, sizeof(max64), "RESOURCE_EXHAUSTED",
+	PipePrefix("2^64 - 1 bytes", bp_max64, sizeof(bp_max64), "RESOURCE_EXHAUSTED",
 			   "request of 18446744073709551615 bytes");
-	PipePrefix("an 11-byte varint", eleven, sizeof(eleven), "INVALID_ARGUMENT",
+	PipePrefix("an 11-byte varint", bp_eleven, sizeof(bp_eleven), "INVALID_ARGUMENT",
 			   "malformed length prefix");
-	PipePrefix("a varint past 64 bits", bit64, sizeof(bit64), "INVALID_ARGUMENT",
+	PipePrefix("a varint past 64 bits", bp_bit64, sizeof(bp_bit64), "INVALID_ARGUMENT",
 			   "malformed length prefix");
 }
 
@@ -302,14 +317,7 @@ TestAtLimit(void)
 	free(topic.data);
 
 	sp_start(&p, argv0, "v3", 30000);
-	for (size_t off = 0; off < n + size;)
-	{
-		ssize_t		w = write(p.to_child, buf + off, n + size - off);
-
-		if (w <= 0)
-			break;
-		off += (size_t) w;
-	}
+	WriteAll(&p, buf, n + size);
 	free(buf);
 	while (!acked && sp_next(&p, 30000, &e))
 	{
@@ -323,6 +331,85 @@ TestAtLimit(void)
 			 p.status, p.exit_code);
 }
 
+/* ---------------------------------------------------------------- 5. long topics */
+
+typedef struct LongTopics
+{
+	pthread_t	thread;
+	int			fd;				/* the session's stdin, closed when all is written */
+} LongTopics;
+
+/* Writes the Mutates while the test reads what they bring (TopicsLive names every topic). */
+static void *
+LongTopicsWriter(void *arg)
+{
+	LongTopics *lt = arg;
+	Xmtp__Mls__Api__V1__SubscribeRequest req = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__INIT;
+	Xmtp__Mls__Api__V1__SubscribeRequest__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__INIT;
+	Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate m =
+		XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__MUTATE__INIT;
+	Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate__Subscription add =
+		XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__MUTATE__SUBSCRIPTION__INIT;
+	Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate__Subscription *adds[1] = {&add};
+	SessionProc to = {.to_child = lt->fd};
+	unsigned char *buf;
+
+	req.version_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__VERSION_V1;
+	req.v1 = &v1;
+	v1.request_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_MUTATE;
+	v1.mutate = &m;
+	m.n_adds = 1;
+	m.adds = adds;
+	add.topic.len = 60 * 1024 * 1024;
+	add.topic.data = calloc(add.topic.len, 1);
+	buf = malloc(16 + xmtp__mls__api__v1__subscribe_request__get_packed_size(&req) + 16);
+	for (int i = 1; i <= 3; i++)
+	{
+		size_t		size;
+		size_t		n;
+
+		/* kind 0, a different group each time */
+		add.topic.data[1] = (uint8_t) i;
+		m.mutate_id = (uint64_t) i;
+		size = xmtp__mls__api__v1__subscribe_request__get_packed_size(&req);
+		n = xip83_varint_put(buf, size);
+		xmtp__mls__api__v1__subscribe_request__pack(&req, buf + n);
+		WriteAll(&to, buf, n + size);
+	}
+	free(buf);
+	free(add.topic.data);
+	close(lt->fd);
+	return NULL;
+}
+
+/*
+ * Topics are at most 1,000,000, but one may be as long as a request: three
+ * Mutates each adding one topic of 60 MiB would leave 180 MiB of
+ * identifiers in the topic set and as much again in their waves. The stream
+ * ends with RESOURCE_EXHAUSTED instead.
+ */
+static void
+TestLongTopics(void)
+{
+	SessionProc p;
+	LongTopics	lt;
+	Watch		w;
+
+	sp_start(&p, argv0, "v3", 30000);
+	WatchStart(&w, p.pid, 4 * WATCH_KB);
+	/* the writer owns the session's stdin from here */
+	lt.fd = p.to_child;
+	p.to_child = -1;
+	if (pthread_create(&lt.thread, NULL, LongTopicsWriter, &lt) != 0)
+		tl_fatal("pthread_create failed");
+	sp_finish(&p, 60000, NULL, NULL);
+	pthread_join(lt.thread, NULL);
+	TL_CHECK(!WatchStop(&w) && p.exit_code == 1 && strncmp(p.status, "RESOURCE_EXHAUSTED", 18) == 0
+			 && strstr(p.status, "topics take more than") != NULL,
+			 "three topics of 60 MiB: STATUS %s, exit %d, peak memory %ld kB", p.status,
+			 p.exit_code, p.maxrss_kb);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -332,5 +419,6 @@ main(int argc, char **argv)
 	TestFiles();
 	TestPipes();
 	TestAtLimit();
+	TestLongTopics();
 	return tl_done("t_session_input");
 }
