@@ -1016,12 +1016,19 @@ ClearPins(void)
 static void
 PositionsXactCallback(XactEvent event, void *arg)
 {
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+	bool		ends = event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
-		event == XACT_EVENT_PREPARE)
+		event == XACT_EVENT_PREPARE;
+
+	if (ends)
 		UpdateFired = false;
 	if (!LocalInit)
+	{
+		/* no pins to clear first */
+		if (ends)
+			RegistryReleaseXactEnd(event == XACT_EVENT_COMMIT);
 		return;
+	}
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
@@ -1038,12 +1045,14 @@ PositionsXactCallback(XactEvent event, void *arg)
 			RaiseHighs();
 			ApplyRecentResets();
 			ClearPins();
+			RegistryReleaseXactEnd(event == XACT_EVENT_COMMIT);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
 			NResets = 0;
 			ClearPins();
+			RegistryReleaseXactEnd(false);
 			break;
 		default:
 			break;
@@ -1058,6 +1067,8 @@ PositionsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	int			level = GetCurrentTransactionNestLevel();
 	int			kept = 0;
 
+	if (event == SUBXACT_EVENT_COMMIT_SUB || event == SUBXACT_EVENT_ABORT_SUB)
+		RegistryReleaseSubXactEnd(event == SUBXACT_EVENT_COMMIT_SUB);
 	if (NTouched == 0)
 		return;
 	if (event == SUBXACT_EVENT_COMMIT_SUB)

@@ -276,7 +276,7 @@ TrackedDropped(Oid relid)
 		return;
 	if (!CatalogFind(relid, true, true, &t))
 		return;
-	RegistryForgetFeed(t.source);
+	RegistryReleaseAtCommit(t.source);
 	CacheInvalidateRelcacheByRelid(t.source);
 }
 
@@ -686,7 +686,7 @@ xip83_untrack(PG_FUNCTION_ARGS)
 	(void) CatalogFind(relid, false, true, &t);
 	InvalidateTree(t.source);
 	InvalidateTree(t.blob);
-	RegistryForgetFeed(t.source);
+	RegistryReleaseAtCommit(t.source);
 	PG_RETURN_VOID();
 }
 
