@@ -555,6 +555,9 @@ late_cursor(PG_FUNCTION_ARGS)
 					 errmsg("table %s is not followed by xip83",
 							DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0)))),
 					 errhint("Run xip83.track on it first.")));
+		/* as the horizons: a role that may not read the table takes no entry for it */
+		SourceRequireReadable(t.source,
+							  DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0))));
 		db = RegistryAttachFeed(t.source);
 	}
 	else

@@ -36,6 +36,7 @@
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
@@ -414,6 +415,11 @@ next_id(PG_FUNCTION_ARGS)
 				 errdetail("xip83.next_id is the id default xip83.track installs; xip83.untrack restores the table's own.")));
 	if (Reg == NULL)
 		PG_RETURN_INT64(nextval_internal(t.sequence, true));
+	/* nextval's own check, before the feed's entry is taken: a stranger takes none */
+	if (pg_class_aclcheck(t.sequence, GetUserId(), ACL_USAGE | ACL_UPDATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for sequence %s", get_rel_name(t.sequence))));
 	PG_RETURN_INT64(DrawId(RegistryAttachFeed(t.source), t.kind, t.sequence));
 }
 
