@@ -6,6 +6,8 @@ CREATE ROLE xip83_stranger;
 CREATE SCHEMA node AUTHORIZATION xip83_node_owner;
 GRANT USAGE ON SCHEMA node TO xip83_stranger;
 GRANT USAGE ON SCHEMA xip83 TO xip83_node_owner, xip83_stranger;
+-- tracking is granted by an administrator (track_slots shows why)
+GRANT EXECUTE ON FUNCTION xip83.track(regclass, text, regclass) TO xip83_node_owner;
 SET ROLE xip83_node_owner;
 CREATE TABLE node.group_messages (
     id bigserial PRIMARY KEY, created_at timestamp NOT NULL DEFAULT now(),
@@ -180,5 +182,6 @@ SELECT count(*) FROM xip83.tracked;
 RESET ROLE;
 DROP SCHEMA node CASCADE;
 REVOKE USAGE ON SCHEMA xip83 FROM xip83_node_owner, xip83_stranger;
+REVOKE EXECUTE ON FUNCTION xip83.track(regclass, text, regclass) FROM xip83_node_owner;
 DROP ROLE xip83_node_owner;
 DROP ROLE xip83_stranger;

@@ -482,7 +482,8 @@ HorizonFeedArg(FunctionCallInfo fcinfo, int argno, PositionKind kind)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table %s is not followed by xip83 as a %s table", name, KindWord[kind]),
 				 errdetail("Horizons exist for xip83's own tables and for tables xip83.track follows."),
-				 errhint("Run SELECT xip83.track('%s', '%s'%s) as the table's owner.", name,
+				 errhint("Run SELECT xip83.track('%s', '%s'%s) as the table's owner, "
+						 "once an administrator has granted it EXECUTE on xip83.track.", name,
 						 KindWord[kind], kind == KIND_ENVELOPE ? ", blob_source" : "")));
 	return db;
 }
@@ -554,6 +555,9 @@ late_cursor(PG_FUNCTION_ARGS)
 					 errmsg("table %s is not followed by xip83",
 							DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0)))),
 					 errhint("Run xip83.track on it first.")));
+		/* as the horizons: a role that may not read the table takes no entry for it */
+		SourceRequireReadable(t.source,
+							  DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0))));
 		db = RegistryAttachFeed(t.source);
 	}
 	else

@@ -36,6 +36,7 @@
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
@@ -414,6 +415,11 @@ next_id(PG_FUNCTION_ARGS)
 				 errdetail("xip83.next_id is the id default xip83.track installs; xip83.untrack restores the table's own.")));
 	if (Reg == NULL)
 		PG_RETURN_INT64(nextval_internal(t.sequence, true));
+	/* nextval's own check, before the feed's entry is taken: a stranger takes none */
+	if (pg_class_aclcheck(t.sequence, GetUserId(), ACL_USAGE | ACL_UPDATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for sequence %s", get_rel_name(t.sequence))));
 	PG_RETURN_INT64(DrawId(RegistryAttachFeed(t.source), t.kind, t.sequence));
 }
 
@@ -1016,12 +1022,19 @@ ClearPins(void)
 static void
 PositionsXactCallback(XactEvent event, void *arg)
 {
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+	bool		ends = event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
-		event == XACT_EVENT_PREPARE)
+		event == XACT_EVENT_PREPARE;
+
+	if (ends)
 		UpdateFired = false;
 	if (!LocalInit)
+	{
+		/* no pins to clear first */
+		if (ends)
+			RegistryReleaseXactEnd(event == XACT_EVENT_COMMIT);
 		return;
+	}
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
@@ -1038,12 +1051,14 @@ PositionsXactCallback(XactEvent event, void *arg)
 			RaiseHighs();
 			ApplyRecentResets();
 			ClearPins();
+			RegistryReleaseXactEnd(event == XACT_EVENT_COMMIT);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
 			NResets = 0;
 			ClearPins();
+			RegistryReleaseXactEnd(false);
 			break;
 		default:
 			break;
@@ -1058,6 +1073,8 @@ PositionsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	int			level = GetCurrentTransactionNestLevel();
 	int			kept = 0;
 
+	if (event == SUBXACT_EVENT_COMMIT_SUB || event == SUBXACT_EVENT_ABORT_SUB)
+		RegistryReleaseSubXactEnd(event == SUBXACT_EVENT_COMMIT_SUB);
 	if (NTouched == 0)
 		return;
 	if (event == SUBXACT_EVENT_COMMIT_SUB)

@@ -24,6 +24,7 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -38,6 +39,7 @@
 #include "storage/shmem.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -275,8 +277,9 @@ ResetDbLocked(RegistryDb *db, Oid dboid, Oid relid)
 }
 
 /*
- * Finds or creates the entry of a feed of the current database. A free entry,
- * one of a dropped database, or one idle for a minute with no pins is taken,
+ * Finds or creates the entry of a feed of the current database. A free entry
+ * (a tracked table's is freed when its drop or untrack commits), one of a
+ * dropped database, or one idle for a minute with no pins is taken,
  * from the pool of its sort: the first xip83.max_databases entries are
  * databases' own feeds, the rest tracked tables', so tracking tables never
  * takes a database's place.
@@ -360,6 +363,96 @@ RegistryForgetFeed(Oid relid)
 	if (db != NULL)
 		ResetDbLocked(db, MyDatabaseId, relid);
 	LWLockRelease(Reg->lock);
+}
+
+/* Tables whose feeds end with this transaction, and the nesting level that ended each. */
+typedef struct PendingRelease
+{
+	Oid			relid;
+	int			level;
+} PendingRelease;
+
+static PendingRelease *Releases = NULL;
+static int	NReleases = 0;
+static int	MaxReleases = 0;
+
+void
+RegistryReleaseAtCommit(Oid relid)
+{
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (Reg == NULL || !OidIsValid(relid))
+		return;
+	for (int i = 0; i < NReleases; i++)
+		if (Releases[i].relid == relid && Releases[i].level <= level)
+			return;
+	if (NReleases == MaxReleases)
+	{
+		MaxReleases = Max(8, MaxReleases * 2);
+		Releases = Releases == NULL
+			? MemoryContextAlloc(TopMemoryContext, sizeof(PendingRelease) * MaxReleases)
+			: repalloc(Releases, sizeof(PendingRelease) * MaxReleases);
+	}
+	Releases[NReleases].relid = relid;
+	Releases[NReleases].level = level;
+	NReleases++;
+}
+
+/* Whether a pin of any backend names the entry; lock held. */
+static bool
+EntryPinnedLocked(int entry)
+{
+	for (int s = 0; s < Reg->n_slots; s++)
+		for (int i = 0; i < SLOT_PINS; i++)
+			if (pg_atomic_read_u64(&Reg->slots[s].low[i]) != LOW_NONE &&
+				(int) (Reg->slots[s].line[i] >> 16) == entry)
+				return true;
+	return false;
+}
+
+/*
+ * At commit the ended feeds' entries become free at once. No other backend
+ * can be writing there: the drop or untrack holds the table's ACCESS
+ * EXCLUSIVE lock until after this, and this backend's own pins are cleared
+ * before. A pin found all the same keeps the entry for the idle reclaim.
+ */
+void
+RegistryReleaseXactEnd(bool commit)
+{
+	if (NReleases == 0)
+		return;
+	if (commit && Reg != NULL)
+	{
+		LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
+		for (int i = 0; i < NReleases; i++)
+		{
+			RegistryDb *db = LookupDbLocked(MyDatabaseId, Releases[i].relid);
+
+			if (db != NULL && !EntryPinnedLocked(RegistryEntryIndex(db)))
+				ResetDbLocked(db, InvalidOid, InvalidOid);
+		}
+		LWLockRelease(Reg->lock);
+	}
+	NReleases = 0;
+}
+
+void
+RegistryReleaseSubXactEnd(bool commit)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	int			kept = 0;
+
+	for (int i = 0; i < NReleases; i++)
+	{
+		if (Releases[i].level < level)
+			Releases[kept++] = Releases[i];
+		else if (commit)
+		{
+			Releases[i].level = level - 1;
+			Releases[kept++] = Releases[i];
+		}
+	}
+	NReleases = kept;
 }
 
 int

@@ -200,6 +200,15 @@ extern RegistryDb *RegistryLookupFeed(Oid relid);
 extern int	RegistryFeedsOf(Oid dboid, RegistryDb **out, int max);
 /* Starts a feed over, unloaded (track and untrack; no writer can hold a pin). */
 extern void RegistryForgetFeed(Oid relid);
+/*
+ * A tracked table's feed ends (untrack, or a drop of the table or its blob
+ * table): its entry is freed when the transaction commits, for any other
+ * tracked table to take, and kept when it (or the subtransaction) aborts.
+ */
+extern void RegistryReleaseAtCommit(Oid relid);
+/* Transaction and subtransaction ends, after the pins are cleared (positions.c). */
+extern void RegistryReleaseXactEnd(bool commit);
+extern void RegistryReleaseSubXactEnd(bool commit);
 /* An entry's index, as pins name it. */
 #define RegistryEntryIndex(db) ((int) ((db) - Reg->dbs))
 /* Index of an originator's line, or -1; no lock needed. */

@@ -19,11 +19,22 @@
  * DEFAULT takes ACCESS EXCLUSIVE, which also waits out every writer that
  * started before: their unregistered writes commit before the feed loads).
  *
- * Who may do it. The caller must own the tables; the DDL runs as the caller.
- * The row of xip83.tracked_sources is written here directly (no role has
- * INSERT on it): it is the only thing that makes the triggers and the index
- * act on a table, so a role that attaches them to a table of its own changes
- * nothing.
+ * Who may do it. Every tracked table in use holds one of the server's
+ * xip83.max_tracked_tables registry entries, which all databases share, so
+ * tracking is granted, not owned: EXECUTE on xip83.track is revoked from
+ * PUBLIC and given by an administrator to the roles that own node tables; the
+ * caller must also own the tables, and the DDL runs as the caller. Temporary
+ * tables are refused: no other session can read one, so it can never be a
+ * node's feed. untrack stays open to the tables' owner: it only gives an
+ * entry back. The row of xip83.tracked_sources is written here directly (no
+ * role has INSERT on it): it is the only thing that makes the triggers and
+ * the index act on a table, so a role that attaches them to a table of its
+ * own changes nothing.
+ *
+ * Entries come back when the tracking ends: untrack, or a drop of the table
+ * or its blob table (DROP TABLE, DROP SCHEMA ... CASCADE, DROP OWNED), frees
+ * the feed's entry as the transaction commits (RegistryReleaseAtCommit), not
+ * a minute later.
  */
 #include "postgres.h"
 
@@ -276,7 +287,7 @@ TrackedDropped(Oid relid)
 		return;
 	if (!CatalogFind(relid, true, true, &t))
 		return;
-	RegistryForgetFeed(t.source);
+	RegistryReleaseAtCommit(t.source);
 	CacheInvalidateRelcacheByRelid(t.source);
 }
 
@@ -311,6 +322,17 @@ RequireOwner(Oid relid)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of table %s", QualifiedName(relid)),
 				 errdetail("Tracking a table changes its id default and adds triggers to it.")));
+}
+
+/* A node's feed is read by other sessions: a temporary table cannot be one. */
+static void
+RequireShared(Oid relid)
+{
+	if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot track temporary table %s", quote_identifier(get_rel_name(relid))),
+				 errdetail("Only the session that created a temporary table can read it, so it cannot be a node's feed.")));
 }
 
 /* Whether a table's primary key is (id), or (originator_node_id, originator_sequence_id). */
@@ -620,6 +642,9 @@ xip83_track(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("table %s is a partition", QualifiedName(t.source)),
 				 errhint("Track the partitioned table: every partition follows.")));
+	RequireShared(t.source);
+	if (OidIsValid(t.blob))
+		RequireShared(t.blob);
 
 	if (t.kind == KIND_ENVELOPE)
 	{
@@ -686,7 +711,7 @@ xip83_untrack(PG_FUNCTION_ARGS)
 	(void) CatalogFind(relid, false, true, &t);
 	InvalidateTree(t.source);
 	InvalidateTree(t.blob);
-	RegistryForgetFeed(t.source);
+	RegistryReleaseAtCommit(t.source);
 	PG_RETURN_VOID();
 }
 

@@ -36,6 +36,11 @@ CREATE FUNCTION xip83.track(source regclass, kind text, blob_source regclass DEF
 RETURNS void
 AS 'MODULE_PATHNAME', 'xip83_track' LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
+-- Every tracked table in use holds one of xip83.max_tracked_tables registry
+-- entries shared by the whole server: tracking is granted by an administrator
+-- (GRANT EXECUTE ON FUNCTION xip83.track(regclass, text, regclass) TO a node's
+-- role), not open to every table owner. untrack only gives an entry back.
+REVOKE EXECUTE ON FUNCTION xip83.track(regclass, text, regclass) FROM PUBLIC;
 CREATE FUNCTION xip83.untrack(source regclass) RETURNS void
 AS 'MODULE_PATHNAME', 'xip83_untrack' LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
@@ -60,9 +65,9 @@ GRANT SELECT ON xip83.tracked TO PUBLIC;
 COMMENT ON TABLE xip83.tracked_sources IS
   'Node tables xip83.track follows: written by track/untrack and by dropping a tracked table only.';
 COMMENT ON FUNCTION xip83.track(regclass, text, regclass) IS
-  'Makes a node''s table (kind group, welcome or envelope; envelopes may name their blob table) a feed of its own: replaces a v3 table''s nextval id default with xip83.next_id, adds an xip83_track index (inserts) and the triggers xip83_register_position (updates) and xip83_reset_positions. No rewrite; takes each table''s lock for a moment. The caller must own the tables; layout checks as the wave scans.';
+  'Makes a node''s table (kind group, welcome or envelope; envelopes may name their blob table) a feed of its own: replaces a v3 table''s nextval id default with xip83.next_id, adds an xip83_track index (inserts) and the triggers xip83_register_position (updates) and xip83_reset_positions. No rewrite; takes each table''s lock for a moment. Needs EXECUTE, which an administrator grants (not PUBLIC): tracked tables share the server''s xip83.max_tracked_tables entries. The caller must own the tables, which must not be temporary; layout checks as the wave scans.';
 COMMENT ON FUNCTION xip83.untrack(regclass) IS
-  'Restores what xip83.track changed: the nextval id default, no xip83_track index, no xip83 triggers. The caller must own the tables.';
+  'Restores what xip83.track changed: the nextval id default, no xip83_track index, no xip83 triggers; the table''s registry entry is free once this commits. The caller must own the tables.';
 COMMENT ON FUNCTION xip83.next_id(regclass) IS
   'The id default xip83.track gives a tracked v3 table: registers the id, then draws it from the table''s own sequence (needs USAGE on it, as nextval).';
 COMMENT ON FUNCTION xip83.tracked_status(regclass) IS
