@@ -18,8 +18,9 @@
  *           or, with hold set, the stream stays open until cancelled.
  *   Fail    the request is a big-endian uint32 status and a text: the call
  *           ends with them.
- *   Stats   one message: "connections=N streams=N pending=N peak=N rss_kb=N"
- *           (peak: the most bytes ever queued on one stream).
+ *   Stats   one message: "connections=N streams=N pending=N peak=N
+ *           produced=N rss_kb=N" (peak: the most bytes ever queued on one
+ *           stream; produced: the bytes Stream queued, all streams).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@ typedef struct Producer
 
 static Xip83H2Server *server;
 static size_t peak_pending;
+static uint64_t produced;		/* bytes queued by Stream, all streams */
 
 static uint32_t
 Be32(const unsigned char *p)
@@ -107,6 +109,7 @@ Produce(Xip83H2Stream *s)
 		if (!Send(s, p->buf, p->size))
 			return xip83_h2_finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 		p->sent++;
+		produced += p->size;
 	}
 	if (p->sent == p->count && !p->hold)
 		xip83_h2_finish(s, XIP83_GRPC_OK, NULL);
@@ -168,8 +171,10 @@ StatsMessage(Xip83H2Stream *s, const unsigned char *msg, size_t len)
 	int			n;
 
 	xip83_h2_stats(server, &st);
-	n = snprintf(text, sizeof(text), "connections=%zu streams=%zu pending=%zu peak=%zu rss_kb=%ld",
-				 st.connections, st.streams, st.pending, peak_pending, RssKb());
+	n = snprintf(text, sizeof(text),
+				 "connections=%zu streams=%zu pending=%zu peak=%zu produced=%llu rss_kb=%ld",
+				 st.connections, st.streams, st.pending, peak_pending,
+				 (unsigned long long) produced, RssKb());
 	Send(s, text, (size_t) n);
 	xip83_h2_finish(s, XIP83_GRPC_OK, NULL);
 }
