@@ -1,5 +1,6 @@
 """The gateway's gRPC transport answers real gRPC clients over h2c: a bidi
 echo of many messages in order (empty, small, 1 MiB), a server stream,
+messages paced by a loop timer (and timers gone with cancelled streams),
 UNIMPLEMENTED (trailers only) for unknown paths and for the gateway's real
 paths not served yet, a percent-encoded grpc-message, compression refused
 (grpc-encoding: UNIMPLEMENTED; a compressed flag without it: INTERNAL), and,
@@ -7,12 +8,13 @@ frame by frame, HTTP/2 PING answered and SETTINGS_MAX_CONCURRENT_STREAMS of
 at least 1,000."""
 import struct
 import threading
+import time
 
 import grpc
 import hyperframe.frame
 
 from grpctest import (ECHO_PATH, FAIL_PATH, REAL_PATHS, STREAM_PATH, RawH2, Requests, Server,
-                      check, check_stream_message, expect_status, run, stream_request)
+                      check, check_stream_message, expect_status, run, stats, stream_request)
 
 
 def echo_many(ch):
@@ -46,6 +48,23 @@ def server_stream(ch):
         n += 1
     check(n == 5000, "server stream: %d of 5000 messages" % n)
     check(call.code() == grpc.StatusCode.OK, "server stream ended %s" % call.code())
+
+
+def ticks(srv, ch):
+    tick = ch.unary_stream("/xip83.test.Echo/Tick")
+    t0 = time.monotonic()
+    got = [struct.unpack(">Q", m)[0] for m in tick(struct.pack(">II", 5, 100), timeout=10)]
+    took = time.monotonic() - t0
+    check(got == list(range(5)), "ticks: %s" % got)
+    check(0.45 <= took < 3, "5 ticks 100 ms apart took %.2f s" % took)
+    # cancelled streams take their timers with them; the loop goes on
+    calls = [tick(struct.pack(">II", 1000, 20), timeout=10) for _ in range(50)]
+    for c in calls:
+        check(struct.unpack(">Q", next(c))[0] == 0, "first tick")
+        c.cancel()
+    time.sleep(0.2)
+    st = stats(ch)
+    check(st["streams"] == 1, "after cancelling the tickers: %s" % st)
 
 
 def refusals(ch):
@@ -86,6 +105,12 @@ def frames(port):
     check(f.data == b"\x00\x00\x00\x00\x02hi", "raw echo: %r" % f.data)
     status = raw.wait_status(sid, "echo trailers")
     check(status == 0, "raw echo: grpc-status %d" % status)
+
+    # grpc-message on the wire: percent-encoded UTF-8, '%' included
+    sid = raw.request(FAIL_PATH)
+    raw.send_message(sid, struct.pack(">I", 3) + "bad 100% \u00e9\n".encode(), end=True)
+    f = raw.wait(lambda f: isinstance(f, hyperframe.frame.HeadersFrame) and f.stream_id == sid, "Fail's answer")
+    check(dict(f.headers).get(b"grpc-message") == b"bad 100%25 %C3%A9%0A", "grpc-message: %s" % f.headers)
     raw.close()
 
 
@@ -94,6 +119,7 @@ def test():
     ch = srv.channel()
     echo_many(ch)
     server_stream(ch)
+    ticks(srv, ch)
     refusals(ch)
     frames(srv.ports["h2c"])
     ch.close()

@@ -22,7 +22,7 @@ def test():
     side = srv.channel(**{"grpc.use_local_subchannel_pool": 1})
     base = stats(side)
 
-    call = ch.unary_stream(STREAM_PATH)(stream_request(COUNT, SIZE), timeout=180)
+    call = ch.unary_stream(STREAM_PATH)(stream_request(COUNT, SIZE), timeout=60)
     check_stream_message(next(call), 0, SIZE)
     # the client reads nothing more; the server sends until the window is shut
     last = None

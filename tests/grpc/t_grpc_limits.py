@@ -54,7 +54,7 @@ def over_limit(srv):
 
 def thousand_streams(srv):
     ch = srv.channel()
-    calls = [ch.unary_stream(STREAM_PATH)(stream_request(1, 16, hold=True), timeout=120)
+    calls = [ch.unary_stream(STREAM_PATH)(stream_request(1, 16, hold=True), timeout=30)
              for _ in range(1000)]
     # every one has its first message while all are held open: concurrent
     for i, c in enumerate(calls):

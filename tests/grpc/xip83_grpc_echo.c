@@ -16,6 +16,9 @@
  *           Never more than PRODUCE_CAP bytes are queued: it waits for the
  *           writable callback, as the gateway's core will. OK at the end,
  *           or, with hold set, the stream stays open until cancelled.
+ *   Tick    server stream: the request is big-endian uint32 count and
+ *           interval_ms; one 8-byte message (its number) every interval, from
+ *           a loop timer, then OK. Cancelling stops the timer.
  *   Fail    the request is a big-endian uint32 status and a text: the call
  *           ends with them.
  *   Stats   one message: "connections=N streams=N pending=N peak=N
@@ -31,13 +34,16 @@
 
 #define PRODUCE_CAP (1 << 20)
 
+/* A stream's generator: Stream's, or Tick's with its timer. */
 typedef struct Producer
 {
 	uint32_t	count;
-	uint32_t	size;
+	uint32_t	size;			/* Tick: the interval */
 	uint32_t	hold;
 	uint32_t	sent;
 	unsigned char *buf;
+	Xip83Timer	timer;
+	Xip83H2Stream *stream;
 } Producer;
 
 static Xip83H2Server *server;
@@ -74,6 +80,7 @@ ClosedAny(Xip83H2Stream *s, bool cancelled)
 
 	if (p)
 	{
+		xip83_h2_timer_stop(server, &p->timer);
 		free(p->buf);
 		free(p);
 	}
@@ -136,6 +143,39 @@ StreamMessage(Xip83H2Stream *s, const unsigned char *msg, size_t len)
 }
 
 static void
+TickFire(void *arg)
+{
+	Producer   *p = arg;
+	unsigned char msg[8];
+
+	for (int i = 0; i < 8; i++)
+		msg[i] = (unsigned char) ((uint64_t) p->sent >> (56 - 8 * i));
+	if (!Send(p->stream, msg, sizeof(msg)))
+		return xip83_h2_finish(p->stream, XIP83_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+	if (++p->sent == p->count)
+		return xip83_h2_finish(p->stream, XIP83_GRPC_OK, NULL);
+	xip83_h2_timer_start(server, &p->timer, p->size, TickFire, p);
+}
+
+static void
+TickMessage(Xip83H2Stream *s, const unsigned char *msg, size_t len)
+{
+	Producer   *p;
+
+	if (xip83_h2_data(s) != NULL || len != 8 || Be32(msg) == 0)
+		return xip83_h2_finish(s, XIP83_GRPC_INVALID_ARGUMENT, "want one 8-byte request");
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return xip83_h2_finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+	p->count = Be32(msg);
+	p->size = Be32(msg + 4);
+	p->stream = s;
+	xip83_h2_set_data(s, p);
+	if (!xip83_h2_timer_start(server, &p->timer, p->size, TickFire, p))
+		xip83_h2_finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+}
+
+static void
 FailMessage(Xip83H2Stream *s, const unsigned char *msg, size_t len)
 {
 	char	   *text;
@@ -184,6 +224,7 @@ static const Xip83GrpcMethod methods[] = {
 	.half_close = HalfCloseOk,.closed = ClosedAny},
 	{.path = "/xip83.test.Echo/Stream",.open = OpenAny,.message = StreamMessage,
 	.writable = Produce,.closed = ClosedAny},
+	{.path = "/xip83.test.Echo/Tick",.open = OpenAny,.message = TickMessage,.closed = ClosedAny},
 	{.path = "/xip83.test.Echo/Fail",.open = OpenAny,.message = FailMessage,.closed = ClosedAny},
 	{.path = "/xip83.test.Echo/Stats",.open = OpenAny,.message = StatsMessage,.closed = ClosedAny},
 };
