@@ -48,9 +48,13 @@ def check(cond, what):
 class Server:
     """One xip83-grpc-echo process; ports as it printed them."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, measure_memory=False):
+        env = dict(os.environ)
+        if measure_memory:
+            # an ASan build (make SANITIZE=1) keeps freed memory in quarantine
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=0"
         self.proc = subprocess.Popen([ECHO, *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, env=env)
         _servers.append(self)
         self.ports = {}
         while True:

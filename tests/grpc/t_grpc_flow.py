@@ -17,7 +17,7 @@ PRODUCE_CAP = 1 << 20		# the test server's queue cap (xip83_grpc_echo.c)
 
 
 def test():
-    srv = Server("--h2c", "127.0.0.1:0")
+    srv = Server("--h2c", "127.0.0.1:0", measure_memory=True)
     ch = srv.channel(**{"grpc.http2.bdp_probe": 0})
     side = srv.channel(**{"grpc.use_local_subchannel_pool": 1})
     base = stats(side)
