@@ -2,24 +2,13 @@
 with the openssl CLI; a gRPC client over TLS (echo and a server stream); ALPN
 "h2" is what the server picks, and a client that offers only http/1.1 (or no
 ALPN at all) is refused."""
-import os
 import ssl
 import socket
-import subprocess
 import tempfile
 
 import grpc
 
-from grpctest import ECHO_PATH, STREAM_PATH, Server, check, check_stream_message, run, stream_request
-
-
-def make_cert(d):
-    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
-                    "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key, "-out", cert],
-                   check=True, capture_output=True, timeout=30)
-    return cert, key
+from grpctest import ECHO_PATH, STREAM_PATH, Server, check, check_stream_message, make_cert, run, stream_request
 
 
 def tls_connect(port, cafile, alpn):
