@@ -169,6 +169,17 @@ SubmitResponse(Xip83H2Stream *s, bool trailers, const char *accept_encoding)
 	MarkDirty(s);
 }
 
+/* Wakes the data provider if it waits for data: there is some, or trailers. */
+static void
+Resume(Xip83H2Stream *s)
+{
+	if (!s->deferred)
+		return;
+	s->deferred = false;
+	nghttp2_session_resume_data(s->conn->session, s->id);
+	MarkDirty(s);
+}
+
 /* Finishes s; accept_encoding is for a refused grpc-encoding. */
 static void
 Finish(Xip83H2Stream *s, int status, const char *message, const char *accept_encoding)
@@ -188,12 +199,8 @@ Finish(Xip83H2Stream *s, int status, const char *message, const char *accept_enc
 	ReaderRelease(s);
 	if (!s->headers_sent)
 		SubmitResponse(s, true, accept_encoding);
-	else if (s->deferred)
-	{
-		s->deferred = false;
-		nghttp2_session_resume_data(s->conn->session, s->id);
-		MarkDirty(s);
-	}
+	else
+		Resume(s);
 }
 
 /* Answers a request that is not a gRPC call with a bare HTTP status. */
@@ -546,12 +553,8 @@ xip83_h2_send(Xip83H2Stream *s, const void *msg, size_t len)
 		s->over_low = true;
 	if (!s->headers_sent)
 		SubmitResponse(s, false, NULL);
-	else if (s->deferred)
-	{
-		s->deferred = false;
-		nghttp2_session_resume_data(s->conn->session, s->id);
-		MarkDirty(s);
-	}
+	else
+		Resume(s);
 	return true;
 }
 
