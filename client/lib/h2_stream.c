@@ -142,6 +142,20 @@ DataRead(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t lengt
 	return (ssize_t) n;
 }
 
+/* Submits response headers, with the data provider or (prd NULL) END_STREAM. */
+static void
+Respond(Xip83H2Stream *s, const nghttp2_nv *nva, size_t n, const nghttp2_data_provider *prd)
+{
+	s->headers_sent = true;
+	/* a response that cannot be started is not left half-made: the stream goes */
+	if (nghttp2_submit_response(s->conn->session, s->id, nva, n, prd) != 0)
+	{
+		s->finishing = true;
+		nghttp2_submit_rst_stream(s->conn->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+	}
+	MarkDirty(s);
+}
+
 /* Submits the response HEADERS; with trailers set, a trailers-only response. */
 static void
 SubmitResponse(Xip83H2Stream *s, bool trailers, const char *accept_encoding)
@@ -164,9 +178,7 @@ SubmitResponse(Xip83H2Stream *s, bool trailers, const char *accept_encoding)
 			nva[n++] = (nghttp2_nv) NV("grpc-accept-encoding", accept_encoding,
 									   strlen(accept_encoding));
 	}
-	s->headers_sent = true;
-	nghttp2_submit_response(s->conn->session, s->id, nva, n, trailers ? NULL : &prd);
-	MarkDirty(s);
+	Respond(s, nva, n, trailers ? NULL : &prd);
 }
 
 /* Wakes the data provider if it waits for data: there is some, or trailers. */
@@ -210,9 +222,7 @@ HttpRefuse(Xip83H2Stream *s, const char *status)
 	nghttp2_nv	nva[1] = {NV(":status", status, strlen(status))};
 
 	s->finishing = true;
-	s->headers_sent = true;
-	nghttp2_submit_response(s->conn->session, s->id, nva, 1, NULL);
-	MarkDirty(s);
+	Respond(s, nva, 1, NULL);
 }
 
 /* The value of request header name, or NULL. */

@@ -58,12 +58,12 @@ def ticks(srv, ch):
     check(got == list(range(5)), "ticks: %s" % got)
     check(0.45 <= took < 3, "5 ticks 100 ms apart took %.2f s" % took)
     # a short timer started after a long one fires first
-    slow = tick(struct.pack(">II", 1, 600), timeout=10)
+    slow = tick(struct.pack(">II", 1, 2500), timeout=10)
     time.sleep(0.05)
     t0 = time.monotonic()
     list(tick(struct.pack(">II", 3, 50), timeout=10))
     took = time.monotonic() - t0
-    check(took < 0.4, "3 ticks 50 ms apart behind a 600 ms timer took %.2f s" % took)
+    check(took < 1.5, "3 ticks 50 ms apart behind a 2.5 s timer took %.2f s" % took)
     check(len(list(slow)) == 1, "the slow ticker")
     # cancelled streams take their timers with them; the loop goes on
     calls = [tick(struct.pack(">II", 1000, 20), timeout=10) for _ in range(50)]
