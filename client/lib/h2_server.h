@@ -74,7 +74,7 @@ typedef struct Xip83GrpcMethod
 	void		(*writable) (Xip83H2Stream *s);
 	/* The stream is gone; the last call for it. */
 	void		(*closed) (Xip83H2Stream *s, bool cancelled);
-	void	   *arg;			/* for the method's own use (xip83_h2_method_arg) */
+	void	   *arg;			/* for the method's own use: xip83_h2_method(s)->arg */
 } Xip83GrpcMethod;
 
 /* Settings; a zero field takes its default. */
