@@ -7,14 +7,16 @@
 #                        which must preload xip83 (tests/xip83.conf)
 #   make tempcheck       the same, regression and isolation in a temporary
 #                        instance (pg_regress --temp-instance), as a non-root user
-#   make installcheck-libpq  the libpq programs tests/libpq/t_*.c against PGHOST
+#   make installcheck-libpq  the libpq programs tests/libpq/t_*.c against PGHOST,
+#                        and the gRPC transport's tests tests/grpc/t_*.py
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
 #   make cppcheck        static analysis of src/ (tests/cppcheck.sh)
 #   make SANITIZE=1      ASan + UBSan build; XIP83_SANITIZE=1 tests/driver.sh check runs it
 #
 # Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
-# specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c.
+# specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c,
+# tests/grpc/t_NAME.py.
 
 EXTVERSION   = 0.2.0
 PG_CONFIG   ?= pg_config
@@ -160,6 +162,31 @@ $(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,t
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
+# ---------------------------------------------------------------- gRPC transport
+# The gateway's gRPC transport (client/lib: HTTP/2 on nghttp2, TLS on OpenSSL),
+# no libpq, and its test server build/client/xip83-grpc-echo (tests/grpc, run
+# by tests/grpc/t_*.py through installcheck-libpq). Skipped when libnghttp2-dev
+# or libssl-dev is absent (those tests then fail); the driver installs both.
+GW_PKGS      = libnghttp2 openssl
+GW_OK        = $(shell pkg-config --exists $(GW_PKGS) && echo yes)
+GW_CFLAGS    = -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
+               -std=gnu11 -I$(S)client/lib $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
+               $(SANITIZE_FLAGS)
+GW_LIBS      = $(shell pkg-config --libs $(GW_PKGS) 2>/dev/null)
+GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/lib/*.c))
+GW_ECHO      = $(if $(GW_OK),$(BUILD)/client/xip83-grpc-echo)
+GRPC_TESTS   = $(call srcfiles,tests/grpc/t_*.py)
+
+all: $(GW_ECHO)
+
+$(BUILD)/client/lib/%.o: client/lib/%.c $(call srcfiles,client/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(GW_CFLAGS) -c -o $@ $<
+
+$(BUILD)/client/xip83-grpc-echo: tests/grpc/xip83_grpc_echo.c $(GW_LIB_OBJ) $(call srcfiles,client/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(GW_CFLAGS) -o $@ $(filter %.c %.o,$^) $(GW_LIBS)
+
 # ---------------------------------------------------------------- Go example
 # examples/go (a node's live loop in Go, run by tests/libpq/t_node_feed), built
 # offline in GOPATH mode against Debian's packages golang-go and
@@ -211,8 +238,10 @@ tempcheck:
 	$(MAKE) installcheck EXTRA_REGRESS_OPTS='--temp-instance=$(CURDIR)/tmp_instance $(EXTRA_REGRESS_OPTS)'
 
 # One program, one test: each gets a fresh database with the extension.
-installcheck-libpq: $(LIBPQ_TESTS)
-	PATH="$(bindir):$$PATH" bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS)
+# The gRPC tests (tests/grpc/t_*.py) need no database; they run here too.
+installcheck-libpq: $(LIBPQ_TESTS) $(GW_ECHO)
+	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
+		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(addprefix $(S),$(GRPC_TESTS))
 
 test:
 	bash tests/driver.sh check

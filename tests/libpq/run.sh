@@ -4,22 +4,32 @@
 # the server at PGHOST/PGPORT (psql and pg_isready from PATH). Tests that
 # restart or stop the server do it through XIP83_PGCTL (a pg_ctl wrapper,
 # tests/driver.sh writes one); a server left down is started again through it.
+# Python tests (tests/grpc/t_*.py: the gateway's gRPC transport) run the same
+# way, under /usr/bin/python3 (Debian's grpcio and h2), with no database.
 set -uo pipefail
 passed=0 failed=0
+# Counts one test by its exit status and prints its line.
+report() {
+	if [ "$2" = 0 ]; then
+		passed=$((passed + 1)); echo "test $1 ... ok"
+	else
+		failed=$((failed + 1)); echo "test $1 ... FAILED (exit $2)"
+	fi
+}
 for t in "$@"; do
-	[ -x "$t" ] || continue
+	[ -x "$t" ] || [ "${t%.py}" != "$t" ] || continue
 	name=$(basename "$t")
+	if [ "${t%.py}" != "$t" ]; then
+		timeout "${XIP83_TEST_TIMEOUT:-900}" /usr/bin/python3 "$t"
+		report "$name" $?
+		continue
+	fi
 	PGOPTIONS="-c client_min_messages=warning" psql -X -q -d postgres -v ON_ERROR_STOP=1 \
 		-c "DROP DATABASE IF EXISTS xip83_libpq" -c "CREATE DATABASE xip83_libpq" >/dev/null \
 		&& psql -X -q -d xip83_libpq -v ON_ERROR_STOP=1 -c "CREATE EXTENSION xip83" >/dev/null \
 		|| { echo "test $name ... FAILED (no fresh database)"; failed=$((failed + 1)); continue; }
 	PGDATABASE=xip83_libpq timeout "${XIP83_TEST_TIMEOUT:-900}" "$t"
-	rc=$?
-	if [ $rc = 0 ]; then
-		passed=$((passed + 1)); echo "test $name ... ok"
-	else
-		failed=$((failed + 1)); echo "test $name ... FAILED (exit $rc)"
-	fi
+	report "$name" $?
 	# a test that left the server down must not take the others with it
 	if ! pg_isready -q && [ -n "${XIP83_PGCTL:-}" ]; then
 		"$XIP83_PGCTL" start >/dev/null

@@ -1,0 +1,398 @@
+/*
+ * h2_conn.c: one client connection: its socket (plain or TLS), its nghttp2
+ * server session, and the bytes between them.
+ *
+ * Reads feed nghttp2_session_mem_recv; writes take nghttp2_session_mem_send's
+ * output into a small buffer (up to OUT_FILL bytes at a time, one write or
+ * SSL_write for many frames) and write it; a short write keeps the rest and
+ * waits for EPOLLOUT, and nothing more is taken from nghttp2 until it is out,
+ * so what a connection holds beyond its streams' queues is bounded. Each
+ * readiness event reads at most READ_BUDGET bytes: epoll is level-triggered,
+ * so a busy connection comes back next turn and cannot starve the others.
+ *
+ * A connection closes when nghttp2 wants neither to read nor to write (after
+ * GOAWAY and the last stream), on EOF, and on any socket, TLS or protocol
+ * error; its open streams then end as cancelled.
+ */
+#define _GNU_SOURCE
+#include "h2_internal.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <openssl/err.h>
+
+#define OUT_FILL	65536
+#define READ_CHUNK	16384		/* TLS's largest record: SSL_read leaves nothing behind */
+#define READ_BUDGET (16 * READ_CHUNK)
+#define ACCEPT_BUDGET 64
+#define ACCEPT_PAUSE_MS 100
+
+/* Resumes a listener paused for want of descriptors. */
+static void
+AcceptResume(void *arg)
+{
+	Xip83H2Server *srv = arg;
+
+	for (H2Listener *l = srv->listeners; l; l = l->next)
+		if (l->paused)
+		{
+			struct epoll_event ev = {.events = EPOLLIN,.data.ptr = &l->poll};
+
+			l->paused = false;
+			epoll_ctl(srv->epfd, EPOLL_CTL_ADD, l->fd, &ev);
+		}
+}
+
+/* Starts the HTTP/2 session of a new connection: our SETTINGS go first. */
+static bool
+SessionStart(H2Conn *c)
+{
+	Xip83H2Server *srv = c->srv;
+	nghttp2_settings_entry iv[] = {
+		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, srv->cfg.max_streams},
+		{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+		{NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 16384},
+	};
+
+	if (nghttp2_session_server_new2(&c->session, srv->callbacks, c, srv->option) != 0)
+		return false;
+	if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0)
+		return false;
+	/* the connection's window: many streams' requests in flight at once */
+	nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, 16 << 20);
+	c->dirty = true;
+	return true;
+}
+
+void
+h2_conn_accept(Xip83H2Server *srv, H2Listener *l)
+{
+	for (int i = 0; i < ACCEPT_BUDGET; i++)
+	{
+		int			fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int			one = 1;
+		H2Conn	   *c;
+		struct epoll_event ev;
+
+		if (fd < 0)
+		{
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			{
+				/* level-triggered: left on epoll it would spin; try again shortly */
+				epoll_ctl(srv->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+				l->paused = true;
+				xip83_timer_start(&srv->timers, &srv->accept_timer, ACCEPT_PAUSE_MS,
+								  AcceptResume, srv);
+			}
+			return;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c = calloc(1, sizeof(*c));
+		if (c == NULL)
+		{
+			close(fd);
+			continue;
+		}
+		c->poll.kind = H2_POLL_CONN;
+		c->srv = srv;
+		c->fd = fd;
+		if (l->tls)
+		{
+			c->ssl = SSL_new(srv->tls);
+			if (c->ssl == NULL || SSL_set_fd(c->ssl, fd) != 1)
+			{
+				SSL_free(c->ssl);
+				free(c);
+				close(fd);
+				ERR_clear_error();
+				continue;
+			}
+			SSL_set_accept_state(c->ssl);
+			c->handshaking = true;
+		}
+		ev.events = EPOLLIN;
+		ev.data.ptr = &c->poll;
+		if (!SessionStart(c) || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+		{
+			nghttp2_session_del(c->session);
+			SSL_free(c->ssl);
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->next = srv->conns;
+		if (srv->conns)
+			srv->conns->prev = c;
+		srv->conns = c;
+		srv->n_conns++;
+		if (srv->draining)
+			h2_conn_goaway(c);
+	}
+}
+
+/* Registers or drops interest in writability. */
+static void
+WantOut(H2Conn *c, bool on)
+{
+	struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0),.data.ptr = &c->poll};
+
+	if (c->out_blocked == on)
+		return;
+	c->out_blocked = on;
+	epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/*
+ * Moves the TLS handshake on; false when it failed. On success without
+ * "h2" agreed (a client that sent no ALPN) the connection is refused too.
+ */
+static bool
+Handshake(H2Conn *c)
+{
+	int			rc = SSL_do_handshake(c->ssl);
+
+	if (rc == 1)
+	{
+		c->handshaking = false;
+		return h2_tls_alpn_h2(c->ssl);
+	}
+	switch (SSL_get_error(c->ssl, rc))
+	{
+		case SSL_ERROR_WANT_READ:
+			WantOut(c, false);
+			return true;
+		case SSL_ERROR_WANT_WRITE:
+			WantOut(c, true);
+			return true;
+		default:
+			ERR_clear_error();
+			return false;
+	}
+}
+
+/* Reads into buf: > 0 bytes, 0 nothing now, -1 EOF or error. */
+static ssize_t
+SockRead(H2Conn *c, unsigned char *buf, size_t len)
+{
+	if (c->ssl)
+	{
+		int			n = SSL_read(c->ssl, buf, (int) len);
+
+		if (n > 0)
+			return n;
+		switch (SSL_get_error(c->ssl, n))
+		{
+			case SSL_ERROR_WANT_READ:
+				return 0;
+			case SSL_ERROR_WANT_WRITE:
+				WantOut(c, true);
+				return 0;
+			default:
+				ERR_clear_error();
+				return -1;
+		}
+	}
+	for (;;)
+	{
+		ssize_t		n = read(c->fd, buf, len);
+
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+	}
+}
+
+/* Writes from buf: > 0 bytes, 0 would block, -1 error. */
+static ssize_t
+SockWrite(H2Conn *c, const unsigned char *buf, size_t len)
+{
+	if (c->ssl)
+	{
+		int			n = SSL_write(c->ssl, buf, (int) (len > INT32_MAX ? INT32_MAX : len));
+
+		if (n > 0)
+			return n;
+		switch (SSL_get_error(c->ssl, n))
+		{
+			case SSL_ERROR_WANT_READ:
+			case SSL_ERROR_WANT_WRITE:
+				return 0;
+			default:
+				ERR_clear_error();
+				return -1;
+		}
+	}
+	for (;;)
+	{
+		ssize_t		n = send(c->fd, buf, len, MSG_NOSIGNAL);
+
+		if (n >= 0)
+			return n;
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+	}
+}
+
+/* Appends nghttp2's next bytes to the out buffer; false when out of memory. */
+static bool
+OutFill(H2Conn *c)
+{
+	while (c->out_len < OUT_FILL)
+	{
+		const uint8_t *p;
+		ssize_t		n = nghttp2_session_mem_send(c->session, &p);
+
+		if (n < 0)
+			return false;
+		if (n == 0)
+			break;
+		if (c->out_len + (size_t) n > c->out_cap)
+		{
+			size_t		cap = c->out_len + (size_t) n > OUT_FILL * 2 ? c->out_len + (size_t) n : OUT_FILL * 2;
+			unsigned char *b = realloc(c->out, cap);
+
+			if (b == NULL)
+				return false;
+			c->out = b;
+			c->out_cap = cap;
+		}
+		memcpy(c->out + c->out_len, p, (size_t) n);
+		c->out_len += (size_t) n;
+	}
+	return true;
+}
+
+bool
+h2_conn_flush(H2Conn *c)
+{
+	c->dirty = false;
+	if (c->handshaking)
+		return true;
+	for (;;)
+	{
+		while (c->out_off < c->out_len)
+		{
+			ssize_t		n = SockWrite(c, c->out + c->out_off, c->out_len - c->out_off);
+
+			if (n < 0)
+				return false;
+			if (n == 0)
+			{
+				WantOut(c, true);
+				return true;
+			}
+			c->out_off += (size_t) n;
+		}
+		c->out_off = c->out_len = 0;
+		if (!OutFill(c))
+			return false;
+		if (c->out_len == 0)
+		{
+			if (c->n_notify == 0)
+				break;
+			/* writable callbacks may queue more: take it in this pass */
+			h2_stream_notify(c);
+			if (!OutFill(c))
+				return false;
+			if (c->out_len == 0)
+				break;
+		}
+	}
+	WantOut(c, false);
+	if (c->out_cap > OUT_FILL * 2)
+	{
+		/* one large frame grew the buffer: give it back when idle */
+		free(c->out);
+		c->out = NULL;
+		c->out_cap = 0;
+	}
+	return nghttp2_session_want_read(c->session) || nghttp2_session_want_write(c->session);
+}
+
+void
+h2_conn_event(H2Conn *c, uint32_t events)
+{
+	unsigned char buf[READ_CHUNK];
+	size_t		budget = READ_BUDGET;
+
+	if (c->handshaking)
+	{
+		if (!Handshake(c))
+			return h2_conn_close(c);
+		if (c->handshaking)
+			return;
+	}
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR) || (c->ssl && events & EPOLLOUT))
+	{
+		while (budget > 0)
+		{
+			ssize_t		n = SockRead(c, buf, sizeof(buf));
+
+			if (n < 0)
+				return h2_conn_close(c);
+			if (n == 0)
+				break;
+			if (nghttp2_session_mem_recv(c->session, buf, (size_t) n) < 0)
+				return h2_conn_close(c);
+			budget -= (size_t) n < budget ? (size_t) n : budget;
+		}
+	}
+	if (!h2_conn_flush(c))
+		h2_conn_close(c);
+}
+
+void
+h2_conn_goaway(H2Conn *c)
+{
+	nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
+						  nghttp2_session_get_last_proc_stream_id(c->session),
+						  NGHTTP2_NO_ERROR, NULL, 0);
+	for (Xip83H2Stream *s = c->streams; s; s = s->next)
+		if (s->method && !s->finishing)
+			xip83_h2_finish(s, XIP83_GRPC_UNAVAILABLE, "server is shutting down");
+	c->dirty = true;
+}
+
+void
+h2_conn_close(H2Conn *c)
+{
+	Xip83H2Server *srv = c->srv;
+
+	/* nghttp2 gives no close callbacks when a session is deleted */
+	while (c->streams)
+	{
+		Xip83H2Stream *s = c->streams;
+
+		nghttp2_session_set_stream_user_data(c->session, s->id, NULL);
+		h2_stream_free(s, !s->end_sent);
+	}
+	nghttp2_session_del(c->session);
+	if (c->ssl)
+	{
+		if (!c->handshaking)
+			SSL_shutdown(c->ssl);	/* close_notify, once, without waiting */
+		SSL_free(c->ssl);
+		ERR_clear_error();
+	}
+	epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		srv->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	srv->n_conns--;
+	free(c->out);
+	free(c->notify);
+	free(c);
+}

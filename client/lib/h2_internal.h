@@ -1,0 +1,141 @@
+/*
+ * h2_internal.h: the structures shared by the transport's files:
+ * h2_server.c (the loop, listeners, drain, timers), h2_conn.c (a
+ * connection's socket, TLS and nghttp2 session), h2_stream.c (nghttp2's
+ * callbacks and the stream calls of h2_server.h) and h2_tls.c.
+ *
+ * Ownership: the server owns its connections (a list), a connection its
+ * streams (a list, and nghttp2's stream user data). A stream is freed only in
+ * nghttp2's stream-close callback or when its connection closes, a connection
+ * only by conn_close at the top of the loop, never inside nghttp2's callbacks.
+ */
+#ifndef XIP83_H2_INTERNAL_H
+#define XIP83_H2_INTERNAL_H
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/ssl.h>
+
+#include "h2_server.h"
+
+typedef enum H2PollKind
+{
+	H2_POLL_LISTENER,
+	H2_POLL_CONN,
+	H2_POLL_WAKE
+} H2PollKind;
+
+/* The head of everything registered with epoll: data.ptr points at it. */
+typedef struct H2Poll
+{
+	H2PollKind	kind;
+} H2Poll;
+
+typedef struct H2Listener
+{
+	H2Poll		poll;
+	int			fd;
+	bool		tls;
+	bool		paused;			/* out of descriptors: off epoll for a while */
+	struct H2Listener *next;
+} H2Listener;
+
+/* A queued outgoing message: gRPC prefix and body. */
+typedef struct H2Chunk
+{
+	struct H2Chunk *next;
+	size_t		len;
+	size_t		off;			/* bytes already handed to nghttp2 */
+	unsigned char data[];
+} H2Chunk;
+
+typedef struct H2Conn H2Conn;
+
+struct Xip83H2Stream
+{
+	H2Conn	   *conn;
+	int32_t		id;
+	const Xip83GrpcMethod *method;	/* set when a method took the stream */
+	void	   *data;
+	H2Chunk    *head;
+	H2Chunk    *tail;
+	size_t		pending;
+	Xip83GrpcReader reader;
+	/* request headers, held (nghttp2_rcbuf references) until the request is whole */
+	nghttp2_rcbuf **hdrs;		/* name, value, name, value, ... */
+	uint32_t	n_hdrs;
+	uint32_t	hdr_bytes;
+	int			status;			/* grpc-status once finishing */
+	char	   *message;		/* grpc-message, percent-encoded, or NULL */
+	bool		headers_sent;	/* response HEADERS submitted */
+	bool		finishing;		/* trailers go out after the queue */
+	bool		end_sent;		/* a frame with END_STREAM left */
+	bool		deferred;		/* the data provider is waiting for data */
+	bool		over_low;		/* pending went over the low-water mark */
+	bool		remote_done;	/* the client sent END_STREAM */
+	Xip83H2Stream *prev;
+	Xip83H2Stream *next;
+};
+
+struct H2Conn
+{
+	H2Poll		poll;
+	Xip83H2Server *srv;
+	int			fd;
+	SSL		   *ssl;			/* NULL for h2c */
+	bool		handshaking;	/* TLS handshake not done */
+	bool		out_blocked;	/* EPOLLOUT registered */
+	bool		dirty;			/* nghttp2 may have something to send */
+	nghttp2_session *session;
+	unsigned char *out;			/* bytes from nghttp2 not yet written */
+	size_t		out_len;
+	size_t		out_off;
+	size_t		out_cap;
+	size_t		partial;		/* bytes held by streams' partial messages */
+	int32_t    *notify;			/* streams to tell they are writable */
+	size_t		n_notify;
+	size_t		cap_notify;
+	Xip83H2Stream *streams;
+	H2Conn	   *prev;
+	H2Conn	   *next;
+};
+
+struct Xip83H2Server
+{
+	Xip83H2Config cfg;
+	int			epfd;
+	int			wakefd;			/* eventfd: drain requests from signal handlers */
+	H2Poll		wake_poll;
+	SSL_CTX    *tls;
+	H2Listener *listeners;
+	H2Conn	   *conns;
+	size_t		n_conns;
+	size_t		n_streams;
+	size_t		pending;
+	const Xip83GrpcMethod **methods;
+	size_t		n_methods;
+	Xip83Timers timers;
+	Xip83Timer	drain_timer;
+	Xip83Timer	accept_timer;
+	bool		draining;
+	bool		drained;		/* the drain's grace ran out */
+	nghttp2_session_callbacks *callbacks;
+	nghttp2_option *option;
+};
+
+/* h2_conn.c */
+extern void h2_conn_accept(Xip83H2Server *srv, H2Listener *l);
+extern void h2_conn_event(H2Conn *c, uint32_t events);
+extern bool h2_conn_flush(H2Conn *c);
+extern void h2_conn_close(H2Conn *c);
+extern void h2_conn_goaway(H2Conn *c);
+
+/* h2_stream.c */
+extern void h2_stream_callbacks(nghttp2_session_callbacks *cb);
+extern void h2_stream_free(Xip83H2Stream *s, bool cancelled);
+extern void h2_stream_notify(H2Conn *c);
+
+/* h2_tls.c */
+extern SSL_CTX *h2_tls_context(const char *cert_file, const char *key_file, char *err, size_t errlen);
+extern bool h2_tls_alpn_h2(SSL *ssl);
+
+#endif

@@ -1,0 +1,309 @@
+/*
+ * h2_server.c: the transport's loop: listeners, epoll, timers, the dirty
+ * connections' flushes, and drain (see h2_server.h).
+ *
+ * One turn of the loop: wait for sockets or the next timer, handle every
+ * ready socket (a connection reads, feeds nghttp2 and flushes), fire due
+ * timers, then flush every connection that has something new to send
+ * (anything sent from a timer or from another connection's callback).
+ */
+#include "h2_internal.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define EVENTS_PER_WAIT 256
+
+Xip83H2Server *
+xip83_h2_server_new(const Xip83H2Config *cfg, char *err, size_t errlen)
+{
+	Xip83H2Server *srv = calloc(1, sizeof(*srv));
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	if (srv == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (cfg)
+		srv->cfg = *cfg;
+	if (srv->cfg.max_streams == 0)
+		srv->cfg.max_streams = 1000;
+	if (srv->cfg.max_message == 0)
+		srv->cfg.max_message = 4 << 20;
+	if (srv->cfg.low_water == 0)
+		srv->cfg.low_water = 256 << 10;
+	if (srv->cfg.drain_ms == 0)
+		srv->cfg.drain_ms = 5000;
+	if (srv->cfg.max_partial == 0)
+		srv->cfg.max_partial = (size_t) 64 << 20;
+	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	srv->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	srv->wake_poll.kind = H2_POLL_WAKE;
+	ev.data.ptr = &srv->wake_poll;
+	if (srv->epfd < 0 || srv->wakefd < 0 ||
+		epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->wakefd, &ev) != 0)
+	{
+		snprintf(err, errlen, "could not set up epoll: %s", strerror(errno));
+		goto fail;
+	}
+	if (nghttp2_session_callbacks_new(&srv->callbacks) != 0 || nghttp2_option_new(&srv->option) != 0)
+	{
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	h2_stream_callbacks(srv->callbacks);
+	return srv;
+fail:
+	xip83_h2_server_free(srv);
+	return NULL;
+}
+
+void
+xip83_h2_server_free(Xip83H2Server *srv)
+{
+	if (srv == NULL)
+		return;
+	while (srv->conns)
+		h2_conn_close(srv->conns);
+	while (srv->listeners)
+	{
+		H2Listener *l = srv->listeners;
+
+		srv->listeners = l->next;
+		if (l->fd >= 0)
+			close(l->fd);
+		free(l);
+	}
+	if (srv->epfd >= 0)
+		close(srv->epfd);
+	if (srv->wakefd >= 0)
+		close(srv->wakefd);
+	SSL_CTX_free(srv->tls);
+	nghttp2_session_callbacks_del(srv->callbacks);
+	nghttp2_option_del(srv->option);
+	xip83_timers_free(&srv->timers);
+	free(srv->methods);
+	free(srv);
+}
+
+bool
+xip83_h2_register(Xip83H2Server *srv, const Xip83GrpcMethod *m)
+{
+	const Xip83GrpcMethod **p;
+
+	for (size_t i = 0; i < srv->n_methods; i++)
+		if (strcmp(srv->methods[i]->path, m->path) == 0)
+			return false;
+	p = realloc(srv->methods, (srv->n_methods + 1) * sizeof(*p));
+	if (p == NULL)
+		return false;
+	srv->methods = p;
+	srv->methods[srv->n_methods++] = m;
+	return true;
+}
+
+bool
+xip83_h2_tls_files(Xip83H2Server *srv, const char *cert_file, const char *key_file,
+				   char *err, size_t errlen)
+{
+	SSL_CTX    *ctx = h2_tls_context(cert_file, key_file, err, errlen);
+
+	if (ctx == NULL)
+		return false;
+	SSL_CTX_free(srv->tls);
+	srv->tls = ctx;
+	return true;
+}
+
+int
+xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *port, bool tls,
+				char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,.ai_socktype = SOCK_STREAM,.ai_flags = AI_PASSIVE};
+	struct addrinfo *ai;
+	struct sockaddr_storage ss;
+	socklen_t	sslen = sizeof(ss);
+	int			fd = -1,
+				one = 1,
+				rc;
+	H2Listener *l;
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	if (tls && srv->tls == NULL)
+	{
+		snprintf(err, errlen, "a TLS listener needs a certificate and key first");
+		return -1;
+	}
+	rc = getaddrinfo(host, port, &hints, &ai);
+	if (rc != 0)
+	{
+		snprintf(err, errlen, "could not resolve %s:%s: %s", host, port, gai_strerror(rc));
+		return -1;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+		bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0 ||
+		getsockname(fd, (struct sockaddr *) &ss, &sslen) != 0)
+	{
+		snprintf(err, errlen, "could not listen on %s:%s: %s", host, port, strerror(errno));
+		freeaddrinfo(ai);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	freeaddrinfo(ai);
+	l = calloc(1, sizeof(*l));
+	if (l == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		close(fd);
+		return -1;
+	}
+	l->poll.kind = H2_POLL_LISTENER;
+	l->fd = fd;
+	l->tls = tls;
+	ev.data.ptr = &l->poll;
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+	{
+		snprintf(err, errlen, "could not watch the listener: %s", strerror(errno));
+		close(fd);
+		free(l);
+		return -1;
+	}
+	l->next = srv->listeners;
+	srv->listeners = l;
+	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
+				 : ((struct sockaddr_in *) &ss)->sin_port);
+}
+
+/* The drain's grace is over: whatever is still open is closed now. */
+static void
+DrainDeadline(void *arg)
+{
+	Xip83H2Server *srv = arg;
+
+	srv->drained = true;
+	while (srv->conns)
+		h2_conn_close(srv->conns);
+}
+
+void
+xip83_h2_drain(Xip83H2Server *srv)
+{
+	if (srv->draining)
+		return;
+	srv->draining = true;
+	/* closed, but kept: this turn's events may still point at them */
+	for (H2Listener *l = srv->listeners; l; l = l->next)
+		if (l->fd >= 0)
+		{
+			epoll_ctl(srv->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+			close(l->fd);
+			l->fd = -1;
+			l->paused = false;
+		}
+	xip83_timer_stop(&srv->timers, &srv->accept_timer);
+	/* the core ends its streams its own way first, if it likes */
+	if (srv->cfg.on_drain)
+		srv->cfg.on_drain(srv->cfg.drain_arg);
+	for (H2Conn *c = srv->conns; c; c = c->next)
+		h2_conn_goaway(c);
+	xip83_timer_start(&srv->timers, &srv->drain_timer, srv->cfg.drain_ms, DrainDeadline, srv);
+}
+
+void
+xip83_h2_drain_async(Xip83H2Server *srv)
+{
+	uint64_t	one = 1;
+	int			saved = errno;
+
+	/* a full counter means a drain is asked for already */
+	if (write(srv->wakefd, &one, sizeof(one)) < 0)
+		(void) 0;
+	errno = saved;
+}
+
+void
+xip83_h2_stats(const Xip83H2Server *srv, Xip83H2Stats *out)
+{
+	out->connections = srv->n_conns;
+	out->streams = srv->n_streams;
+	out->pending = srv->pending;
+}
+
+bool
+xip83_h2_timer_start(Xip83H2Server *srv, Xip83Timer *t, uint64_t delay_ms,
+					 Xip83TimerFn fire, void *arg)
+{
+	return xip83_timer_start(&srv->timers, t, delay_ms, fire, arg);
+}
+
+void
+xip83_h2_timer_stop(Xip83H2Server *srv, Xip83Timer *t)
+{
+	xip83_timer_stop(&srv->timers, t);
+}
+
+/* Flushes every connection something was queued on since its last flush. */
+static void
+FlushDirty(Xip83H2Server *srv)
+{
+	H2Conn	   *next;
+
+	for (H2Conn *c = srv->conns; c; c = next)
+	{
+		next = c->next;
+		if (c->dirty && !h2_conn_flush(c))
+			h2_conn_close(c);
+	}
+}
+
+bool
+xip83_h2_run(Xip83H2Server *srv)
+{
+	struct epoll_event ev[EVENTS_PER_WAIT];
+
+	while (!(srv->draining && (srv->conns == NULL || srv->drained)))
+	{
+		int			n = epoll_wait(srv->epfd, ev, EVENTS_PER_WAIT,
+								   xip83_timers_wait_ms(&srv->timers, xip83_now_ms()));
+
+		if (n < 0 && errno != EINTR)
+			return false;
+		for (int i = 0; i < n; i++)
+		{
+			H2Poll	   *p = ev[i].data.ptr;
+
+			switch (p->kind)
+			{
+				case H2_POLL_LISTENER:
+					if (!srv->draining)
+						h2_conn_accept(srv, (H2Listener *) p);
+					break;
+				case H2_POLL_CONN:
+					h2_conn_event((H2Conn *) p, ev[i].events);
+					break;
+				case H2_POLL_WAKE:
+					{
+						uint64_t	count;
+
+						if (read(srv->wakefd, &count, sizeof(count)) == sizeof(count))
+							xip83_h2_drain(srv);
+					}
+					break;
+			}
+		}
+		xip83_timers_run(&srv->timers, xip83_now_ms());
+		FlushDirty(srv);
+	}
+	xip83_timer_stop(&srv->timers, &srv->drain_timer);
+	return true;
+}

@@ -1,0 +1,153 @@
+/*
+ * h2_server.h: a gRPC server transport on HTTP/2 (nghttp2), one thread, one
+ * epoll loop, for the gateway's session core to plug into.
+ *
+ * The server listens on TCP sockets, plaintext HTTP/2 with prior knowledge
+ * ("h2c", what gRPC clients speak without TLS; no HTTP/1.1 Upgrade) or TLS
+ * (OpenSSL, ALPN "h2" required). The core registers methods by path; a
+ * request for any other path is answered UNIMPLEMENTED, trailers only.
+ * Everything is non-blocking; callbacks run on the loop's thread, and the
+ * calls below must be made from it too (except xip83_h2_drain_async).
+ *
+ * A stream's life, as a method sees it: open (with the request headers) →
+ * message* (each a whole gRPC message, in order) → half_close (the client
+ * sent END_STREAM) → closed. closed comes exactly once for every stream
+ * whose open returned XIP83_GRPC_OK, last, with cancelled set when the
+ * stream ended before the server finished it (RST_STREAM from the client, a
+ * lost connection); the stream handle is invalid after it returns. Between
+ * open and closed the method may send messages and finish the stream, from
+ * the callbacks or from anywhere on the loop (a timer, a database socket).
+ *
+ * Sending never blocks: messages queue per stream and leave as HTTP/2 flow
+ * control lets them (the client's window). The queue is not bounded here;
+ * xip83_h2_pending gives its size so the core can bound a slow client (stop
+ * producing, or end the stream RESOURCE_EXHAUSTED), and the writable callback
+ * says when a queue that went over the server's low-water mark drained below
+ * it again. Received messages are delivered as soon as they are whole; a
+ * message longer than the method's limit ends that stream alone with
+ * RESOURCE_EXHAUSTED (the connection and its other streams go on).
+ *
+ * Drain (xip83_h2_drain, or xip83_h2_drain_async from a signal handler):
+ * stop listening, tell the core (on_drain), send GOAWAY on every connection,
+ * end every unfinished stream with UNAVAILABLE after what it has queued, and
+ * close connections as their streams end; connections still open after
+ * drain_ms are closed hard. xip83_h2_run then returns.
+ */
+#ifndef XIP83_H2_SERVER_H
+#define XIP83_H2_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grpc_frame.h"
+#include "loop_timer.h"
+
+typedef struct Xip83H2Server Xip83H2Server;
+typedef struct Xip83H2Stream Xip83H2Stream;
+
+/* A request header; pointers valid during the open callback only. */
+typedef struct Xip83H2Header
+{
+	const char *name;			/* lower case, pseudo-headers included */
+	size_t		name_len;
+	const char *value;
+	size_t		value_len;
+} Xip83H2Header;
+
+/* A method the server serves; the struct must outlive the server. */
+typedef struct Xip83GrpcMethod
+{
+	const char *path;			/* "/package.Service/Method" */
+	uint32_t	max_message;	/* largest request message; 0: the server's */
+
+	/*
+	 * A stream opened. Return XIP83_GRPC_OK to take it, or a status to refuse
+	 * it with (answered trailers-only; no other callback follows).
+	 */
+	int			(*open) (Xip83H2Stream *s, const Xip83H2Header *headers, size_t n_headers);
+	/* One whole request message; msg is valid during the call only. */
+	void		(*message) (Xip83H2Stream *s, const unsigned char *msg, size_t len);
+	/* The client will send nothing more (may be NULL). */
+	void		(*half_close) (Xip83H2Stream *s);
+	/* The send queue drained below the low-water mark (may be NULL). */
+	void		(*writable) (Xip83H2Stream *s);
+	/* The stream is gone; the last call for it. */
+	void		(*closed) (Xip83H2Stream *s, bool cancelled);
+	void	   *arg;			/* for the method's own use: xip83_h2_method(s)->arg */
+} Xip83GrpcMethod;
+
+/* Settings; a zero field takes its default. */
+typedef struct Xip83H2Config
+{
+	uint32_t	max_streams;	/* concurrent streams per connection (1000) */
+	uint32_t	max_message;	/* largest request message (4 MiB, gRPC's default) */
+	size_t		low_water;		/* writable fires when pending drops below (256 KiB) */
+	uint32_t	drain_ms;		/* drain's grace before hard closes (5000) */
+	size_t		max_partial;	/* bytes of partly received messages per connection (64 MiB) */
+	void		(*on_drain) (void *arg);	/* drain began (may be NULL) */
+	void	   *drain_arg;
+} Xip83H2Config;
+
+typedef struct Xip83H2Stats
+{
+	size_t		connections;
+	size_t		streams;		/* open streams taken by a method */
+	size_t		pending;		/* bytes queued in all streams, not yet sent */
+} Xip83H2Stats;
+
+/* A new server, or NULL with err set. */
+extern Xip83H2Server *xip83_h2_server_new(const Xip83H2Config *cfg, char *err, size_t errlen);
+extern void xip83_h2_server_free(Xip83H2Server *srv);
+
+/* Serves m; false when the path is taken or memory is short. */
+extern bool xip83_h2_register(Xip83H2Server *srv, const Xip83GrpcMethod *m);
+
+/* Certificate chain and key (PEM files) for TLS listeners; false with err set. */
+extern bool xip83_h2_tls_files(Xip83H2Server *srv, const char *cert_file, const char *key_file,
+							   char *err, size_t errlen);
+
+/*
+ * Listens on host:port (port "0": any free one), TLS or h2c. Returns the port
+ * bound, or -1 with err set. TLS needs xip83_h2_tls_files first.
+ */
+extern int	xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *port, bool tls,
+							char *err, size_t errlen);
+
+/* Runs the loop until a drain has finished; false on an epoll failure. */
+extern bool xip83_h2_run(Xip83H2Server *srv);
+
+extern void xip83_h2_drain(Xip83H2Server *srv);
+/* Asks the loop to drain; async-signal-safe. */
+extern void xip83_h2_drain_async(Xip83H2Server *srv);
+
+extern void xip83_h2_stats(const Xip83H2Server *srv, Xip83H2Stats *out);
+
+/* Timers on the server's loop (see loop_timer.h). */
+extern bool xip83_h2_timer_start(Xip83H2Server *srv, Xip83Timer *t, uint64_t delay_ms,
+								 Xip83TimerFn fire, void *arg);
+extern void xip83_h2_timer_stop(Xip83H2Server *srv, Xip83Timer *t);
+
+/*
+ * Queues one message (the gRPC prefix is added here). False when the stream
+ * was finished already or memory is short (the message is not queued).
+ */
+extern bool xip83_h2_send(Xip83H2Stream *s, const void *msg, size_t len);
+
+/*
+ * Ends the stream after its queued messages with grpc-status and, when
+ * message is not NULL, grpc-message. Later calls do nothing.
+ */
+extern void xip83_h2_finish(Xip83H2Stream *s, int status, const char *message);
+
+/* Bytes queued on the stream and not yet handed to HTTP/2. */
+extern size_t xip83_h2_pending(const Xip83H2Stream *s);
+/* True once the stream was finished (by the method, a limit or a drain). */
+extern bool xip83_h2_finished(const Xip83H2Stream *s);
+
+extern const Xip83GrpcMethod *xip83_h2_method(const Xip83H2Stream *s);
+extern Xip83H2Server *xip83_h2_server(const Xip83H2Stream *s);
+extern void xip83_h2_set_data(Xip83H2Stream *s, void *data);
+extern void *xip83_h2_data(const Xip83H2Stream *s);
+
+#endif

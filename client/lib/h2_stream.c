@@ -1,0 +1,611 @@
+/*
+ * h2_stream.c: gRPC calls on HTTP/2 streams: nghttp2's session callbacks
+ * (requests, messages, ends) and the stream calls of h2_server.h (send,
+ * finish), with the data provider that lets queued messages out as flow
+ * control allows.
+ *
+ * A response is HEADERS (:status 200, content-type application/grpc), the
+ * messages as DATA, then trailers (grpc-status, grpc-message) carrying
+ * END_STREAM; a call ended before anything was sent gets one HEADERS frame
+ * with all of it ("trailers-only"). Once the response is complete and the
+ * client is still sending, RST_STREAM(NO_ERROR) tells it to stop (RFC 9113
+ * 8.1): a refused over-limit message is not read to its end.
+ */
+#include "h2_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* All request headers of one stream together, as SETTINGS announces. */
+#define MAX_HEADER_BYTES	16384
+
+#define NV(n, v, vlen) { (uint8_t *) (n), (uint8_t *) (v), sizeof(n) - 1, (vlen), \
+		NGHTTP2_NV_FLAG_NO_COPY_NAME }
+
+static const char grpc_type[] = "application/grpc";
+
+/* Counts the bytes a stream's reader holds towards its connection's budget. */
+static void
+ReaderTrack(Xip83H2Stream *s, uint32_t cap_before)
+{
+	s->conn->partial += s->reader.cap;
+	s->conn->partial -= cap_before;
+}
+
+static void
+ReaderRelease(Xip83H2Stream *s)
+{
+	uint32_t	cap = s->reader.cap;
+
+	xip83_grpc_reader_free(&s->reader);
+	ReaderTrack(s, cap);
+}
+
+static void
+MarkDirty(Xip83H2Stream *s)
+{
+	s->conn->dirty = true;
+}
+
+static void
+DropHeaders(Xip83H2Stream *s)
+{
+	for (uint32_t i = 0; i < s->n_hdrs; i++)
+		nghttp2_rcbuf_decref(s->hdrs[i]);
+	free(s->hdrs);
+	s->hdrs = NULL;
+	s->n_hdrs = 0;
+}
+
+/* Moves up to len queued bytes into buf; the provider's side of the queue. */
+static size_t
+QueueTake(Xip83H2Stream *s, uint8_t *buf, size_t len)
+{
+	Xip83H2Server *srv = s->conn->srv;
+	size_t		n = 0;
+
+	while (n < len && s->head != NULL)
+	{
+		H2Chunk    *c = s->head;
+		size_t		take = c->len - c->off;
+
+		if (take > len - n)
+			take = len - n;
+		memcpy(buf + n, c->data + c->off, take);
+		c->off += take;
+		n += take;
+		if (c->off == c->len)
+		{
+			s->head = c->next;
+			if (s->head == NULL)
+				s->tail = NULL;
+			free(c);
+		}
+	}
+	s->pending -= n;
+	srv->pending -= n;
+	if (s->over_low && s->pending < srv->cfg.low_water)
+	{
+		H2Conn	   *c = s->conn;
+
+		s->over_low = false;
+		/* told after the write, outside nghttp2's callbacks */
+		if (c->n_notify == c->cap_notify)
+		{
+			size_t		cap = c->cap_notify ? c->cap_notify * 2 : 16;
+			int32_t    *p = realloc(c->notify, cap * sizeof(*p));
+
+			if (p == NULL)
+				return n;		/* the stream is not told; its pending still shows */
+			c->notify = p;
+			c->cap_notify = cap;
+		}
+		c->notify[c->n_notify++] = s->id;
+	}
+	return n;
+}
+
+/* Submits the trailers of a finishing stream (from the data provider). */
+static void
+SubmitTrailers(Xip83H2Stream *s)
+{
+	char		status[12];
+	nghttp2_nv	nva[2] = {
+		NV("grpc-status", status, (size_t) snprintf(status, sizeof(status), "%d", s->status)),
+	};
+	size_t		n = 1;
+
+	if (s->message)
+		nva[n++] = (nghttp2_nv) NV("grpc-message", s->message, strlen(s->message));
+	nghttp2_submit_trailer(s->conn->session, s->id, nva, n);
+}
+
+static ssize_t
+DataRead(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+		 uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
+{
+	Xip83H2Stream *s = source->ptr;
+	size_t		n = QueueTake(s, buf, length);
+
+	if (s->head == NULL && s->finishing)
+	{
+		*data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+		SubmitTrailers(s);
+		return (ssize_t) n;
+	}
+	if (n == 0)
+	{
+		s->deferred = true;
+		return NGHTTP2_ERR_DEFERRED;
+	}
+	return (ssize_t) n;
+}
+
+/* Submits response headers, with the data provider or (prd NULL) END_STREAM. */
+static void
+Respond(Xip83H2Stream *s, const nghttp2_nv *nva, size_t n, const nghttp2_data_provider *prd)
+{
+	s->headers_sent = true;
+	/* a response that cannot be started is not left half-made: the stream goes */
+	if (nghttp2_submit_response(s->conn->session, s->id, nva, n, prd) != 0)
+	{
+		s->finishing = true;
+		nghttp2_submit_rst_stream(s->conn->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+	}
+	MarkDirty(s);
+}
+
+/* Submits the response HEADERS; with trailers set, a trailers-only response. */
+static void
+SubmitResponse(Xip83H2Stream *s, bool trailers, const char *accept_encoding)
+{
+	char		status[12];
+	nghttp2_nv	nva[5] = {
+		NV(":status", "200", 3),
+		NV("content-type", grpc_type, sizeof(grpc_type) - 1),
+	};
+	size_t		n = 2;
+	nghttp2_data_provider prd = {.source.ptr = s,.read_callback = DataRead};
+
+	if (trailers)
+	{
+		nva[n++] = (nghttp2_nv) NV("grpc-status", status,
+								   (size_t) snprintf(status, sizeof(status), "%d", s->status));
+		if (s->message)
+			nva[n++] = (nghttp2_nv) NV("grpc-message", s->message, strlen(s->message));
+		if (accept_encoding)
+			nva[n++] = (nghttp2_nv) NV("grpc-accept-encoding", accept_encoding,
+									   strlen(accept_encoding));
+	}
+	Respond(s, nva, n, trailers ? NULL : &prd);
+}
+
+/* Wakes the data provider if it waits for data: there is some, or trailers. */
+static void
+Resume(Xip83H2Stream *s)
+{
+	if (!s->deferred)
+		return;
+	s->deferred = false;
+	nghttp2_session_resume_data(s->conn->session, s->id);
+	MarkDirty(s);
+}
+
+/* Finishes s; accept_encoding is for a refused grpc-encoding. */
+static void
+Finish(Xip83H2Stream *s, int status, const char *message, const char *accept_encoding)
+{
+	if (s->finishing)
+		return;
+	s->finishing = true;
+	s->status = status;
+	if (message)
+	{
+		size_t		cap = strlen(message) * 3 + 1;
+
+		s->message = malloc(cap);
+		if (s->message)
+			xip83_grpc_percent_encode(message, s->message, cap);
+	}
+	ReaderRelease(s);
+	if (!s->headers_sent)
+		SubmitResponse(s, true, accept_encoding);
+	else
+		Resume(s);
+}
+
+/* Answers a request that is not a gRPC call with a bare HTTP status. */
+static void
+HttpRefuse(Xip83H2Stream *s, const char *status)
+{
+	nghttp2_nv	nva[1] = {NV(":status", status, strlen(status))};
+
+	s->finishing = true;
+	Respond(s, nva, 1, NULL);
+}
+
+/* The value of request header name, or NULL. */
+static const char *
+Header(Xip83H2Stream *s, const char *name, size_t *len)
+{
+	size_t		nlen = strlen(name);
+
+	for (uint32_t i = 0; i + 1 < s->n_hdrs; i += 2)
+	{
+		nghttp2_vec n = nghttp2_rcbuf_get_buf(s->hdrs[i]);
+
+		if (n.len == nlen && memcmp(n.base, name, nlen) == 0)
+		{
+			nghttp2_vec v = nghttp2_rcbuf_get_buf(s->hdrs[i + 1]);
+
+			*len = v.len;
+			return (const char *) v.base;
+		}
+	}
+	return NULL;
+}
+
+static const Xip83GrpcMethod *
+FindMethod(Xip83H2Server *srv, const char *path, size_t len)
+{
+	for (size_t i = 0; i < srv->n_methods; i++)
+		if (strlen(srv->methods[i]->path) == len && memcmp(srv->methods[i]->path, path, len) == 0)
+			return srv->methods[i];
+	return NULL;
+}
+
+/* The request's headers are whole: refuse it, or give it to its method. */
+static void
+Request(Xip83H2Stream *s)
+{
+	Xip83H2Server *srv = s->conn->srv;
+	size_t		len = 0;
+	const char *v;
+	const Xip83GrpcMethod *m;
+	Xip83H2Header *hv;
+	int			rc;
+
+	v = Header(s, ":method", &len);
+	if (v == NULL || len != 4 || memcmp(v, "POST", 4) != 0)
+		return HttpRefuse(s, "405");
+	v = Header(s, "content-type", &len);
+	if (v == NULL || len < sizeof(grpc_type) - 1 || memcmp(v, grpc_type, sizeof(grpc_type) - 1) != 0 ||
+		(len > sizeof(grpc_type) - 1 && v[sizeof(grpc_type) - 1] != '+' && v[sizeof(grpc_type) - 1] != ';'))
+		return HttpRefuse(s, "415");
+	if (srv->draining)
+		return Finish(s, XIP83_GRPC_UNAVAILABLE, "server is shutting down", NULL);
+	v = Header(s, ":path", &len);
+	m = v ? FindMethod(srv, v, len) : NULL;
+	if (m == NULL)
+	{
+		char		text[300];
+
+		snprintf(text, sizeof(text), "unknown method %.*s", (int) (len > 256 ? 256 : len), v ? v : "");
+		return Finish(s, XIP83_GRPC_UNIMPLEMENTED, text, NULL);
+	}
+	v = Header(s, "grpc-encoding", &len);
+	if (v && !(len == 8 && memcmp(v, "identity", 8) == 0))
+	{
+		char		text[300];
+
+		snprintf(text, sizeof(text), "compression %.*s is not supported", (int) (len > 64 ? 64 : len), v);
+		return Finish(s, XIP83_GRPC_UNIMPLEMENTED, text, "identity");
+	}
+
+	hv = malloc((s->n_hdrs / 2) * sizeof(*hv) + 1);
+	if (hv == NULL)
+		return Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+	for (uint32_t i = 0; i + 1 < s->n_hdrs; i += 2)
+	{
+		nghttp2_vec n = nghttp2_rcbuf_get_buf(s->hdrs[i]);
+		nghttp2_vec val = nghttp2_rcbuf_get_buf(s->hdrs[i + 1]);
+
+		hv[i / 2] = (Xip83H2Header) {(const char *) n.base, n.len, (const char *) val.base, val.len};
+	}
+	xip83_grpc_reader_init(&s->reader, m->max_message ? m->max_message : srv->cfg.max_message);
+	s->method = m;
+	srv->n_streams++;
+	rc = m->open(s, hv, s->n_hdrs / 2);
+	free(hv);
+	DropHeaders(s);
+	if (rc != XIP83_GRPC_OK)
+	{
+		/* refused: no other callback for it */
+		s->method = NULL;
+		srv->n_streams--;
+		Finish(s, rc, NULL, NULL);
+	}
+}
+
+/* The client sent END_STREAM. */
+static void
+RemoteEnd(Xip83H2Stream *s)
+{
+	s->remote_done = true;
+	if (s->method == NULL || s->finishing)
+		return;
+	if (xip83_grpc_reader_partial(&s->reader))
+		Finish(s, XIP83_GRPC_INTERNAL, "the request ended inside a message", NULL);
+	else if (s->method->half_close)
+		s->method->half_close(s);
+}
+
+static int
+OnBeginHeaders(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+	H2Conn	   *c = user_data;
+	Xip83H2Stream *s;
+
+	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;	/* resets this stream only */
+	s->conn = c;
+	s->id = frame->hd.stream_id;
+	if (nghttp2_session_set_stream_user_data(session, s->id, s) != 0)
+	{
+		free(s);
+		return 0;
+	}
+	s->next = c->streams;
+	if (c->streams)
+		c->streams->prev = s;
+	c->streams = s;
+	return 0;
+}
+
+static int
+OnHeader(nghttp2_session *session, const nghttp2_frame *frame, nghttp2_rcbuf *name,
+		 nghttp2_rcbuf *value, uint8_t flags, void *user_data)
+{
+	Xip83H2Stream *s;
+	nghttp2_rcbuf **h;
+
+	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;				/* client trailers: nothing in them for us */
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	if (s == NULL)
+		return 0;
+	s->hdr_bytes += nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
+	if (s->hdr_bytes > MAX_HEADER_BYTES)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	h = realloc(s->hdrs, (s->n_hdrs + 2) * sizeof(*h));
+	if (h == NULL)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	s->hdrs = h;
+	nghttp2_rcbuf_incref(name);
+	nghttp2_rcbuf_incref(value);
+	s->hdrs[s->n_hdrs++] = name;
+	s->hdrs[s->n_hdrs++] = value;
+	return 0;
+}
+
+static int
+OnFrameRecv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+	Xip83H2Stream *s;
+
+	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+		return 0;
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	if (s == NULL)
+		return 0;
+	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+		Request(s);
+	if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+		RemoteEnd(s);
+	return 0;
+}
+
+static int
+OnDataChunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
+			const uint8_t *data, size_t len, void *user_data)
+{
+	H2Conn	   *c = user_data;
+	Xip83H2Stream *s = nghttp2_session_get_stream_user_data(session, stream_id);
+
+	while (s != NULL && s->method != NULL && !s->finishing && len > 0)
+	{
+		const unsigned char *msg = NULL;
+		size_t		msg_len = 0;
+		size_t		used;
+		uint32_t	cap = s->reader.cap;
+		Xip83GrpcRead rc = xip83_grpc_reader_feed(&s->reader, data, len, &used, &msg, &msg_len);
+		char		text[120];
+
+		ReaderTrack(s, cap);
+		data += used;
+		len -= used;
+		switch (rc)
+		{
+			case XIP83_GRPC_READ_MORE:
+				if (c->partial > c->srv->cfg.max_partial)
+					Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED,
+						   "too many partly received messages on this connection", NULL);
+				break;
+			case XIP83_GRPC_READ_MESSAGE:
+				s->method->message(s, msg, msg_len);
+				break;
+			case XIP83_GRPC_READ_TOO_LARGE:
+				snprintf(text, sizeof(text), "received message larger than max (%u vs. %u)",
+						 s->reader.announced, s->reader.limit);
+				Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, text, NULL);
+				break;
+			case XIP83_GRPC_READ_COMPRESSED:
+				Finish(s, XIP83_GRPC_INTERNAL, "compressed message without a grpc-encoding", NULL);
+				break;
+			case XIP83_GRPC_READ_NOMEM:
+				Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+				break;
+		}
+	}
+	return 0;
+}
+
+static int
+OnFrameSend(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+	Xip83H2Stream *s;
+
+	if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
+		!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	if (s == NULL)
+		return 0;
+	s->end_sent = true;
+	if (!nghttp2_session_get_stream_remote_close(session, s->id))
+		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_NO_ERROR);
+	return 0;
+}
+
+static int
+OnStreamClose(nghttp2_session *session, int32_t stream_id, uint32_t error_code, void *user_data)
+{
+	Xip83H2Stream *s = nghttp2_session_get_stream_user_data(session, stream_id);
+
+	if (s != NULL)
+	{
+		nghttp2_session_set_stream_user_data(session, stream_id, NULL);
+		h2_stream_free(s, !s->end_sent);
+	}
+	return 0;
+}
+
+void
+h2_stream_callbacks(nghttp2_session_callbacks *cb)
+{
+	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, OnBeginHeaders);
+	nghttp2_session_callbacks_set_on_header_callback2(cb, OnHeader);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, OnFrameRecv);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, OnDataChunk);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, OnFrameSend);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb, OnStreamClose);
+}
+
+void
+h2_stream_free(Xip83H2Stream *s, bool cancelled)
+{
+	H2Conn	   *c = s->conn;
+
+	if (s->method)
+	{
+		c->srv->n_streams--;
+		s->finishing = true;	/* sends from the callback are refused */
+		s->method->closed(s, cancelled);
+	}
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->streams = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	while (s->head)
+	{
+		H2Chunk    *next = s->head->next;
+
+		free(s->head);
+		s->head = next;
+	}
+	c->srv->pending -= s->pending;
+	ReaderRelease(s);
+	DropHeaders(s);
+	free(s->message);
+	free(s);
+}
+
+void
+h2_stream_notify(H2Conn *c)
+{
+	/* a callback may queue more and add to the list: take it as it is now */
+	size_t		n = c->n_notify;
+	int32_t    *ids = c->notify;
+
+	c->notify = NULL;
+	c->n_notify = c->cap_notify = 0;
+	for (size_t i = 0; i < n; i++)
+	{
+		Xip83H2Stream *s = nghttp2_session_get_stream_user_data(c->session, ids[i]);
+
+		if (s && s->method && s->method->writable && !s->finishing)
+			s->method->writable(s);
+	}
+	free(ids);
+}
+
+/* ---------------------------------------------------------------- API */
+
+bool
+xip83_h2_send(Xip83H2Stream *s, const void *msg, size_t len)
+{
+	H2Chunk    *c;
+
+	if (s->finishing || len > UINT32_MAX)
+		return false;
+	c = malloc(sizeof(*c) + XIP83_GRPC_PREFIX + len);
+	if (c == NULL)
+		return false;
+	c->next = NULL;
+	c->len = XIP83_GRPC_PREFIX + len;
+	c->off = 0;
+	xip83_grpc_prefix(c->data, (uint32_t) len);
+	memcpy(c->data + XIP83_GRPC_PREFIX, msg, len);
+	if (s->tail)
+		s->tail->next = c;
+	else
+		s->head = c;
+	s->tail = c;
+	s->pending += c->len;
+	s->conn->srv->pending += c->len;
+	if (s->pending >= s->conn->srv->cfg.low_water)
+		s->over_low = true;
+	if (!s->headers_sent)
+		SubmitResponse(s, false, NULL);
+	else
+		Resume(s);
+	return true;
+}
+
+void
+xip83_h2_finish(Xip83H2Stream *s, int status, const char *message)
+{
+	Finish(s, status, message, NULL);
+}
+
+size_t
+xip83_h2_pending(const Xip83H2Stream *s)
+{
+	return s->pending;
+}
+
+bool
+xip83_h2_finished(const Xip83H2Stream *s)
+{
+	return s->finishing;
+}
+
+const Xip83GrpcMethod *
+xip83_h2_method(const Xip83H2Stream *s)
+{
+	return s->method;
+}
+
+Xip83H2Server *
+xip83_h2_server(const Xip83H2Stream *s)
+{
+	return s->conn->srv;
+}
+
+void
+xip83_h2_set_data(Xip83H2Stream *s, void *data)
+{
+	s->data = data;
+}
+
+void *
+xip83_h2_data(const Xip83H2Stream *s)
+{
+	return s->data;
+}
