@@ -7,14 +7,16 @@
 #                        which must preload xip83 (tests/xip83.conf)
 #   make tempcheck       the same, regression and isolation in a temporary
 #                        instance (pg_regress --temp-instance), as a non-root user
-#   make installcheck-libpq  the libpq programs tests/libpq/t_*.c against PGHOST
+#   make installcheck-libpq  the libpq programs tests/libpq/t_*.c (and scripts t_*.sh)
+#                        against PGHOST
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
 #   make cppcheck        static analysis of src/ (tests/cppcheck.sh)
 #   make SANITIZE=1      ASan + UBSan build; XIP83_SANITIZE=1 tests/driver.sh check runs it
 #
 # Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
-# specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c.
+# specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c
+# and tests/libpq/t_NAME.sh.
 
 EXTVERSION   = 0.2.0
 PG_CONFIG   ?= pg_config
@@ -127,6 +129,8 @@ CLIENT_SRC   = $(filter-out $(CLIENT_MAINS),$(call srcfiles,src/client/*.c))
 CLIENT_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(CLIENT_SRC)) $(patsubst %.c,$(BUILD)/client/%.o,$(PROTO_C))
 TESTLIB_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,tests/libpq/lib/*.c))
 LIBPQ_TESTS  = $(patsubst tests/libpq/%.c,$(BUILD)/tests/%,$(call srcfiles,tests/libpq/t_*.c))
+# shell tests (t_*.sh) run as they are, in the same fresh database
+LIBPQ_SCRIPTS = $(addprefix $(S),$(call srcfiles,tests/libpq/t_*.sh))
 BENCHES      = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests/bench/*.c))
 TOOLS        = $(if $(call srcfiles,src/client/xip83_tail.c),$(BUILD)/xip83-tail) \
                $(if $(call srcfiles,src/client/xip83_session.c),$(BUILD)/xip83-session)
@@ -212,7 +216,7 @@ tempcheck:
 
 # One program, one test: each gets a fresh database with the extension.
 installcheck-libpq: $(LIBPQ_TESTS)
-	PATH="$(bindir):$$PATH" bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS)
+	PATH="$(bindir):$$PATH" bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(LIBPQ_SCRIPTS)
 
 test:
 	bash tests/driver.sh check
