@@ -1,6 +1,7 @@
 /*
  * bench_recent: reconnect waves with the recent-writes tables (src/recent.h),
- * and what the tables cost writers; the issue's numbers printed alongside.
+ * and what the tables cost writers; the targets and the figures from before the
+ * tables printed alongside.
  *
  *   bench_recent [rows [topics]]   defaults 1000000, 10000
  *

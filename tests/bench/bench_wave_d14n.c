@@ -6,7 +6,7 @@
  *   bash tests/driver.sh bench bench_wave_d14n [ENVELOPES [TIMEOUT_S [LAYOUTS]]]
  *
  * Data: ENVELOPES (default 2,000,000) envelopes of 256 bytes, 7 originators
- * (one holding 76%), 20,000 topics skewed as in the v3 issue (topic index =
+ * (one holding 76%), 20,000 topics skewed as in bench_wave_v3 (topic index =
  * floor(20000 u^2)), in production's layout (meta and blob tables, LIST by
  * originator, RANGE bands of 1,000,000 sequence ids) and as a plain copy in
  * xip83.envelopes. LAYOUTS is "both" (default), "partitioned" or "plain".
