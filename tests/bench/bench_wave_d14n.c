@@ -247,6 +247,9 @@ Report(const char *layout, const char *what, double ours, double ref, bool ref_f
 	else
 		printf("%-12s %-52s %10.3f ms %9s >%.0f ms  >%7.1fx   %s (reference did not finish)\n",
 			   layout, what, ours, "", ref, ref / ours, target);
+	tl_result("bench_wave_d14n", "layout=%s,case=%s", "ours", ours, "ms", layout, what);
+	tl_result("bench_wave_d14n", "layout=%s,case=%s", ref_finished ? "sql" : "sql_unfinished_after",
+			  ref, "ms", layout, what);
 	fflush(stdout);
 }
 
