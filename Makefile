@@ -1,7 +1,8 @@
 # xip83: PGXS build of the extension, its protobuf code, the libpq tools and tests.
 #
 #   make                 extension library, xip83-tail and test programs
-#   make install         into the PostgreSQL found by pg_config
+#   make install         into the PostgreSQL found by pg_config (with the tools'
+#                        man pages, man/*.1)
 #   make installcheck    regression, isolation and TAP tests (PGXS) against the
 #                        installed extension and the server at PGHOST/PGPORT,
 #                        which must preload xip83 (tests/xip83.conf)
@@ -195,10 +196,16 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c src/frames_json.c src/frames_json.h $(PROTO_C) $
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-I$(BUILD)/proto -Isrc $(PROTOBUF_CFLAGS) -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
+# The tools and their man pages (man/NAME.1, section 1) into PostgreSQL's
+# bindir and mandir, as the server's own programs are installed.
+MAN1         = $(addprefix $(S),$(call srcfiles,man/*.1))
+
 install: install-tools
 install-tools: $(TOOLS)
 	$(if $(TOOLS),$(MKDIR_P) '$(DESTDIR)$(bindir)')
 	$(if $(TOOLS),$(INSTALL_PROGRAM) $(TOOLS) '$(DESTDIR)$(bindir)/')
+	$(if $(MAN1),$(MKDIR_P) '$(DESTDIR)$(mandir)/man1')
+	$(if $(MAN1),$(INSTALL_DATA) $(MAN1) '$(DESTDIR)$(mandir)/man1/')
 
 # PGXS's installcheck runs the three kinds in one recipe and stops at the first
 # that fails; these run one kind each (tests/driver.sh runs all three).
