@@ -212,7 +212,8 @@ def render_svgs(rows):
                 os.remove(path)
             continue
         fname, title, _, _, xkey, series, ylabel, logy = c
-        labels = [s[0] for s in series]
+        # only the series this run measured (a bench may run a subset of its cases)
+        labels = [s[0] for s in series if any(s[0] in ys for _, ys in pts)]
         data = "\n".join(" ".join([repr(x)] + [repr(ys[l]) if l in ys else "NaN" for l in labels])
                          for x, ys in pts)
         script = ["set terminal svg size 720,420 dynamic font 'sans,12' background rgb 'white'",
