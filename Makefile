@@ -1,14 +1,15 @@
 # xip83: PGXS build of the extension, its protobuf code, the libpq tools and tests.
 #
 #   make                 extension library, xip83-tail and test programs
-#   make install         into the PostgreSQL found by pg_config
+#   make install         into the PostgreSQL found by pg_config (with the tools'
+#                        man pages, man/*.1)
 #   make installcheck    regression, isolation and TAP tests (PGXS) against the
 #                        installed extension and the server at PGHOST/PGPORT,
 #                        which must preload xip83 (tests/xip83.conf)
 #   make tempcheck       the same, regression and isolation in a temporary
 #                        instance (pg_regress --temp-instance), as a non-root user
-#   make installcheck-libpq  the libpq programs tests/libpq/t_*.c against PGHOST,
-#                        and the gRPC transport's tests tests/grpc/t_*.py
+#   make installcheck-libpq  the libpq programs tests/libpq/t_*.c (and scripts t_*.sh)
+#                        against PGHOST, and the gRPC transport's tests tests/grpc/t_*.py
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
 #   make cppcheck        static analysis of src/ (tests/cppcheck.sh)
@@ -16,7 +17,7 @@
 #
 # Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
 # specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c,
-# tests/grpc/t_NAME.py.
+# tests/libpq/t_NAME.sh and tests/grpc/t_NAME.py.
 
 EXTVERSION   = 0.2.0
 PG_CONFIG   ?= pg_config
@@ -129,6 +130,8 @@ CLIENT_SRC   = $(filter-out $(CLIENT_MAINS),$(call srcfiles,src/client/*.c))
 CLIENT_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(CLIENT_SRC)) $(patsubst %.c,$(BUILD)/client/%.o,$(PROTO_C))
 TESTLIB_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,tests/libpq/lib/*.c))
 LIBPQ_TESTS  = $(patsubst tests/libpq/%.c,$(BUILD)/tests/%,$(call srcfiles,tests/libpq/t_*.c))
+# shell tests (t_*.sh) run as they are, in the same fresh database
+LIBPQ_SCRIPTS = $(addprefix $(S),$(call srcfiles,tests/libpq/t_*.sh))
 BENCHES      = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests/bench/*.c))
 TOOLS        = $(if $(call srcfiles,src/client/xip83_tail.c),$(BUILD)/xip83-tail) \
                $(if $(call srcfiles,src/client/xip83_session.c),$(BUILD)/xip83-session)
@@ -218,10 +221,16 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c src/frames_json.c src/frames_json.h $(PROTO_C) $
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-I$(BUILD)/proto -Isrc $(PROTOBUF_CFLAGS) -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
+# The tools and their man pages (man/NAME.1, section 1) into PostgreSQL's
+# bindir and mandir, as the server's own programs are installed.
+MAN1         = $(addprefix $(S),$(call srcfiles,man/*.1))
+
 install: install-tools
 install-tools: $(TOOLS)
 	$(if $(TOOLS),$(MKDIR_P) '$(DESTDIR)$(bindir)')
 	$(if $(TOOLS),$(INSTALL_PROGRAM) $(TOOLS) '$(DESTDIR)$(bindir)/')
+	$(if $(MAN1),$(MKDIR_P) '$(DESTDIR)$(mandir)/man1')
+	$(if $(MAN1),$(INSTALL_DATA) $(MAN1) '$(DESTDIR)$(mandir)/man1/')
 
 # PGXS's installcheck runs the three kinds in one recipe and stops at the first
 # that fails; these run one kind each (tests/driver.sh runs all three).
@@ -241,7 +250,7 @@ tempcheck:
 # The gRPC tests (tests/grpc/t_*.py) need no database; they run here too.
 installcheck-libpq: $(LIBPQ_TESTS) $(GW_ECHO)
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
-		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(addprefix $(S),$(GRPC_TESTS))
+		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
 
 test:
 	bash tests/driver.sh check

@@ -283,3 +283,8 @@ DROP FUNCTION xip83.live_notice_decode(text);
 -- include: control/install/55_live_fetch.sql
 COMMENT ON FUNCTION xip83.group_horizon(regclass) IS
   'Highest group message id H of source (xip83.group_messages or a table xip83.track follows as group) such that every id <= H is committed, will never exist, or is announced as a late write. Never decreases, across restarts. Read it before taking the snapshot the rows are read with. Needs USAGE on the source''s schema and SELECT on it; PARALLEL UNSAFE. On a standby: the horizons replayed from the primary (55000 until the first full record after a checkpoint).';
+
+-- ---------------------------------------------------------------- documentation
+-- The scan's comment points at the docs page that now holds its snapshot rule.
+COMMENT ON FUNCTION xip83.group_wave_scan(bytea[], bigint[], bigint, bigint, int, regclass) IS
+'One page of a group-message wave: rows of source with group_id = topics[i] and id > floors[i] for some i, id > scan_cursor, id <= ceiling, ascending id, at most page_limit rows. Snapshot: the statement''s, or one taken right after the horizon this session last read under it (docs/concepts.md, "What every scan and fetch checks"). Executable by PUBLIC; the caller needs USAGE on the source''s schema and SELECT on it (42501), and row-level security is refused.';

@@ -1,4 +1,4 @@
--- The storage layout node servers map unchanged (README.md, Storage).
+-- The storage layout node servers map unchanged (docs/concepts.md, "Storage").
 SELECT table_name, column_name, data_type, is_nullable, column_default IS NOT NULL AS has_default
   FROM information_schema.columns
  WHERE table_schema = 'xip83'

@@ -12,7 +12,7 @@
  * as another role. Published horizons before a crash never exceed what was
  * durable (horizon.c flushes the commits behind a horizon before handing it
  * out), so a loaded line is never below a horizon consumers saw, with one
- * exception the README states: rows deleted at the top of an originator's
+ * exception docs/live-feed.md states: rows deleted at the top of an originator's
  * line before a restart.
  */
 #include "postgres.h"

@@ -202,7 +202,7 @@ is( $node->safe_psql($db,
 	'0:0 0:6 200:6',
 	'the empty topic and sequence 0 through the d14n wave scan (0 seen for originator 200)');
 
-# Privileges: what the README lists, and no more.
+# Privileges: what docs/adopting.md lists, and no more.
 $node->safe_psql($db, <<'SQL');
 TRUNCATE xip83.welcome_messages RESTART IDENTITY;
 CREATE ROLE importer;

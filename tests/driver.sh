@@ -3,7 +3,8 @@
 #
 #   bash tests/driver.sh check    build, temp-install, throwaway cluster, every test
 #   bash tests/driver.sh demo     build, make install, throwaway cluster, the main job
-#   bash tests/driver.sh bench [NAME [ARGS]]  build, temp-install, throwaway cluster, tests/bench
+#   bash tests/driver.sh bench [NAME [ARGS]]  build, temp-install, throwaway cluster, tests/bench;
+#                                 the figures go to docs/perf/results.tsv and docs/performance.md
 #   bash tests/driver.sh shell    a throwaway cluster left running for hand work
 #   bash tests/driver.sh package  build the .deb (debian/, pg_buildext), install it,
 #                                 CREATE EXTENSION and the pg_regress and isolation
@@ -71,6 +72,9 @@ need_pkgs() {
 	command -v runuser >/dev/null || missing+=(util-linux)
 	command -v prove >/dev/null || missing+=(perl)
 	perl -MIPC::Run -e1 2>/dev/null || missing+=(libipc-run-perl)
+	# the bench run renders docs/performance.md (python3) and its charts (gnuplot)
+	[ -x /usr/bin/python3 ] || missing+=(python3)
+	if [ "$mode" = bench ]; then command -v gnuplot >/dev/null || missing+=(gnuplot-nox); fi
 	printf '%s\n' "${missing[@]}"
 }
 install_deps() {
@@ -284,11 +288,17 @@ case "$mode" in
 		cluster_start
 		fresh_db xip83_bench
 		# `bench NAME [ARGS...]` runs one benchmark, with its arguments
+		logs=()
 		for b in build/bench/${2:-*}; do
 			[ -x "$b" ] || continue
 			log "bench: $(basename "$b")"
-			PGDATABASE=xip83_bench "$b" "${@:3}" || die "benchmark $(basename "$b") failed"
+			PGDATABASE=xip83_bench "$b" "${@:3}" | tee "$RUN/$(basename "$b").log" \
+				|| die "benchmark $(basename "$b") failed"
+			logs+=("$RUN/$(basename "$b").log")
 		done
+		# the figures into docs/perf/results.tsv, then docs/performance.md and its charts
+		[ ${#logs[@]} -gt 0 ] && { /usr/bin/python3 tests/bench/report.py collect "${logs[@]}" \
+			|| die "tests/bench/report.py failed"; }
 		;;
 	demo)
 		build

@@ -1,5 +1,5 @@
 -- Storage: the v3 and d14n tables, column for column as node servers know them
--- (README.md, Storage), so a node can map rows unchanged and keep inserting with
+-- (docs/concepts.md, "Storage"), so a node can map rows unchanged and keep inserting with
 -- plain INSERT. Nullability and constraints are the nodes' own: every row a
 -- node's table accepts, these accept (empty topics included).
 

@@ -276,7 +276,7 @@ END $$;
 
 -- The helpers are internal: only the batch functions call them. Those run as
 -- their caller, so a role that writes through them needs EXECUTE on these too
--- (README, "Privileges"); PUBLIC has none.
+-- (docs/operations.md, "Privileges"); PUBLIC has none.
 REVOKE EXECUTE ON FUNCTION
     xip83.check_batch_array(anyarray, text, int, boolean, boolean),
     xip83.batch_first_occurrences(bytea[]),

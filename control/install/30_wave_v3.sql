@@ -80,7 +80,7 @@ CREATE FUNCTION xip83.welcome_ceiling(source regclass DEFAULT 'xip83.welcome_mes
 RETURNS bigint AS 'MODULE_PATHNAME', 'welcome_ceiling' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION xip83.group_wave_scan(bytea[], bigint[], bigint, bigint, int, regclass) IS
-'One page of a group-message wave: rows of source with group_id = topics[i] and id > floors[i] for some i, id > scan_cursor, id <= ceiling, ascending id, at most page_limit rows. Snapshot: the statement''s, or one taken right after the horizon this session last read under it (README, "What every scan and fetch checks"). Executable by PUBLIC; the caller needs USAGE on the source''s schema and SELECT on it (42501), and row-level security is refused.';
+'One page of a group-message wave: rows of source with group_id = topics[i] and id > floors[i] for some i, id > scan_cursor, id <= ceiling, ascending id, at most page_limit rows. Snapshot: the statement''s, or one taken right after the horizon this session last read under it (docs/concepts.md, "What every scan and fetch checks"). Executable by PUBLIC; the caller needs USAGE on the source''s schema and SELECT on it (42501), and row-level security is refused.';
 COMMENT ON FUNCTION xip83.welcome_wave_scan(bytea[], bigint[], bigint, bigint, int, regclass) IS
 'One page of a welcome wave, as group_wave_scan with installation_key for group_id. Same snapshot contract and privileges.';
 COMMENT ON FUNCTION xip83.group_wave_rows(bytea[], bigint[], bigint, bigint, regclass) IS

@@ -1,8 +1,7 @@
 -- Tracking a node's own tables: xip83.track makes every write to a node's
 -- table register its position as writes to xip83's tables do, so horizons,
--- ceilings, live fetch and the notifier cover it (README, "Adopting xip83 on a
--- running node"). What track changes on a table: a v3 table's id default
--- becomes xip83.next_id('<table>') (same sequence); an index <table>_xip83_track
+-- ceilings, live fetch and the notifier cover it (docs/adopting.md). What
+-- track changes on a table: a v3 table's id default becomes xip83.next_id('<table>') (same sequence); an index <table>_xip83_track
 -- of the access method below (inserts) and the triggers xip83_register_position
 -- (BEFORE UPDATE) go on the table and on the blob table, xip83_reset_positions
 -- (AFTER TRUNCATE) on the table; untrack restores the default and drops them.
@@ -14,6 +13,8 @@ CREATE FUNCTION xip83.track_am_handler(internal) RETURNS index_am_handler
 AS 'MODULE_PATHNAME', 'track_am_handler' LANGUAGE C;
 REVOKE EXECUTE ON FUNCTION xip83.track_am_handler(internal) FROM PUBLIC;
 CREATE ACCESS METHOD xip83_track TYPE INDEX HANDLER xip83.track_am_handler;
+COMMENT ON FUNCTION xip83.track_am_handler(internal) IS
+  'Handler of the access method xip83_track (internal; not executable by PUBLIC).';
 CREATE OPERATOR CLASS xip83.track_int4_ops DEFAULT FOR TYPE int4 USING xip83_track AS STORAGE int4;
 CREATE OPERATOR CLASS xip83.track_int8_ops DEFAULT FOR TYPE int8 USING xip83_track AS STORAGE int8;
 CREATE OPERATOR CLASS xip83.track_bytea_ops DEFAULT FOR TYPE bytea USING xip83_track AS STORAGE bytea;

@@ -258,6 +258,10 @@ main(int argc, char **argv)
 	printf("  frames / rows        = %.2f  (target <= 1.3)\n", t_frames[rounds / 2] / t_rows[rounds / 2]);
 	printf("  client / frames      = %.2f  (target >= 3)\n", t_client[rounds / 2] / t_frames[rounds / 2]);
 	printf("  client-text / frames = %.2f\n", t_text[rounds / 2] / t_frames[rounds / 2]);
+	tl_result("bench_frames", "page=%d,topics=%d", "rows", t_rows[rounds / 2], "ms", PAGE, TOPICS);
+	tl_result("bench_frames", "page=%d,topics=%d", "frames", t_frames[rounds / 2], "ms", PAGE, TOPICS);
+	tl_result("bench_frames", "page=%d,topics=%d", "client_encode", t_client[rounds / 2], "ms",
+			  PAGE, TOPICS);
 	TL_CHECK(frame_bytes == client_bytes && frame_bytes == text_bytes,
 			 "frames and client encodings have the same size: %zu, %zu, %zu",
 			 frame_bytes, client_bytes, text_bytes);

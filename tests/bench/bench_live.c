@@ -6,13 +6,14 @@
  *      xip83.group_messages with the feed running and xip83-tail following,
  *      and into a plain table with a per-row pg_notify trigger and a listener.
  *   2. Latency from commit (acknowledged to the writer) to xip83-tail's print
- *      of the row, p50 and p99, at 2,000 and 10,000 rows/s.
+ *      of the row, p50 and p99, at 500, 2,000, 5,000 and 10,000 rows/s.
  *   3. Misses: writers with random commit delays, read by today's node loop
  *      (poll every 25 ms, id > last ORDER BY id LIMIT 500) and by xip83-tail.
  *
  * usage: bench_live [--scale F] [--tail PATH] [--only writers|latency|misses]
  *        (scale multiplies durations)
  * Run with: bash tests/driver.sh bench bench_live
+ * Each figure is also printed as a RESULT line (tl_result) for docs/performance.md.
  */
 #include "testlib.h"
 
@@ -322,6 +323,9 @@ BenchWriters(PGconn *c)
 	PrintWriters("xip83 feed + xip83-tail", feed, plain);
 	PrintWriters("per-row pg_notify trigger", notify, plain);
 	printf("   median feed / median pg_notify %8.2fx\n", Median(feed) / Median(notify));
+	tl_result("bench_live", "writers=16", "feed_vs_no_feed", Median(feed) / Median(plain), "ratio");
+	tl_result("bench_live", "writers=16", "pg_notify_vs_no_feed", Median(notify) / Median(plain),
+			  "ratio");
 }
 
 /* ---------------------------------------------------------------- 2. latency */
@@ -469,6 +473,12 @@ BenchLatency(PGconn *c, double rate, int rows_per_commit)
 		   atomic_load(&run.written) / ((run.last_commit_us - run.start_us) / 1e6),
 		   n ? lats[n / 2] / 1000.0 : -1, n ? lats[(int64_t) (n * 0.99)] / 1000.0 : -1,
 		   n ? lats[n - 1] / 1000.0 : -1, (long long) n);
+	if (n)
+	{
+		tl_result("bench_live", "rate=%.0f", "latency_p50", lats[n / 2] / 1000.0, "ms", rate);
+		tl_result("bench_live", "rate=%.0f", "latency_p99", lats[(int64_t) (n * 0.99)] / 1000.0,
+				  "ms", rate);
+	}
 	free(lats);
 	free(run.ack_us);
 	free(run.print_us);
@@ -617,6 +627,10 @@ BenchMisses(PGconn *c)
 		   (long long) poller_missed, 100.0 * poller_missed / (stored ? stored : 1));
 	printf("   xip83-tail                     %8lld rows never seen (%lld lines printed)\n",
 		   (long long) tail_missed, (long long) tail_lines);
+	tl_result("bench_live", "writers=16", "missed_poller", 100.0 * poller_missed / (stored ? stored : 1),
+			  "percent");
+	tl_result("bench_live", "writers=16", "missed_tail", 100.0 * tail_missed / (stored ? stored : 1),
+			  "percent");
 	free(poller.seen);
 	free(tail_seen);
 }
@@ -650,7 +664,10 @@ main(int argc, char **argv)
 	if (only == NULL || strcmp(only, "latency") == 0)
 	{
 		printf("2. latency from commit (acknowledged to the writer) to xip83-tail's print, 16 clients\n");
+		/* a sweep of rates, for latency against rate; busier rates commit more rows at once */
+		BenchLatency(c, 500, 1);
 		BenchLatency(c, 2000, 1);
+		BenchLatency(c, 5000, 5);
 		BenchLatency(c, 10000, 10);
 	}
 	if (only == NULL || strcmp(only, "misses") == 0)

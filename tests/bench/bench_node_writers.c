@@ -319,6 +319,7 @@ PrintPair(const char *what, const Arm *a, const Arm *b, int rounds, const char *
 	bool		have_cpu = true;
 
 	printf("%s = %.3f  (%s%s)\n  rounds: %s\n", what, m, spread, target, each);
+	tl_result("bench_node_writers", "pair=%s", "throughput_ratio", m, "ratio", what);
 	for (int i = 0; i < rounds; i++)
 		have_cpu &= a->cpu[i] > 0 && b->cpu[i] > 0;
 	if (!have_cpu)

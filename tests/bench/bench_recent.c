@@ -1,6 +1,7 @@
 /*
  * bench_recent: reconnect waves with the recent-writes tables (src/recent.h),
- * and what the tables cost writers; the issue's numbers printed alongside.
+ * and what the tables cost writers; the targets and the figures from before the
+ * tables printed alongside.
  *
  *   bench_recent [rows [topics]]   defaults 1000000, 10000
  *
@@ -293,6 +294,10 @@ PrintRead(const char *what, double ours, double no_tables, double vs, double anc
 	snprintf(r, sizeof(r), "%.2fx (%.2f-%.2f)", rounds.median, rounds.lo, rounds.hi);
 	printf("  %-40s %9.3f %9.3f %9.3f %9.3f %7.2fx %22s  %s\n", what, ours, no_tables, vs,
 		   anchor, ours / vs, r, target);
+	tl_result("bench_recent", "case=%s", "ours", ours, "ms", what);
+	tl_result("bench_recent", "case=%s", "tables_off", no_tables, "ms", what);
+	tl_result("bench_recent", "case=%s", "comparator", vs, "ms", what);
+	tl_result("bench_recent", "case=%s", "sql", anchor, "ms", what);
 }
 
 #define MAX_WRITER_ROUNDS 50

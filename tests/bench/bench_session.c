@@ -324,6 +324,8 @@ BenchWave(PGconn *c, bool d14n)
 	e = Median(engine, ROUNDS);
 	printf("   %-5s %ld rows: engine %8.1f ms   bare replay %8.1f ms   engine/bare %5.2fx (target <= 1.50)  %s\n",
 		   d14n ? "d14n" : "v3", engine_rows, e, b, e / b, e / b <= 1.5 ? "met" : "NOT met");
+	tl_result("bench_session", "binding=%s", "wave_engine", e, "ms", d14n ? "d14n" : "v3");
+	tl_result("bench_session", "binding=%s", "wave_bare_replay", b, "ms", d14n ? "d14n" : "v3");
 }
 
 /* ---------------------------------------------------------------- 2. latency */
@@ -467,6 +469,8 @@ Report(const char *binding, const char *who, const int64_t *seen, bool target)
 		   n ? lats[n / 2] / 1000.0 : -1, p99, n ? lats[n - 1] / 1000.0 : -1,
 		   !target ? "" : p99 >= 0 && p99 <= 15 ? "  (target p99 <= 15 ms: met)"
 		   : "  (target p99 <= 15 ms: NOT met)");
+	if (n)
+		tl_result("bench_session", "binding=%s,reader=%s", "live_p99", p99, "ms", binding, who);
 	free(lats);
 	return p99;
 }

@@ -6,7 +6,7 @@
  *   bash tests/driver.sh bench bench_wave_d14n [ENVELOPES [TIMEOUT_S [LAYOUTS]]]
  *
  * Data: ENVELOPES (default 2,000,000) envelopes of 256 bytes, 7 originators
- * (one holding 76%), 20,000 topics skewed as in the v3 issue (topic index =
+ * (one holding 76%), 20,000 topics skewed as in bench_wave_v3 (topic index =
  * floor(20000 u^2)), in production's layout (meta and blob tables, LIST by
  * originator, RANGE bands of 1,000,000 sequence ids) and as a plain copy in
  * xip83.envelopes. LAYOUTS is "both" (default), "partitioned" or "plain".
@@ -247,6 +247,9 @@ Report(const char *layout, const char *what, double ours, double ref, bool ref_f
 	else
 		printf("%-12s %-52s %10.3f ms %9s >%.0f ms  >%7.1fx   %s (reference did not finish)\n",
 			   layout, what, ours, "", ref, ref / ours, target);
+	tl_result("bench_wave_d14n", "layout=%s,case=%s", "ours", ours, "ms", layout, what);
+	tl_result("bench_wave_d14n", "layout=%s,case=%s", ref_finished ? "sql" : "sql_unfinished_after",
+			  ref, "ms", layout, what);
 	fflush(stdout);
 }
 

@@ -24,7 +24,9 @@
  * through a cursor with FETCH 500 (whole waves).
  *
  * Every timing is the median of several runs on warm buffers; every method's
- * row count and id checksum is compared with the others'.
+ * row count and id checksum is compared with the others'. Caught-up waves (a
+ * reconnect with nothing new) run at every wave size. Besides the table, each
+ * figure is printed as a RESULT line (tl_result) for docs/performance.md.
  */
 #include "testlib.h"
 
@@ -243,6 +245,7 @@ ExecWave(const char *sql, const Wave *w, int nextra, const char *const *extra)
 
 /* Bytes the client received, so that reading every field is not optimized away. */
 static size_t received_bytes;
+static long bench_rows;		/* rows loaded per kind, for the RESULT lines */
 
 /* Takes a result's rows into a delivery (every field is touched). */
 static int
@@ -720,6 +723,10 @@ FirstPage(const Kind *k, int n, int groups, long long ceiling)
 	printf("  %-7s first page   %6d topics  A %9.2f ms  ours %7.2f ms  floor %6.2f ms"
 		   "   A/ours %7.1fx  ours/floor %5.1fx\n",
 		   k->name, n, ta * 1e3, to * 1e3, tf[4] * 1e3, ta / to, to / tf[4]);
+	tl_result("bench_wave_v3", "kind=%s,rows=%ld,topics=%d", "first_page_ours", to * 1e3, "ms",
+			  k->name, bench_rows, n);
+	tl_result("bench_wave_v3", "kind=%s,rows=%ld,topics=%d", "first_page_sql", ta * 1e3, "ms",
+			  k->name, bench_rows, n);
 	free(ids);
 	FreeWave(&w);
 }
@@ -765,6 +772,13 @@ WholeWave(const Kind *k, int n, int groups, long long ceiling, bool run_a)
 	if (n <= 1000)
 		printf("   stateless pages %8.1f ms (A/pages %5.1fx)", tp * 1e3, run_a ? ta / tp : 0);
 	printf("   peak backend memory %lld kB\n", peak / 1024);
+	tl_result("bench_wave_v3", "kind=%s,rows=%ld,topics=%d", "whole_wave_stream", ts * 1e3, "ms",
+			  k->name, bench_rows, n);
+	tl_result("bench_wave_v3", "kind=%s,rows=%ld,topics=%d", "whole_wave_lateral", tb * 1e3, "ms",
+			  k->name, bench_rows, n);
+	if (run_a)
+		tl_result("bench_wave_v3", "kind=%s,rows=%ld,topics=%d", "whole_wave_sql", ta * 1e3, "ms",
+				  k->name, bench_rows, n);
 	printf("  %-7s               stream with %d FETCH 500 in flight %8.1f ms   B/stream %5.2fx",
 		   k->name, PIPELINE_DEPTH, ts4 * 1e3, tb / ts4);
 	if (run_a)
@@ -837,6 +851,10 @@ CaughtUp(const Kind *k, int n, int groups, long long ceiling)
 	printf("  %-7s caught up    %6d topics  A %9.3f ms  ours %7.3f ms   A/ours %7.1fx"
 		   "   (round trip of the arguments alone %6.3f ms)\n",
 		   k->name, n, ta * 1e3, to * 1e3, ta / to, te[15] * 1e3);
+	tl_result("bench_wave_v3", "kind=%s,rows=%ld,topics=%d", "caught_up_ours", to * 1e3, "ms",
+			  k->name, bench_rows, n);
+	tl_result("bench_wave_v3", "kind=%s,rows=%ld,topics=%d", "caught_up_sql", ta * 1e3, "ms",
+			  k->name, bench_rows, n);
 	printf("  %-7s                             in the server (planning + execution):"
 		   " A %7.3f ms  ours %7.4f ms   A/ours %7.1fx\n", k->name, sa * 1e3, so * 1e3, sa / so);
 	FreeWave(&w);
@@ -966,6 +984,7 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	srandom(83);
 	conn = tl_connect();
+	bench_rows = rows;
 	Load(rows, groups);
 	for (int i = 0; i < 3; i++)
 		if (sizes[i] > groups)
@@ -982,8 +1001,9 @@ main(int argc, char **argv)
 			FirstPage(k, sizes[i], groups, ceiling);
 		for (int i = 0; i < 3 && Wants(only, "whole"); i++)
 			WholeWave(k, sizes[i], groups, ceiling, sizes[i] <= 1000 && !strstr(only, "noA"));
-		if (Wants(only, "caught"))
-			CaughtUp(k, sizes[1], groups, ceiling);
+		/* every size: what a reconnect costs against the topics it names */
+		for (int i = 0; i < 3 && Wants(only, "caught"); i++)
+			CaughtUp(k, sizes[i], groups, ceiling);
 		if (Wants(only, "dense"))
 			Dense(k, groups, ceiling);
 	}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs libpq test programs (make installcheck-libpq): one program, one test,
-# exit 0 passes. Each gets a fresh database xip83_libpq with the extension on
+# Runs libpq test programs and t_*.sh scripts (make installcheck-libpq): one
+# program, one test, exit 0 passes. Each gets a fresh database xip83_libpq with the extension on
 # the server at PGHOST/PGPORT (psql and pg_isready from PATH). Tests that
 # restart or stop the server do it through XIP83_PGCTL (a pg_ctl wrapper,
 # tests/driver.sh writes one); a server left down is started again through it.
@@ -18,7 +18,7 @@ report() {
 }
 for t in "$@"; do
 	[ -x "$t" ] || [ "${t%.py}" != "$t" ] || continue
-	name=$(basename "$t")
+	name=$(basename "$t" .sh)
 	if [ "${t%.py}" != "$t" ]; then
 		timeout "${XIP83_TEST_TIMEOUT:-900}" /usr/bin/python3 "$t"
 		report "$name" $?

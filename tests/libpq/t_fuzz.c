@@ -23,8 +23,9 @@
  * states must be unchanged after the nobody phase, must not go back after the
  * writer phase, and a plain default-id insert must still work afterwards.
  *
- * Cases that hit bugs known from issue 10 (reproduced on main when this
- * fuzzer was written at e550f2b) carry a tag such as "10.6" in the output.
+ * Cases that hit bugs found before the registry was redesigned (reproduced
+ * when this fuzzer was written, at e550f2b) carry a tag such as "10.6" in the
+ * output, naming the bug in the list the fixes were made from.
  * XIP83_FUZZ_KNOWN=skip leaves them out, =run runs them (the default is
  * FUZZ_KNOWN_DEFAULT below). Other settings:
  *   XIP83_FUZZ_SEED     PRNG seed (default 83): same seed, same cases
@@ -45,8 +46,7 @@
 #include <unistd.h>
 
 /*
- * "run": main has the issue-10 fixes (the registry redesign), so the known
- * cases pass. XIP83_FUZZ_KNOWN=skip runs only the cases that passed before it.
+ * "run": the registry redesign fixed those bugs, so the known cases pass. XIP83_FUZZ_KNOWN=skip runs only the cases that passed before it.
  */
 #define FUZZ_KNOWN_DEFAULT "run"
 
@@ -410,7 +410,7 @@ gen_arg(TlBuf *b, const char *type, int len)
 /* ------------------------------------------------------------ known bugs */
 
 /*
- * The issue-10 item a case is known to hit on main, or NULL. Kept narrow: a
+ * The bug from that list a case is known to hit, or NULL. Kept narrow: a
  * case not listed here must pass today.
  */
 static const char *

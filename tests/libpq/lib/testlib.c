@@ -78,6 +78,19 @@ tl_exec_fails(PGconn *conn, const char *sql, const char *sqlstate)
 	return ok;
 }
 
+void
+tl_result(const char *bench, const char *casefmt, const char *metric, double value,
+		  const char *unit,...)
+{
+	char		c[256];
+	va_list		ap;
+
+	va_start(ap, unit);
+	vsnprintf(c, sizeof(c), casefmt, ap);
+	va_end(ap);
+	printf("RESULT\t%s\t%s\t%s\t%.6g\t%s\n", bench, c, metric, value, unit);
+}
+
 int
 tl_done(const char *name)
 {

@@ -68,6 +68,15 @@ typedef struct TlRatios
 
 TlRatios	tl_ratios(const double *r, int n);
 
+/*
+ * One machine-readable benchmark figure beside the human output:
+ * "RESULT<TAB>bench<TAB>case<TAB>metric<TAB>value<TAB>unit", case as
+ * "key=value,..." (the parameters the figure depends on). tests/bench/report.py
+ * collects these lines into docs/perf/results.tsv.
+ */
+void		tl_result(const char *bench, const char *casefmt, const char *metric, double value,
+					  const char *unit,...) __attribute__((format(printf, 2, 6)));
+
 /* The test's exit status, with a summary line. */
 int			tl_done(const char *name);
 
