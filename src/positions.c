@@ -295,8 +295,9 @@ NoteLate(RegistryDb *db, int line, uint64 x)
  * Registers a position this transaction is about to write. Below its pin
  * (or on a frozen line) the position is checked against the published
  * horizon: at or below it the write is late and goes into the late ring.
+ * Returns whether it is late.
  */
-static void
+static bool
 RegisterPosition(RegistryDb *db, int line, PositionKind kind, int32 node, uint64 x)
 {
 	RegistrySlot *slot = RegistryMySlot();
@@ -308,21 +309,22 @@ RegisterPosition(RegistryDb *db, int line, PositionKind kind, int32 node, uint64
 		uint64		low = pg_atomic_read_u64(&slot->low[pin]);
 
 		if (x >= low)
-			return;
+			return false;
 		pg_atomic_write_u64(&slot->low[pin], x);
 		pg_memory_barrier();
 		if (!AtOrBelowPublished(db, line, x))
-			return;
+			return false;
 		/* consumers passed x already: the old bound holds everything else */
 		pg_atomic_write_u64(&slot->low[pin], low);
 	}
 	else if (!AtOrBelowPublished(db, line, x))
-		return;
+		return false;
 	if (AlreadyLate(db, line, x))
-		return;
+		return true;
 	(void) RegistryAddLate(db, kind, node, (int64) x, GetCurrentTransactionId());
 	Touch(db, TOUCH_LATE, 0);
 	NoteLate(db, line, x);
+	return true;
 }
 
 /* Moves a v3 table's sequence up to an explicit id above it, as the writer. */
@@ -657,14 +659,16 @@ NoteRecent(RegistryDb *db, PositionKind kind, const bytea *topic, int32 node, ui
  * Notes and registers one written row of a target: the write path of the
  * trigger and of the tracking index (track_am.c). sets_position false: an
  * UPDATE that moved the row to another topic, only noted; inserted: a new
- * row, whose id may be the one the default just drew.
+ * row, whose id may be the one the default just drew. Returns whether the
+ * write is late.
  */
-static void
+static bool
 RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea *topic,
 			bool sets_position, bool inserted)
 {
 	PositionKind kind = target->kind;
 	RegistryDb *db;
+	bool		late;
 
 	if (kind == KIND_ENVELOPE)
 	{
@@ -676,10 +680,9 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 		db = RegistryAttachFeed(target->feed);
 		NoteRecent(db, kind, topic, node, (uint64) position);
 		if (!sets_position)
-			return;
+			return false;
 		/* sequence 0 (chain originators) is at or below every horizon: a late write */
-		RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) position);
-		return;
+		return RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) position);
 	}
 	if (position <= 0)
 		ereport(ERROR,
@@ -688,15 +691,16 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 	db = RegistryAttachFeed(target->feed);
 	NoteRecent(db, kind, topic, 0, (uint64) position);
 	if (!sets_position)
-		return;
+		return false;
 	if (position == LastDrawn[kind] && LastDrawnDb[kind] == db && inserted)
 	{
 		LastDrawn[kind] = 0;	/* drawn by the default just now: registered */
-		return;
+		return false;
 	}
-	RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) position);
+	late = RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) position);
 	SequenceCatchUp(OidIsValid(target->feed) ? target->sequence
 					: RegistryOwnRelation(KindSequence[kind]), (uint64) position);
+	return late;
 }
 
 /*
@@ -765,7 +769,7 @@ register_position(PG_FUNCTION_ARGS)
 	shape = RowShapeOf(trigdata);
 	if (Reg == NULL)
 		return PointerGetDatum(tuple);
-	RegisterRow(&shape->target,
+	(void) RegisterRow(&shape->target,
 				shape->node != 0 ? (int32) RowPosition(tuple, desc, shape->node) : 0,
 				RowPosition(tuple, desc, shape->position),
 				RowTopic(shape, tuple, desc),
@@ -864,17 +868,17 @@ PositionsInsertMayBeUpdate(Relation heap)
 	return true;
 }
 
-void
+bool
 PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull)
 {
 	const RowShape *shape;
 	const bytea *topic = NULL;
 
 	if (Reg == NULL || (shape = IndexShapeOf(heap, index)) == NULL)
-		return;
+		return false;
 	if (shape->topic != 0 && !isnull[shape->topic - 1])
 		topic = DatumGetByteaPP(values[shape->topic - 1]);
-	RegisterRow(&shape->target,
+	return RegisterRow(&shape->target,
 				shape->node != 0 ? (int32) IndexPosition(values, isnull, shape->node, true) : 0,
 				IndexPosition(values, isnull, shape->position, false),
 				topic, true, true);

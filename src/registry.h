@@ -237,9 +237,10 @@ extern void PositionsInstallHooks(void);
 /*
  * A new row of a tracked table, from its xip83_track index (track_am.c):
  * values are the index's columns, positions first and then the topic (none
- * on a blob table). A table no longer tracked is left alone.
+ * on a blob table). A table no longer tracked is left alone. Returns whether
+ * the write is late (registry.h).
  */
-extern void PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull);
+extern bool PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull);
 /* Whether such an insert may be an UPDATE's new row version (false: surely a new row). */
 extern bool PositionsInsertMayBeUpdate(Relation heap);
 /* Starts a database's lines over at 0 (a committed TRUNCATE); lock held exclusive. */

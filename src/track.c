@@ -204,6 +204,7 @@ void
 TrackInstallHooks(void)
 {
 	CacheRegisterRelcacheCallback(TrackInvalidate, (Datum) 0);
+	TrackDdlInstallHook();
 }
 
 /* The row covering relid, looked up through its partition ancestors. */
@@ -574,6 +575,49 @@ TrackIndexOf(Relation heap, Relation index, TrackedSource *t, bool *blob_side)
 	return TRACK_INDEX_LIVE;
 }
 
+/* The index of a leaf that registers its inserts, or InvalidOid (none, or the leaf is not tracked). */
+Oid
+TrackLiveIndex(Relation heap)
+{
+	List	   *indexes = RelationGetIndexList(heap);
+	ListCell   *lc;
+	Oid			am = TrackAmOid();
+
+	foreach(lc, indexes)
+	{
+		Relation	index;
+		TrackedSource t;
+		bool		blob_side;
+		bool		live;
+
+		if (!OidIsValid(am) || RelationAm(lfirst_oid(lc)) != am)
+			continue;
+		index = index_open(lfirst_oid(lc), AccessShareLock);
+		live = TrackIndexOf(heap, index, &t, &blob_side) == TRACK_INDEX_LIVE;
+		index_close(index, AccessShareLock);
+		if (live)
+			return lfirst_oid(lc);
+	}
+	return InvalidOid;
+}
+
+/* Whether column is one of the positions or the topic the tracking of relid follows. */
+bool
+TrackedColumn(Oid relid, const char *column)
+{
+	TrackedSource t;
+	const char *const *cols;
+
+	if (!TrackedFind(relid, &t))
+		return false;
+	/* a blob table's list is the meta table's without the topic, which it lacks */
+	cols = IndexColumnList(t.kind, false);
+	for (int i = 0; cols[i] != NULL; i++)
+		if (strcmp(cols[i], column) == 0)
+			return true;
+	return false;
+}
+
 /* Refuses to build an xip83_track index a tracked table would misread. */
 void
 TrackCheckIndex(Relation heap, Relation index)
@@ -699,6 +743,11 @@ xip83_untrack(PG_FUNCTION_ARGS)
 	if (OidIsValid(t.blob))
 		RequireOwner(t.blob);
 
+	/* the row first: a tracking index in use may not be dropped (track_ddl.c) */
+	(void) CatalogFind(relid, false, true, &t);
+	InvalidateTree(t.source);
+	InvalidateTree(t.blob);
+	CommandCounterIncrement();
 	SPI_connect();
 	if (t.kind != KIND_ENVELOPE && OidIsValid(t.sequence) && get_rel_name(t.sequence) != NULL)
 		Run(psprintf("ALTER TABLE %s ALTER COLUMN id SET DEFAULT nextval(%s::regclass)",
@@ -708,9 +757,6 @@ xip83_untrack(PG_FUNCTION_ARGS)
 		DropTracking(t.blob, true);
 	SPI_finish();
 
-	(void) CatalogFind(relid, false, true, &t);
-	InvalidateTree(t.source);
-	InvalidateTree(t.blob);
 	RegistryReleaseAtCommit(t.source);
 	PG_RETURN_VOID();
 }

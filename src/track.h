@@ -50,6 +50,15 @@ typedef enum TrackIndexUse
 extern TrackIndexUse TrackIndexOf(Relation heap, Relation index, TrackedSource *t,
 								  bool *blob_side);
 
+/* The xip83_track index through which a leaf's inserts are registered, or InvalidOid. */
+extern Oid	TrackLiveIndex(Relation heap);
+
+/* Whether a column of a tracked table (or partition) holds positions or the topic. */
+extern bool TrackedColumn(Oid relid, const char *column);
+
+/* ProcessUtility hook: DDL that would move rows past the write path (track_ddl.c). */
+extern void TrackDdlInstallHook(void);
+
 /* An xip83_track index being built: refused when a tracked table would misread it. */
 extern void TrackCheckIndex(Relation heap, Relation index);
 

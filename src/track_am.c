@@ -80,7 +80,7 @@ TrackAmInsert(Relation index, Datum *values, bool *isnull, ItemPointer tid, Rela
 	/* an UPDATE's new version: its trigger registered or noted it */
 	if (indexUnchanged || (PositionsInsertMayBeUpdate(heap) && MadeByUpdate(heap, tid)))
 		return false;
-	PositionsIndexInsert(heap, index, values, isnull);
+	(void) PositionsIndexInsert(heap, index, values, isnull);
 	return false;
 }
 
