@@ -63,6 +63,13 @@ SELECT bulk.wave_matches('{"\\x0003"}', '{1500}', 3500);
 SELECT originator_sequence_id, originator_envelope
   FROM xip83.live_envelopes('{100}', '{3500}', 10, :lc, 'bulk.em', 'bulk.eb');
 SELECT xip83.late_cursor('bulk.em') AS lc \gset
+-- late rows that a trigger of the partition keeps from being rewritten: refused
+CREATE TABLE bulk.em_p1 (LIKE bulk.em INCLUDING DEFAULTS);
+INSERT INTO bulk.em_p1 (originator_node_id, originator_sequence_id, topic) VALUES (100, 1000, '\x0002');
+CREATE FUNCTION bulk.keep() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
+CREATE TRIGGER keep BEFORE UPDATE ON bulk.em_p1 FOR EACH ROW EXECUTE FUNCTION bulk.keep();
+ALTER TABLE bulk.em ATTACH PARTITION bulk.em_p1 FOR VALUES FROM (1000) TO (2000);
+SELECT count(*) FROM pg_inherits WHERE inhrelid = 'bulk.em_p1'::regclass;
 -- above the horizon, attached with a matching tracking index of its own
 -- (LIKE ... INCLUDING ALL copies it), as a band of sub-partitions, and as the
 -- default partition: live consumers read them in order, waves see them

@@ -85,9 +85,16 @@ RewriteLateRows(Relation heap, Relation index, ItemPointerData *tids, int n)
 									   quote_qualified_identifier(get_namespace_name(RelationGetNamespace(heap)),
 																  RelationGetRelationName(heap)),
 									   quote_identifier(column), quote_identifier(column)),
-							  1, &argtype, &arg, NULL, false, 0) != SPI_OK_UPDATE ||
-		SPI_processed != (uint64) n)
+							  1, &argtype, &arg, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "xip83: could not rewrite the late rows of %s", RelationGetRelationName(heap));
+	if (SPI_processed != (uint64) n)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("could not rewrite the rows of partition %s that are late writes",
+						RelationGetRelationName(heap)),
+				 errdetail("An UPDATE rewrote " UINT64_FORMAT " of the %d rows at or below a horizon already published: a row-level security policy or a trigger of the partition held back the rest.",
+						   (uint64) SPI_processed, n),
+				 errhint("Attach an empty partition and INSERT the rows instead.")));
 	SPI_finish();
 }
 
