@@ -124,6 +124,7 @@ sed -n 's/^#state //p' "${BASH_SOURCE[0]}"
 #state | `23505` | unique_violation | a message whose hash is stored for another topic or data (batch inserts, import) |
 #state | `23514` | check_violation | a negative `originator_sequence_id` |
 #state | `25000` | invalid_transaction_state | a horizon, ceiling or live fetch function run in parallel mode |
+#state | `2BP01` | dependent_objects_still_exist | dropping the `xip83_track` index or xip83's triggers of a tracked table (`untrack` drops them) |
 #state | `39P01` | trigger_protocol_violated | xip83's triggers attached to a table that is neither xip83's nor tracked |
 #state | `42501` | insufficient_privilege | no SELECT on a table read, no USAGE on its schema, row-level security in the way, not the owner of a table to track |
 #state | `42703` | undefined_column | a `source` table lacks a column of its layout |
@@ -133,10 +134,10 @@ sed -n 's/^#state //p' "${BASH_SOURCE[0]}"
 #state | `42809` | wrong_object_type | a `source` that is not a table |
 #state | `42P01` | undefined_table | a table that does not exist |
 #state | `42P17` | invalid_object_definition | an `xip83_track` index on other columns than tracking needs |
-#state | `0A000` | feature_not_supported | `PREPARE TRANSACTION` after writing messages, a live fetch under SERIALIZABLE |
+#state | `0A000` | feature_not_supported | `PREPARE TRANSACTION` after writing messages, a live fetch under SERIALIZABLE, changing the type of a tracked table's position or topic column |
 #state | `53400` | configuration_limit_exceeded | a registry pool is full (`xip83.max_databases`, `max_tracked_tables`, `max_originators`) |
 #state | `54000` | program_limit_exceeded | a limit of the wave or frame code (arrays, sizes) |
-#state | `55000` | object_not_in_prerequisite_state | xip83 not preloaded, no usable index (the hint gives the `CREATE INDEX`), a table not tracked, a standby that has not replayed a horizon |
+#state | `55000` | object_not_in_prerequisite_state | xip83 not preloaded, no usable index (the hint gives the `CREATE INDEX`), a table not tracked, a standby that has not replayed a horizon, a partition attached to a tracked table whose late rows its own trigger or policy keeps from being rewritten |
 #state | `X83F0` | xip83_fence_timeout | a fenced live fetch on a standby waited `xip83.standby_wait_ms` for replay |
 #state | `X83F1` | xip83_fence_unreachable | the standby was promoted before it replayed the fence |
 #state | `X83L0` | xip83_late_writes_lost | late writes owed to the consumer are no longer remembered: resynchronize |
