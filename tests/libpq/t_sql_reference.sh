@@ -3,7 +3,8 @@
 # fails, printing the diff, when the committed page is not what the script
 # writes for this database (fresh, CREATE EXTENSION xip83 only), when a
 # function, table, view or setting has no comment, or when the code raises a
-# condition the page's SQLSTATE list lacks. Run by tests/libpq/run.sh.
+# condition the page's SQLSTATE list lacks, or when a program has no
+# manual page (the page lists the programs by theirs). Run by tests/libpq/run.sh.
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 gen=$top/tests/docs/sql_reference.sh
@@ -36,4 +37,10 @@ if [ -n "$missing" ]; then
 	echo "raised but not in the SQLSTATE list of tests/docs/sql_reference.sh: $missing"
 	fail=1
 fi
+
+# Every program a user runs (a main under src/client/xip83_*.c) has a manual page.
+for c in "$top"/src/client/xip83_*.c; do
+	prog=$(basename "$c" .c | tr _ -)
+	[ -f "$top/man/$prog.1" ] || { echo "program $prog has no manual page man/$prog.1"; fail=1; }
+done
 exit $fail
