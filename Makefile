@@ -35,7 +35,7 @@ PROTO_C      = $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.c,$(PROTOS))
 PROTO_H      = $(PROTO_C:.c=.h)
 
 MODULE_big   = xip83
-OBJS         = $(patsubst %.c,%.o,$(call srcfiles,src/*.c)) $(PROTO_C:.c=.o)
+OBJS         = $(patsubst %.c,%.o,$(call srcfiles,src/*/*.c)) $(PROTO_C:.c=.o)
 
 # The install script of the current version is assembled from one file per
 # concern under control/install/, in name order. Released versions' scripts
@@ -87,7 +87,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies here (Debian builds without
 # --enable-depend): every object depends on every header, which is cheap at
 # this size and never leaves a stale object after a struct changes.
-$(OBJS) $(OBJS:.o=.bc): $(PROTO_H) $(call srcfiles,src/*.h)
+$(OBJS) $(OBJS:.o=.bc): $(PROTO_H) $(call srcfiles,src/*/*.h)
 
 # Objects built against one PostgreSQL major version are never linked into
 # another's: when PG_CONFIG names another major than the last build's, the
@@ -120,25 +120,25 @@ $(BUILD)/xip83--%--$(EXTVERSION).sql: control/xip83--%--$(EXTVERSION).sql $(INST
 	awk -v top='$(S)' '/^-- include: / { f = top $$3; while ((getline l < f) > 0) print l; close(f); next } { print }' $< > $@
 
 # ---------------------------------------------------------------- client side
-# libpq programs: the feed library under src/client, tools, and test programs.
+# libpq programs: the feed library under client/lib, tools, and test programs.
 PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --includedir) \
-               -I$(BUILD)/proto -I$(S)src/client -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
+               -I$(BUILD)/proto -I$(S)client/lib -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
                $(SANITIZE_FLAGS)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
-CLIENT_MAINS = src/client/xip83_tail.c src/client/xip83_session.c
-CLIENT_SRC   = $(filter-out $(CLIENT_MAINS),$(call srcfiles,src/client/*.c))
+CLIENT_MAINS = client/bin/xip83_tail.c client/bin/xip83_session.c
+CLIENT_SRC   = $(filter-out $(CLIENT_MAINS),$(call srcfiles,client/lib/*.c))
 CLIENT_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(CLIENT_SRC)) $(patsubst %.c,$(BUILD)/client/%.o,$(PROTO_C))
 TESTLIB_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,tests/libpq/lib/*.c))
 LIBPQ_TESTS  = $(patsubst tests/libpq/%.c,$(BUILD)/tests/%,$(call srcfiles,tests/libpq/t_*.c))
 # shell tests (t_*.sh) run as they are, in the same fresh database
 LIBPQ_SCRIPTS = $(addprefix $(S),$(call srcfiles,tests/libpq/t_*.sh))
 BENCHES      = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests/bench/*.c))
-TOOLS        = $(if $(call srcfiles,src/client/xip83_tail.c),$(BUILD)/xip83-tail) \
-               $(if $(call srcfiles,src/client/xip83_session.c),$(BUILD)/xip83-session)
+TOOLS        = $(if $(call srcfiles,client/bin/xip83_tail.c),$(BUILD)/xip83-tail) \
+               $(if $(call srcfiles,client/bin/xip83_session.c),$(BUILD)/xip83-session)
 
 all: $(TOOLS) $(LIBPQ_TESTS) $(BENCHES)
 
-$(BUILD)/src/client/%.o: src/client/%.c $(PROTO_H) $(call srcfiles,src/client/*.h)
+$(BUILD)/client/lib/%.o: client/lib/%.c $(PROTO_H) $(call srcfiles,client/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
@@ -147,46 +147,46 @@ $(BUILD)/client/$(BUILD)/proto/%.o: $(BUILD)/proto/%.c $(PROTO_H)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(PROTO_H) $(call srcfiles,tests/libpq/lib/*.h) \
-                              $(call srcfiles,src/client/*.h)
+                              $(call srcfiles,client/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
-$(BUILD)/xip83-tail: src/client/xip83_tail.c $(CLIENT_OBJ)
+$(BUILD)/xip83-tail: client/bin/xip83_tail.c $(CLIENT_OBJ)
 	$(CC) $(PQ_CFLAGS) -o $@ $^ $(PQ_LIBS)
 
-$(BUILD)/xip83-session: src/client/xip83_session.c $(CLIENT_OBJ)
+$(BUILD)/xip83-session: client/bin/xip83_session.c $(CLIENT_OBJ)
 	$(CC) $(PQ_CFLAGS) -o $@ $^ $(PQ_LIBS)
 
-$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h src/client/*.h)
+$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h client/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
-$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h src/client/*.h)
+$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h client/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
 # ---------------------------------------------------------------- gRPC transport
-# The gateway's gRPC transport (client/lib: HTTP/2 on nghttp2, TLS on OpenSSL),
+# The gateway's gRPC transport (client/grpc: HTTP/2 on nghttp2, TLS on OpenSSL),
 # no libpq, and its test server build/client/xip83-grpc-echo (tests/grpc, run
 # by tests/grpc/t_*.py through installcheck-libpq). Skipped when libnghttp2-dev
 # or libssl-dev is absent (those tests then fail); the driver installs both.
 GW_PKGS      = libnghttp2 openssl
 GW_OK        = $(shell pkg-config --exists $(GW_PKGS) && echo yes)
 GW_CFLAGS    = -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
-               -std=gnu11 -I$(S)client/lib $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
+               -std=gnu11 -I$(S)client/grpc $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
                $(SANITIZE_FLAGS)
 GW_LIBS      = $(shell pkg-config --libs $(GW_PKGS) 2>/dev/null)
-GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/lib/*.c))
+GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/grpc/*.c))
 GW_ECHO      = $(if $(GW_OK),$(BUILD)/client/xip83-grpc-echo)
 GRPC_TESTS   = $(call srcfiles,tests/grpc/t_*.py)
 
 all: $(GW_ECHO)
 
-$(BUILD)/client/lib/%.o: client/lib/%.c $(call srcfiles,client/lib/*.h)
+$(BUILD)/client/grpc/%.o: client/grpc/%.c $(call srcfiles,client/grpc/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(GW_CFLAGS) -c -o $@ $<
 
-$(BUILD)/client/xip83-grpc-echo: tests/grpc/xip83_grpc_echo.c $(GW_LIB_OBJ) $(call srcfiles,client/lib/*.h)
+$(BUILD)/client/xip83-grpc-echo: tests/grpc/xip83_grpc_echo.c $(GW_LIB_OBJ) $(call srcfiles,client/grpc/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(GW_CFLAGS) -o $@ $(filter %.c %.o,$^) $(GW_LIBS)
 
@@ -216,10 +216,10 @@ FUZZERS      = $(if $(shell command -v $(FUZZ_CC) 2>/dev/null),$(patsubst tests/
 
 all: $(FUZZERS)
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c src/frames_json.c src/frames_json.h $(PROTO_C) $(PROTO_H)
+$(BUILD)/fuzz/%: tests/fuzz/%.c src/frames/frames_json.c src/frames/frames_json.h $(PROTO_C) $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-I$(BUILD)/proto -Isrc $(PROTOBUF_CFLAGS) -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
+		-I$(BUILD)/proto -I$(S)src/frames $(PROTOBUF_CFLAGS) -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
 # The tools and their man pages (man/NAME.1, section 1) into PostgreSQL's
 # bindir and mandir, as the server's own programs are installed.
