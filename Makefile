@@ -48,7 +48,7 @@ MODULEDIR    = extension
 
 PROTOBUF_CFLAGS := $(shell pkg-config --cflags libprotobuf-c)
 PROTOBUF_LIBS   := $(shell pkg-config --libs libprotobuf-c)
-PG_CPPFLAGS  = -I$(BUILD)/proto -I$(S)src $(PROTOBUF_CFLAGS)
+PG_CPPFLAGS  = -I$(BUILD)/proto -I$(S)include -I$(S)src $(PROTOBUF_CFLAGS)
 PG_CFLAGS    = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK   = $(PROTOBUF_LIBS)
 
@@ -84,7 +84,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies here (Debian builds without
 # --enable-depend): every object depends on every header, which is cheap at
 # this size and never leaves a stale object after a struct changes.
-$(OBJS) $(OBJS:.o=.bc): $(PROTO_H) $(call srcfiles,src/*/*.h)
+$(OBJS) $(OBJS:.o=.bc): $(PROTO_H) $(call srcfiles,src/*/*.h include/xip83/*.h)
 
 # Objects built against one PostgreSQL major version are never linked into
 # another's: when PG_CONFIG names another major than the last build's, the
@@ -119,7 +119,7 @@ $(BUILD)/xip83--%--$(EXTVERSION).sql: control/xip83--%--$(EXTVERSION).sql $(INST
 # ---------------------------------------------------------------- client side
 # libpq programs: the feed library under client/lib, tools, and test programs.
 PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --includedir) \
-               -I$(BUILD)/proto -I$(S)client/lib -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
+               -I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
                $(SANITIZE_FLAGS)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
 CLIENT_MAINS = client/bin/xip83_tail.c client/bin/xip83_session.c
@@ -133,7 +133,7 @@ TOOLS        = $(if $(call srcfiles,client/bin/xip83_tail.c),$(BUILD)/xip83-tail
 
 all: $(TOOLS) $(LIBPQ_TESTS) $(BENCHES)
 
-$(BUILD)/client/lib/%.o: client/lib/%.c $(PROTO_H) $(call srcfiles,client/lib/*.h)
+$(BUILD)/client/lib/%.o: client/lib/%.c $(PROTO_H) $(call srcfiles,client/lib/*.h include/xip83/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 

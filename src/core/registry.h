@@ -1,7 +1,9 @@
 /*
- * registry.h: the in-flight registry in shared memory, shared by the write
- * path (positions.c) and the read path (horizon.c), and by the recent-writes
- * tables (recent.h) that hang off each database entry. Nothing else includes it.
+ * registry.h: the layout of the in-flight registry in shared memory, private
+ * to src/core: the write side (pins.c), the horizons (horizons.c), the WAL
+ * and file (registry_wal.c, registry_file.c) and the recent-writes tables
+ * (recent.c) that hang off each database entry. Everything else goes
+ * through core.h.
  *
  * Feeds. An entry (RegistryDb) is one feed of one database: xip83's own
  * tables (relid InvalidOid), or one table a node had xip83 track (relid = the
@@ -50,25 +52,13 @@
 
 #include "port/atomics.h"
 #include "storage/lwlock.h"
-#include "utils/relcache.h"
 #include "utils/timestamp.h"
 
-#define LINE_GROUP		0
-#define LINE_WELCOME	1
-#define LINE_FIRST_ORIGINATOR 2
+#include "core.h"
+
 #define SLOT_PINS		8
 #define LOW_NONE		PG_UINT64_MAX
 
-/* The kinds a late entry or a trigger names. */
-typedef enum PositionKind
-{
-	KIND_GROUP = 0,
-	KIND_WELCOME = 1,
-	KIND_ENVELOPE = 2
-} PositionKind;
-
-/* xip83's own table of each kind, by PositionKind. */
-extern const char *const RegistryKindTable[3];
 
 /* Whether a line belongs to a kind: v3 kinds have one line, envelopes the originators'. */
 static inline bool
@@ -91,18 +81,9 @@ typedef struct PositionLine
 	int32		node;			/* originator lines: the node id */
 } PositionLine;
 
-/* One late write, in the order writers registered them. */
-typedef struct LateEntry
-{
-	uint64		seq;			/* ascending; 0 in a slot never written */
-	int32		kind;			/* PositionKind */
-	int32		node;			/* envelopes: the originator */
-	int64		position;		/* id, or sequence id */
-	TransactionId xid;			/* the row's xmin */
-} LateEntry;
 
 /* One feed's lines and late ring. */
-typedef struct RegistryDb
+struct RegistryDb
 {
 	Oid			dboid;			/* InvalidOid: free (changes under lock) */
 	Oid			relid;			/* the tracked table, InvalidOid: xip83's own tables */
@@ -121,7 +102,7 @@ typedef struct RegistryDb
 	uint64		late_evicted;	/* highest seq overwritten in the ring (under lock) */
 	LateEntry  *ring;			/* xip83.late_ring_size entries */
 	PositionLine *lines;		/* 2 + xip83.max_originators lines */
-} RegistryDb;
+};
 
 /* One backend's pins, on lines of its database. */
 typedef struct RegistrySlot
@@ -145,35 +126,7 @@ typedef struct Registry
 
 extern Registry *Reg;
 
-/* Capacities (PGC_POSTMASTER settings, src/xip83.c). */
-extern int	xip83_max_databases;
-extern int	xip83_max_tracked_tables;
-extern int	xip83_max_originators;
-extern int	xip83_late_ring_size;
-
-/* Called when a slot's pins are cleared: a horizon may have moved. */
-typedef void (*RegistryWakeFn) (void);
-extern RegistryWakeFn registry_wake;
-
-/* Shared memory, from _PG_init and the shmem hooks while preloading. */
-extern Size RegistryShmemSize(void);
-extern void RegistryShmemRequest(void);
-extern void RegistryShmemInit(void);
-
-/* The late ring in WAL (registry_wal.c). */
-extern void RegistryRegisterRmgr(void);
 extern void RegistryLogLate(const RegistryDb *db, const LateEntry *entry);
-extern void RegistryLogRing(RegistryDb *db);
-/* One line of a horizon record: LINE_GROUP, LINE_WELCOME, or an originator's. */
-typedef struct RegistryHorizonLine
-{
-	int32		line;			/* LINE_FIRST_ORIGINATOR: the originator node */
-	int32		node;
-	int64		horizon;
-} RegistryHorizonLine;
-/* Logs published horizons for standbys (full: every line of the feed). */
-extern void RegistryLogHorizons(const RegistryDb *db, const RegistryHorizonLine *lines, int n,
-								bool full);
 /* The entry of a feed for WAL replay, made fresh when new; lock held exclusive. */
 extern RegistryDb *RegistryEntryForRedoLocked(Oid dboid, Oid relid);
 /* An originator's line with at least that high, added when new, or -1; lock held exclusive. */
@@ -184,22 +137,7 @@ extern int	RegistryEntries(void);
 /* Reads back what a clean shutdown saved (registry_file.c); postmaster only. */
 extern void RegistryRestore(void);
 
-extern void RegistryRequirePreload(void);
-/*
- * A feed of the current database, loaded, with this backend's slot set up;
- * during recovery the replayed entry, read-only (StandbyFeed). relid: a tracked table, or InvalidOid for xip83's
- * own tables (RegistryAttach).
- */
-extern RegistryDb *RegistryAttachFeed(Oid relid);
-#define RegistryAttach() RegistryAttachFeed(InvalidOid)
 extern RegistrySlot *RegistryMySlot(void);
-/* The existing entry of a feed of the current database without attaching, or NULL. */
-extern RegistryDb *RegistryLookupFeed(Oid relid);
-#define RegistryLookupMine() RegistryLookupFeed(InvalidOid)
-/* The loaded feeds of a database (at most max), for the notifier; returns how many. */
-extern int	RegistryFeedsOf(Oid dboid, RegistryDb **out, int max);
-/* Starts a feed over, unloaded (track and untrack; no writer can hold a pin). */
-extern void RegistryForgetFeed(Oid relid);
 /* An entry's index, as pins name it. */
 #define RegistryEntryIndex(db) ((int) ((db) - Reg->dbs))
 /* Index of an originator's line, or -1; no lock needed. */
@@ -219,20 +157,6 @@ extern void RegistryRingPutLocked(RegistryDb *db, const LateEntry *e);
 /* Appends a late entry (takes the lock exclusive); returns its seq. */
 extern uint64 RegistryAddLate(RegistryDb *db, PositionKind kind, int32 node, int64 position,
 							  TransactionId xid);
-/* The xip83 relation of that name, or InvalidOid (no error: bookkeeping). */
-extern Oid	RegistryOwnRelation(const char *name);
-/* A sequence's last value, read off its page (bookkeeping: no privilege check). */
-extern int64 RegistrySequenceLastValue(Oid seqid);
-/* The write path's transaction and object-access hooks (positions.c). */
-extern void PositionsInstallHooks(void);
-/*
- * A new row of a tracked table, from its xip83_track index (track_am.c):
- * values are the index's columns, positions first and then the topic (none
- * on a blob table). A table no longer tracked is left alone.
- */
-extern void PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull);
-/* Whether such an insert may be an UPDATE's new row version (false: surely a new row). */
-extern bool PositionsInsertMayBeUpdate(Relation heap);
 /* Starts a database's lines over at 0 (a committed TRUNCATE); lock held exclusive. */
 extern void RegistryResetKindLocked(RegistryDb *db, PositionKind kind, bool keep_lines);
 
