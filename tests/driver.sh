@@ -259,10 +259,10 @@ case "$mode" in
 			FAILED=$((FAILED + 1)); FAILED_NAMES+=("$f: isolation specs belong in specs/, their outputs in expected/")
 		done
 		build
+		temp_install
 		# the floors of the source tree (docs/design.md), after the build: it
 		# also reads the symbols of the objects
 		run_target as_root check-layers
-		temp_install
 		cluster_init
 		cluster_start
 		run_target as_server installcheck-regress
