@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cppcheck over src/ (the extension and the client library), with the
+# cppcheck over include/, src/ and client/ (the extension and the client library), with the
 # PostgreSQL include paths: `make cppcheck` or `bash tests/cppcheck.sh`.
 # Exits 1 on any finding. Takes about a minute on two cores.
 set -euo pipefail
@@ -44,4 +44,4 @@ cppcheck --error-exitcode=1 -q -j2 --std=c11 \
 	--suppress=shadowFunction \
 	--inline-suppr \
 	include src client
-echo "cppcheck: src/ and client/ clean"
+echo "cppcheck: include/, src/ and client/ clean"

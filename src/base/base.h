@@ -73,6 +73,13 @@ extern int	xip83_max_page_limit;
  * Macros only: each expands at its use site, whose file includes the server
  * header that declares the real function.
  */
+/* 18: pg_noreturn, before the declaration, replaced pg_attribute_noreturn(). */
+#if PG_VERSION_NUM >= 180000
+#define xip83_noreturn pg_noreturn
+#else
+#define xip83_noreturn pg_attribute_noreturn()
+#endif
+
 /* 18: index_beginscan takes an IndexScanInstrumentation pointer (may be NULL). */
 #if PG_VERSION_NUM >= 180000
 #define xip83_index_beginscan(heap, index, snapshot, nkeys, norderbys) \

@@ -123,7 +123,8 @@ PositionsNextTrackedId(Oid source)
 	return DrawId(RegistryAttachFeed(t.source), t.kind, t.sequence);
 }
 
-static void
+/* Refuses a misused trigger function; never returns. */
+static xip83_noreturn void
 TriggerMisuse(const char *fn, const char *what)
 {
 	ereport(ERROR,
