@@ -1,5 +1,5 @@
 /*
- * bench_recent: reconnect waves with the recent-writes tables (src/recent.h),
+ * bench_recent: reconnect waves with the recent-writes tables (src/core/recent.c),
  * and what the tables cost writers; the issue's numbers printed alongside.
  *
  *   bench_recent [rows [topics]]   defaults 1000000, 10000
