@@ -7,7 +7,7 @@
  *
  * Feeds. An entry (RegistryDb) is one feed of one database: xip83's own
  * tables (relid InvalidOid), or one table a node had xip83 track (relid = the
- * tracked table; xip83.tracked_sources, track.c), with its partitions and
+ * tracked table; xip83.tracked_sources, src/feed/track.c), with its partitions and
  * blob table. Entries are keyed by (dboid, relid).
  *
  * Position lines. Each feed has lines of positions: group message ids
@@ -37,7 +37,7 @@
  * writing out of order, an explicit id below the horizon, a deleted row
  * written again) is stored, never refused: it goes into the database's late
  * ring as (kind, originator, position, the writing (sub)transaction's xid)
- * before the row is inserted. Live fetch (live.c) reads the ring after taking
+ * before the row is inserted. Live fetch (src/scan/live.c) reads the ring after taking
  * its snapshot and delivers late rows to consumers whose cursor passed them.
  *
  * Locking: `lock` (one LWLock) is taken shared by readers while computing and
@@ -91,7 +91,7 @@ struct RegistryDb
 	bool		restored;		/* read back from the file of a clean shutdown */
 	bool		replayed;		/* late entries replayed from WAL by crash recovery */
 	bool		ring_logged;	/* a copy of the ring is in WAL since the start */
-	bool		horizons_replayed;	/* standby: every line replayed (standby.c) */
+	bool		horizons_replayed;	/* standby: every line replayed (src/feed/standby.c) */
 	pg_atomic_uint32 n_lines;	/* lines in use: 2 + originators */
 	pg_atomic_uint64 commit_lsn;	/* end of the newest commit that raised a high */
 	pg_atomic_uint64 late_writes;	/* late writes committed since start */
