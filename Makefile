@@ -1,6 +1,11 @@
 # xip83: PGXS build of the extension, its protobuf code, the libpq tools and tests.
 #
-#   make                 extension library, xip83-tail and test programs
+#   make                 extension library and the programs users run
+#                        (xip83-tail, xip83-session)
+#   make test-programs   the libpq test programs, and the Go example and the
+#                        libFuzzer harness when go and clang are at hand, and the
+#                        gRPC transport's test server
+#   make bench           the benchmarks (tests/bench)
 #   make install         into the PostgreSQL found by pg_config (with the tools'
 #                        man pages, man/*.1)
 #   make installcheck    regression, isolation and TAP tests (PGXS) against the
@@ -8,11 +13,13 @@
 #                        which must preload xip83 (tests/xip83.conf)
 #   make tempcheck       the same, regression and isolation in a temporary
 #                        instance (pg_regress --temp-instance), as a non-root user
-#   make installcheck-libpq  the libpq programs tests/libpq/t_*.c (and scripts t_*.sh)
-#                        against PGHOST, and the gRPC transport's tests tests/grpc/t_*.py
+#   make installcheck-libpq  builds and runs the libpq programs tests/libpq/t_*.c
+#                        (and scripts t_*.sh) against PGHOST, and the gRPC
+#                        transport's tests tests/grpc/t_*.py
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
-#   make cppcheck        static analysis of src/ (tests/cppcheck.sh)
+#   make cppcheck        static analysis of include/, src/, client/ (tests/cppcheck.sh)
+#   make check-layers    the floors of the source tree (tests/house/check_layers.py)
 #   make SANITIZE=1      ASan + UBSan build; XIP83_SANITIZE=1 tests/driver.sh check runs it
 #
 # Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
@@ -51,7 +58,7 @@ MODULEDIR    = extension
 
 PROTOBUF_CFLAGS := $(shell pkg-config --cflags libprotobuf-c)
 PROTOBUF_LIBS   := $(shell pkg-config --libs libprotobuf-c)
-PG_CPPFLAGS  = -I$(BUILD)/proto -I$(S)src $(PROTOBUF_CFLAGS)
+PG_CPPFLAGS  = -I$(BUILD)/proto -I$(S)include -I$(S)src $(PROTOBUF_CFLAGS)
 PG_CFLAGS    = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK   = $(PROTOBUF_LIBS)
 
@@ -87,7 +94,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies here (Debian builds without
 # --enable-depend): every object depends on every header, which is cheap at
 # this size and never leaves a stale object after a struct changes.
-$(OBJS) $(OBJS:.o=.bc): $(PROTO_H) $(call srcfiles,src/*/*.h)
+$(OBJS) $(OBJS:.o=.bc): $(PROTO_H) $(call srcfiles,src/*/*.h include/xip83/*.h)
 
 # Objects built against one PostgreSQL major version are never linked into
 # another's: when PG_CONFIG names another major than the last build's, the
@@ -122,7 +129,7 @@ $(BUILD)/xip83--%--$(EXTVERSION).sql: control/xip83--%--$(EXTVERSION).sql $(INST
 # ---------------------------------------------------------------- client side
 # libpq programs: the feed library under client/lib, tools, and test programs.
 PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --includedir) \
-               -I$(BUILD)/proto -I$(S)client/lib -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
+               -I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
                $(SANITIZE_FLAGS)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
 CLIENT_MAINS = client/bin/xip83_tail.c client/bin/xip83_session.c
@@ -136,9 +143,13 @@ BENCHES      = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests
 TOOLS        = $(if $(call srcfiles,client/bin/xip83_tail.c),$(BUILD)/xip83-tail) \
                $(if $(call srcfiles,client/bin/xip83_session.c),$(BUILD)/xip83-session)
 
-all: $(TOOLS) $(LIBPQ_TESTS) $(BENCHES)
+all: $(TOOLS)
 
-$(BUILD)/client/lib/%.o: client/lib/%.c $(PROTO_H) $(call srcfiles,client/lib/*.h)
+test-programs: $(LIBPQ_TESTS) go-example fuzzers
+
+bench: $(BENCHES)
+
+$(BUILD)/client/lib/%.o: client/lib/%.c $(PROTO_H) $(call srcfiles,client/lib/*.h include/xip83/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
@@ -180,7 +191,7 @@ GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/grpc/*.c))
 GW_ECHO      = $(if $(GW_OK),$(BUILD)/client/xip83-grpc-echo)
 GRPC_TESTS   = $(call srcfiles,tests/grpc/t_*.py)
 
-all: $(GW_ECHO)
+test-programs: $(GW_ECHO)
 
 $(BUILD)/client/grpc/%.o: client/grpc/%.c $(call srcfiles,client/grpc/*.h)
 	@mkdir -p $(dir $@)
@@ -193,13 +204,14 @@ $(BUILD)/client/xip83-grpc-echo: tests/grpc/xip83_grpc_echo.c $(GW_LIB_OBJ) $(ca
 # ---------------------------------------------------------------- Go example
 # examples/go (a node's live loop in Go, run by tests/libpq/t_node_feed), built
 # offline in GOPATH mode against Debian's packages golang-go and
-# golang-github-jackc-pgx-v4-dev: nothing is downloaded. Skipped when go is
-# absent (that test then fails).
+# golang-github-jackc-pgx-v4-dev: nothing is downloaded. Skipped with a
+# message when go is absent (that test then fails).
 GO           ?= go
 GO_PATH      ?= /usr/share/gocode
-GO_EXAMPLE    = $(if $(shell command -v $(GO) 2>/dev/null),$(BUILD)/xip83-go-node)
+GO_FOUND     := $(shell command -v $(GO) 2>/dev/null)
 
-all: $(GO_EXAMPLE)
+go-example: $(if $(GO_FOUND),$(BUILD)/xip83-go-node)
+	$(if $(GO_FOUND),,@echo "go-example: skipped, $(GO) not found (t_node_feed needs it)")
 
 $(BUILD)/xip83-go-node: $(call srcfiles,examples/go/*.go)
 	@mkdir -p $(BUILD)
@@ -209,12 +221,14 @@ $(BUILD)/xip83-go-node: $(call srcfiles,examples/go/*.go)
 # ---------------------------------------------------------------- fuzzing
 # libFuzzer harnesses over the decoders (tests/fuzz), built with clang and
 # AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer; run by
-# tests/libpq/t_frames_fuzz for a bounded time. Skipped when clang is absent
-# (that test then fails).
+# tests/libpq/t_frames_fuzz for a bounded time. Skipped with a message when
+# clang is absent (that test then fails).
 FUZZ_CC      ?= clang
-FUZZERS      = $(if $(shell command -v $(FUZZ_CC) 2>/dev/null),$(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/*.c)))
+FUZZ_FOUND   := $(shell command -v $(FUZZ_CC) 2>/dev/null)
+FUZZERS      = $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(call srcfiles,tests/fuzz/*.c))
 
-all: $(FUZZERS)
+fuzzers: $(if $(FUZZ_FOUND),$(FUZZERS))
+	$(if $(FUZZ_FOUND),,@echo "fuzzers: skipped, $(FUZZ_CC) not found (t_frames_fuzz needs them)")
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c src/frames/frames_json.c src/frames/frames_json.h $(PROTO_C) $(PROTO_H)
 	@mkdir -p $(dir $@)
@@ -247,8 +261,7 @@ tempcheck:
 	$(MAKE) installcheck EXTRA_REGRESS_OPTS='--temp-instance=$(CURDIR)/tmp_instance $(EXTRA_REGRESS_OPTS)'
 
 # One program, one test: each gets a fresh database with the extension.
-# The gRPC tests (tests/grpc/t_*.py) need no database; they run here too.
-installcheck-libpq: $(LIBPQ_TESTS) $(GW_ECHO)
+installcheck-libpq: test-programs
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
 		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
 
@@ -258,9 +271,15 @@ test:
 demo:
 	bash tests/driver.sh demo
 
-# cppcheck over src/ with the PostgreSQL include paths (tests/cppcheck.sh)
+# cppcheck over include/, src/ and client/ with the PostgreSQL include paths
+# (tests/cppcheck.sh)
 cppcheck:
 	bash tests/cppcheck.sh
 
+# The floors of src/ and client/, their include lines and file sizes
+# (tests/house/check_layers.py; docs/design.md has the map).
+check-layers:
+	/usr/bin/python3 $(S)tests/house/check_layers.py $(S).
+
 .PHONY: test demo install-tools installcheck-regress installcheck-isolation installcheck-tap \
-        tempcheck installcheck-libpq cppcheck
+        tempcheck installcheck-libpq cppcheck check-layers test-programs bench go-example fuzzers

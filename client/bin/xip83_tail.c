@@ -9,7 +9,7 @@
  * goes to stderr: "feed live", "feed offline (why)", "feed back". With
  * --standby the rows come from a hot standby, fenced; with --standby-only
  * --dbname is a standby and the feed polls it. Built on
- * src/client/feed.c; see there for LISTEN, polling and reconnects.
+ * client/lib/feed.c; see there for LISTEN, polling and reconnects.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -1,5 +1,5 @@
 /*
- * args.c: checked reading of SQL arguments (see args.h for the rules).
+ * args.c: checked reading of SQL arguments (see base.h for the rules).
  */
 #include "postgres.h"
 
@@ -8,8 +8,9 @@
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 
-#include "args.h"
-#include "sql/xip83.h"
+#include "base.h"
+
+int			xip83_max_page_limit = 10000;
 
 /* Fails with 22004 when argument argno is NULL. */
 void

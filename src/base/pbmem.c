@@ -8,7 +8,7 @@
 #include "varatt.h"			/* VARSIZE and friends left postgres.h in 16 */
 #endif
 
-#include "pbmem.h"
+#include "base.h"
 
 static void *
 PbAlloc(void *allocator_data, size_t size)

@@ -1,5 +1,5 @@
 /*
- * recent.c: the recent-writes tables (recent.h has the model).
+ * recent.c: the recent-writes tables (core.h has the model).
  *
  * Layout: per database entry (Reg->dbs index) and kind one table of
  * NParts partitions; a partition is an open-addressing (linear probing)
@@ -28,8 +28,8 @@
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
-#include "recent.h"
-#include "feed/track.h"
+#include "core.h"
+#include "registry.h"
 
 #define RECENT_MIN_PART_SLOTS 16
 #define RECENT_REST		RECENT_KEEP	/* words per entry: version, distances */
@@ -169,18 +169,10 @@ RecentTableOf(const RegistryDb *db, PositionKind kind)
 	return &Tables[(db - Reg->dbs) * 3 + (int) kind];
 }
 
-RecentTable *
-RecentForSource(Oid relid, PositionKind kind)
+bool
+RecentReady(void)
 {
-	TrackedSource t;
-
-	if (Reg == NULL || Tables == NULL || RecoveryInProgress())
-		return NULL;
-	if (relid == RegistryOwnRelation(RegistryKindTable[kind]))
-		return RecentTableOf(RegistryAttach(), kind);
-	if (TrackedFind(relid, &t) && t.source == relid && t.kind == kind)
-		return RecentTableOf(RegistryAttachFeed(relid), kind);
-	return NULL;
+	return Reg != NULL && Tables != NULL;
 }
 
 static inline int

@@ -4,55 +4,34 @@
  * a start, originator lines and the late ring.
  *
  * Loading. After a server start (or crash restart) shared memory is empty. A
- * database's entry is loaded on first use, before anything registers in it:
- * a v3 line's high becomes the larger of its sequence's last value and the
- * highest committed id; each stored originator's high its highest committed
- * sequence id (a loose scan of the primary key). The reads are direct index
- * and buffer reads under a new MVCC snapshot: no SQL runs, and nothing runs
- * as another role. Published horizons before a crash never exceed what was
- * durable (horizon.c flushes the commits behind a horizon before handing it
- * out), so a loaded line is never below a horizon consumers saw, with one
- * exception docs/live-feed.md states: rows deleted at the top of an originator's
+ * database's entry is loaded on first use, before anything registers in it,
+ * through registry_load_feed: the feed layer reads the highs off the
+ * sequences and tables (src/feed/feed_load.c) and this file raises the lines
+ * to them. Published horizons before a crash never exceed what was durable
+ * (horizons.c flushes the commits behind a horizon before handing it out),
+ * so a loaded line is never below a horizon consumers saw, with one
+ * exception the README states: rows deleted at the top of an originator's
  * line before a restart.
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/relation.h"
-#include "access/relscan.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_inherits.h"
-#include "catalog/pg_sequence.h"
-#include "commands/sequence.h"
-#include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
-#include "utils/fmgroids.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/syscache.h"
-#include "catalog/pg_type.h"
 
-#include "base/compat.h"
-#include "recent.h"
+#include "base/base.h"
+#include "core.h"
 #include "registry.h"
-#include "feed/standby.h"
-#include "feed/track.h"
 
 Registry   *Reg = NULL;
 RegistryWakeFn registry_wake = NULL;
+RegistryWakeFn registry_first_write = NULL;
+RegistryLoadFn registry_load_feed = NULL;
 
 int			xip83_max_databases = 16;
 int			xip83_max_tracked_tables = 8;
@@ -628,194 +607,32 @@ RegistryResetKindLocked(RegistryDb *db, PositionKind kind, bool keep_lines)
 
 /* ---------------------------------------------------------------- loading */
 
-Oid
-RegistryOwnRelation(const char *name)
+/* registry_load_feed reports each stored originator here. */
+void
+RegistryLoadOriginator(RegistryDb *db, int32 node, uint64 high)
 {
-	Oid			nsp = get_namespace_oid("xip83", true);
+	int			l;
 
-	return OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
-}
-
-/* A sequence's last value, read off its page (no privilege check: bookkeeping). */
-int64
-RegistrySequenceLastValue(Oid seqid)
-{
-	Relation	rel;
-	Buffer		buf;
-	Page		page;
-	HeapTupleHeader td;
-	Form_pg_sequence_data seq;
-	int64		v;
-
-	if (!OidIsValid(seqid))
-		return 0;
-	rel = relation_open(seqid, AccessShareLock);
-	buf = ReadBuffer(rel, 0);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	td = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, FirstOffsetNumber));
-	seq = (Form_pg_sequence_data) ((char *) td + td->t_hoff);
-	v = seq->is_called ? seq->last_value : seq->last_value - 1;
-	UnlockReleaseBuffer(buf);
-	relation_close(rel, AccessShareLock);
-	return Max(v, 0);
+	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
+	l = RegistryAddOriginatorLocked(db, node, high);
+	LWLockRelease(Reg->lock);
+	if (l < 0)
+		TooManyOriginators(node);
 }
 
 /*
- * The first (or last) primary-key entry of a table matching the keys, under
- * the snapshot: column `col` of it in *out. False when none.
- */
-static bool
-ProbeKey(Relation heap, Relation index, Snapshot snapshot, ScanKey keys, int nkeys,
-		 ScanDirection dir, AttrNumber col, int64 *out)
-{
-	IndexScanDesc scan = xip83_index_beginscan(heap, index, snapshot, nkeys, 0);
-	TupleTableSlot *slot = table_slot_create(heap, NULL);
-	bool		found = false;
-	bool		isnull;
-
-	index_rescan(scan, keys, nkeys, NULL, 0);
-	if (index_getnext_slot(scan, dir, slot))
-	{
-		Datum		d = slot_getattr(slot, col, &isnull);
-
-		if (!isnull)
-		{
-			*out = TupleDescAttr(slot->tts_tupleDescriptor, col - 1)->atttypid == INT4OID
-				? DatumGetInt32(d) : DatumGetInt64(d);
-			found = true;
-		}
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	return found;
-}
-
-/* Opens a table and its primary key; false when there is none. */
-static bool
-OpenWithKey(Oid relid, Relation *heap, Relation *index)
-{
-	Oid			pk;
-
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
-		return false;
-	*heap = table_open(relid, AccessShareLock);
-	pk = xip83_primary_key_index(*heap);
-	if (!OidIsValid(pk))
-	{
-		table_close(*heap, AccessShareLock);
-		return false;
-	}
-	*index = index_open(pk, AccessShareLock);
-	return true;
-}
-
-static void
-CloseWithKey(Relation heap, Relation index)
-{
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
-}
-
-/* The highest committed id of a v3 table, or its sequence's last value if higher. */
-static int64
-LoadV3High(Oid table, Oid sequence, Snapshot snapshot)
-{
-	Relation	heap;
-	Relation	index;
-	int64		high = RegistrySequenceLastValue(sequence);
-	int64		max;
-	AttrNumber	id_col = get_attnum(table, "id");
-
-	if (id_col == InvalidAttrNumber || !OpenWithKey(table, &heap, &index))
-		return high;
-	if (ProbeKey(heap, index, snapshot, NULL, 0, BackwardScanDirection, id_col, &max))
-		high = Max(high, max);
-	CloseWithKey(heap, index);
-	return high;
-}
-
-/*
- * Every originator stored in one table (a leaf of a partitioned one) with its
- * highest committed sequence id: a loose scan of the primary key.
- */
-static void
-LoadOriginators(RegistryDb *db, Oid relid, Snapshot snapshot)
-{
-	Relation	heap;
-	Relation	index;
-	ScanKeyData key;
-	int64		node;
-	bool		first = true;
-	int32		last = 0;
-
-	AttrNumber	node_col = get_attnum(relid, "originator_node_id");
-	AttrNumber	seq_col = get_attnum(relid, "originator_sequence_id");
-
-	if (node_col == InvalidAttrNumber || seq_col == InvalidAttrNumber ||
-		!OpenWithKey(relid, &heap, &index))
-		return;
-	for (;;)
-	{
-		int64		high = 0;
-		int			l;
-
-		CHECK_FOR_INTERRUPTS();
-		ScanKeyInit(&key, 1, BTGreaterStrategyNumber, F_INT4GT, Int32GetDatum(last));
-		if (!ProbeKey(heap, index, snapshot, first ? NULL : &key, first ? 0 : 1,
-					  ForwardScanDirection, node_col, &node))
-			break;
-		first = false;
-		last = (int32) node;
-		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(last));
-		(void) ProbeKey(heap, index, snapshot, &key, 1, BackwardScanDirection, seq_col, &high);
-		LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
-		l = RegistryAddOriginatorLocked(db, last, (uint64) Max(high, 0));
-		LWLockRelease(Reg->lock);
-		if (l < 0)
-			TooManyOriginators(last);
-		if (last == PG_INT32_MAX)
-			break;
-	}
-	CloseWithKey(heap, index);
-}
-
-/*
- * Loads a fresh entry from the sequences and tables (first use after a start):
- * xip83's own three tables, or the tracked table of a feed with every leaf.
+ * Loads a fresh entry (first use after a start) through registry_load_feed,
+ * which reads the sequences and tables: xip83's own three tables, or the
+ * tracked table of a feed with every leaf.
  */
 static void
 LoadDb(RegistryDb *db)
 {
-	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	int64		group_high = 0;
 	int64		welcome_high = 0;
-	TrackedSource t;
 
-	if (!OidIsValid(db->relid))
-	{
-		group_high = LoadV3High(RegistryOwnRelation("group_messages"),
-								RegistryOwnRelation("group_messages_id_seq"), snapshot);
-		welcome_high = LoadV3High(RegistryOwnRelation("welcome_messages"),
-								  RegistryOwnRelation("welcome_messages_id_seq"), snapshot);
-		LoadOriginators(db, RegistryOwnRelation("envelopes"), snapshot);
-	}
-	else if (TrackedFind(db->relid, &t) && t.source == db->relid)
-	{
-		if (t.kind == KIND_GROUP)
-			group_high = LoadV3High(t.source, t.sequence, snapshot);
-		else if (t.kind == KIND_WELCOME)
-			welcome_high = LoadV3High(t.source, t.sequence, snapshot);
-		else
-		{
-			List	   *leaves = find_all_inheritors(t.source, AccessShareLock, NULL);
-			ListCell   *lc;
-
-			foreach(lc, leaves)
-				LoadOriginators(db, lfirst_oid(lc), snapshot);
-		}
-	}
-	UnregisterSnapshot(snapshot);
+	if (registry_load_feed != NULL)
+		registry_load_feed(db, db->relid, &group_high, &welcome_high);
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 	if (!db->ready && db->dboid == MyDatabaseId)
 	{
@@ -856,7 +673,7 @@ RegistryAttachFeed(Oid relid)
 	RegistryRequirePreload();
 	/* a standby reads what replay put there: no slot, no loading, no pins */
 	if (RecoveryInProgress())
-		return StandbyFeed(relid);
+		return RegistryReplayedFeed(relid);
 	if ((db = MyFeed(relid)) == NULL)
 	{
 		db = AcquireDb(relid);
@@ -892,4 +709,64 @@ RegistryAttachFeed(Oid relid)
 	if (db->restored && !db->ring_logged)
 		RegistryLogRing(db);
 	return db;
+}
+
+/* ------------------------------------------------------------- standby */
+
+/*
+ * A standby reads what replay put there (registry_wal.c): no slot, no
+ * loading, no pins.
+ */
+RegistryDb *
+RegistryReplayedFeed(Oid relid)
+{
+	RegistryDb *db = NULL;
+
+	RegistryRequirePreload();
+	LWLockAcquire(Reg->lock, LW_SHARED);
+	for (int d = 0; d < Reg->n_dbs && db == NULL; d++)
+		if (Reg->dbs[d].dboid == MyDatabaseId && Reg->dbs[d].relid == relid &&
+			Reg->dbs[d].horizons_replayed)
+			db = &Reg->dbs[d];
+	LWLockRelease(Reg->lock);
+	if (db == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this standby has not replayed the primary's xip83 horizons of that feed yet"),
+				 errdetail("A standby learns a feed's horizons from the records the primary's notifier writes after every checkpoint and whenever they move."),
+				 errhint("Retry shortly; the primary's notifier runs while its feed is used.")));
+	return db;
+}
+
+/* -------------------------------------------------------------- accessors */
+
+bool
+RegistryReady(void)
+{
+	return Reg != NULL;
+}
+
+Oid
+RegistryFeedRelid(const RegistryDb *db)
+{
+	return db->relid;
+}
+
+XLogRecPtr
+RegistryFeedCommitLsn(RegistryDb *db)
+{
+	pg_read_barrier();
+	return (XLogRecPtr) pg_atomic_read_u64(&db->commit_lsn);
+}
+
+uint64
+RegistryFeedRegistered(RegistryDb *db)
+{
+	return pg_atomic_read_u64(&db->registered);
+}
+
+uint64
+RegistryFeedLastUseMs(RegistryDb *db)
+{
+	return pg_atomic_read_u64(&db->last_use_ms);
 }

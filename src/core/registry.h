@@ -1,11 +1,13 @@
 /*
- * registry.h: the in-flight registry in shared memory, shared by the write
- * path (positions.c) and the read path (horizon.c), and by the recent-writes
- * tables (recent.h) that hang off each database entry. Nothing else includes it.
+ * registry.h: the layout of the in-flight registry in shared memory, private
+ * to src/core: the write side (pins.c), the horizons (horizons.c), the WAL
+ * and file (registry_wal.c, registry_file.c) and the recent-writes tables
+ * (recent.c) that hang off each database entry. Everything else goes
+ * through core.h.
  *
  * Feeds. An entry (RegistryDb) is one feed of one database: xip83's own
  * tables (relid InvalidOid), or one table a node had xip83 track (relid = the
- * tracked table; xip83.tracked_sources, track.c), with its partitions and
+ * tracked table; xip83.tracked_sources, src/feed/track.c), with its partitions and
  * blob table. Entries are keyed by (dboid, relid).
  *
  * Position lines. Each feed has lines of positions: group message ids
@@ -35,7 +37,7 @@
  * writing out of order, an explicit id below the horizon, a deleted row
  * written again) is stored, never refused: it goes into the database's late
  * ring as (kind, originator, position, the writing (sub)transaction's xid)
- * before the row is inserted. Live fetch (live.c) reads the ring after taking
+ * before the row is inserted. Live fetch (src/scan/live.c) reads the ring after taking
  * its snapshot and delivers late rows to consumers whose cursor passed them.
  *
  * Locking: `lock` (one LWLock) is taken shared by readers while computing and
@@ -50,25 +52,13 @@
 
 #include "port/atomics.h"
 #include "storage/lwlock.h"
-#include "utils/relcache.h"
 #include "utils/timestamp.h"
 
-#define LINE_GROUP		0
-#define LINE_WELCOME	1
-#define LINE_FIRST_ORIGINATOR 2
+#include "core.h"
+
 #define SLOT_PINS		8
 #define LOW_NONE		PG_UINT64_MAX
 
-/* The kinds a late entry or a trigger names. */
-typedef enum PositionKind
-{
-	KIND_GROUP = 0,
-	KIND_WELCOME = 1,
-	KIND_ENVELOPE = 2
-} PositionKind;
-
-/* xip83's own table of each kind, by PositionKind. */
-extern const char *const RegistryKindTable[3];
 
 /* Whether a line belongs to a kind: v3 kinds have one line, envelopes the originators'. */
 static inline bool
@@ -91,18 +81,9 @@ typedef struct PositionLine
 	int32		node;			/* originator lines: the node id */
 } PositionLine;
 
-/* One late write, in the order writers registered them. */
-typedef struct LateEntry
-{
-	uint64		seq;			/* ascending; 0 in a slot never written */
-	int32		kind;			/* PositionKind */
-	int32		node;			/* envelopes: the originator */
-	int64		position;		/* id, or sequence id */
-	TransactionId xid;			/* the row's xmin */
-} LateEntry;
 
 /* One feed's lines and late ring. */
-typedef struct RegistryDb
+struct RegistryDb
 {
 	Oid			dboid;			/* InvalidOid: free (changes under lock) */
 	Oid			relid;			/* the tracked table, InvalidOid: xip83's own tables */
@@ -110,7 +91,7 @@ typedef struct RegistryDb
 	bool		restored;		/* read back from the file of a clean shutdown */
 	bool		replayed;		/* late entries replayed from WAL by crash recovery */
 	bool		ring_logged;	/* a copy of the ring is in WAL since the start */
-	bool		horizons_replayed;	/* standby: every line replayed (standby.c) */
+	bool		horizons_replayed;	/* standby: every line replayed (src/feed/standby.c) */
 	pg_atomic_uint32 n_lines;	/* lines in use: 2 + originators */
 	pg_atomic_uint64 commit_lsn;	/* end of the newest commit that raised a high */
 	pg_atomic_uint64 late_writes;	/* late writes committed since start */
@@ -121,7 +102,7 @@ typedef struct RegistryDb
 	uint64		late_evicted;	/* highest seq overwritten in the ring (under lock) */
 	LateEntry  *ring;			/* xip83.late_ring_size entries */
 	PositionLine *lines;		/* 2 + xip83.max_originators lines */
-} RegistryDb;
+};
 
 /* One backend's pins, on lines of its database. */
 typedef struct RegistrySlot
@@ -145,35 +126,7 @@ typedef struct Registry
 
 extern Registry *Reg;
 
-/* Capacities (PGC_POSTMASTER settings, src/xip83.c). */
-extern int	xip83_max_databases;
-extern int	xip83_max_tracked_tables;
-extern int	xip83_max_originators;
-extern int	xip83_late_ring_size;
-
-/* Called when a slot's pins are cleared: a horizon may have moved. */
-typedef void (*RegistryWakeFn) (void);
-extern RegistryWakeFn registry_wake;
-
-/* Shared memory, from _PG_init and the shmem hooks while preloading. */
-extern Size RegistryShmemSize(void);
-extern void RegistryShmemRequest(void);
-extern void RegistryShmemInit(void);
-
-/* The late ring in WAL (registry_wal.c). */
-extern void RegistryRegisterRmgr(void);
 extern void RegistryLogLate(const RegistryDb *db, const LateEntry *entry);
-extern void RegistryLogRing(RegistryDb *db);
-/* One line of a horizon record: LINE_GROUP, LINE_WELCOME, or an originator's. */
-typedef struct RegistryHorizonLine
-{
-	int32		line;			/* LINE_FIRST_ORIGINATOR: the originator node */
-	int32		node;
-	int64		horizon;
-} RegistryHorizonLine;
-/* Logs published horizons for standbys (full: every line of the feed). */
-extern void RegistryLogHorizons(const RegistryDb *db, const RegistryHorizonLine *lines, int n,
-								bool full);
 /* The entry of a feed for WAL replay, made fresh when new; lock held exclusive. */
 extern RegistryDb *RegistryEntryForRedoLocked(Oid dboid, Oid relid);
 /* An originator's line with at least that high, added when new, or -1; lock held exclusive. */
@@ -184,31 +137,7 @@ extern int	RegistryEntries(void);
 /* Reads back what a clean shutdown saved (registry_file.c); postmaster only. */
 extern void RegistryRestore(void);
 
-extern void RegistryRequirePreload(void);
-/*
- * A feed of the current database, loaded, with this backend's slot set up;
- * during recovery the replayed entry, read-only (StandbyFeed). relid: a tracked table, or InvalidOid for xip83's
- * own tables (RegistryAttach).
- */
-extern RegistryDb *RegistryAttachFeed(Oid relid);
-#define RegistryAttach() RegistryAttachFeed(InvalidOid)
 extern RegistrySlot *RegistryMySlot(void);
-/* The existing entry of a feed of the current database without attaching, or NULL. */
-extern RegistryDb *RegistryLookupFeed(Oid relid);
-#define RegistryLookupMine() RegistryLookupFeed(InvalidOid)
-/* The loaded feeds of a database (at most max), for the notifier; returns how many. */
-extern int	RegistryFeedsOf(Oid dboid, RegistryDb **out, int max);
-/* Starts a feed over, unloaded (track and untrack; no writer can hold a pin). */
-extern void RegistryForgetFeed(Oid relid);
-/*
- * A tracked table's feed ends (untrack, or a drop of the table or its blob
- * table): its entry is freed when the transaction commits, for any other
- * tracked table to take, and kept when it (or the subtransaction) aborts.
- */
-extern void RegistryReleaseAtCommit(Oid relid);
-/* Transaction and subtransaction ends, after the pins are cleared (positions.c). */
-extern void RegistryReleaseXactEnd(bool commit);
-extern void RegistryReleaseSubXactEnd(bool commit);
 /* An entry's index, as pins name it. */
 #define RegistryEntryIndex(db) ((int) ((db) - Reg->dbs))
 /* Index of an originator's line, or -1; no lock needed. */
@@ -228,21 +157,6 @@ extern void RegistryRingPutLocked(RegistryDb *db, const LateEntry *e);
 /* Appends a late entry (takes the lock exclusive); returns its seq. */
 extern uint64 RegistryAddLate(RegistryDb *db, PositionKind kind, int32 node, int64 position,
 							  TransactionId xid);
-/* The xip83 relation of that name, or InvalidOid (no error: bookkeeping). */
-extern Oid	RegistryOwnRelation(const char *name);
-/* A sequence's last value, read off its page (bookkeeping: no privilege check). */
-extern int64 RegistrySequenceLastValue(Oid seqid);
-/* The write path's transaction and object-access hooks (positions.c). */
-extern void PositionsInstallHooks(void);
-/*
- * A new row of a tracked table, from its xip83_track index (track_am.c):
- * values are the index's columns, positions first and then the topic (none
- * on a blob table). A table no longer tracked is left alone. Returns whether
- * the write is late (registry.h).
- */
-extern bool PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull);
-/* Whether such an insert may be an UPDATE's new row version (false: surely a new row). */
-extern bool PositionsInsertMayBeUpdate(Relation heap);
 /* Starts a database's lines over at 0 (a committed TRUNCATE); lock held exclusive. */
 extern void RegistryResetKindLocked(RegistryDb *db, PositionKind kind, bool keep_lines);
 

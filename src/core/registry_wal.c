@@ -12,11 +12,11 @@
  * start that restored the ring from the shutdown file. So after a crash the
  * ring is what it was, but for a window of about one notifier tick after a
  * checkpoint; a consumer whose late cursor predates what was replayed gets
- * SQLSTATE X83L0 (live.c). Entries of transactions that never committed are
+ * SQLSTATE X83L0 (src/scan/live.c). Entries of transactions that never committed are
  * replayed too, and consumed as aborted.
  *
  * Published horizons go to WAL too, for standbys (HORIZONS records, written
- * by the notifier: standby.c): redo raises each line's published value, and
+ * by the notifier: src/feed/standby.c): redo raises each line's published value, and
  * a full record (every line of the feed) marks the feed readable there.
  *
  * The resource manager id is PostgreSQL's experimental one (128): a cluster

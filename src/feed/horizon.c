@@ -1,24 +1,14 @@
 /*
- * horizon.c: the read path of the registry (registry.h has the model):
- * computing and publishing horizons, the snapshot to read rows up to one,
- * the late ring as readers see it, and the SQL horizon functions.
- *
- * Computing. Every high first, a full barrier, then every slot of the
- * database: a line's horizon is min(high, lowest pin - 1), held at the
- * published value for originator lines while any slot is frozen, and never
- * below the published value. All under the registry lock in shared mode.
- *
- * Durability. A horizon that moves past the published value depends on
- * commits that raised the highs; their WAL is flushed (XLogFlush up to the
- * newest such commit's end) before the new value is published. So no
- * horizon handed out is above what a crash restart loads: with
- * synchronous_commit = off, too, and whatever became of aborted transactions
- * that drew ids. The flush is a no-op when the commits were synchronous.
+ * horizon.c: the read path of the registry (feed.h has the contract): the
+ * feed a table or an argument names, horizons as readers get them (computed
+ * and published by src/core/horizons.c), the snapshot to read rows up to
+ * one, and the late ring in the order readers need it.
  *
  * Who may read. A horizon is a fact about a table: group_horizon() needs
  * SELECT on xip83.group_messages, welcome_horizon() on
  * xip83.welcome_messages, envelope_horizons() on xip83.envelopes (42501).
- * Reading a horizon does not start the notifier: the SQL entry points do.
+ * Reading a horizon does not start the notifier: the SQL entry points
+ * (src/sql/horizons.c) do.
  */
 #include "postgres.h"
 
@@ -41,16 +31,9 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
-#include "base/args.h"
-#include "horizon.h"
-#include "notifier.h"
-#include "rel/source.h"
-#include "track.h"
-
-PG_FUNCTION_INFO_V1(group_horizon);
-PG_FUNCTION_INFO_V1(welcome_horizon);
-PG_FUNCTION_INFO_V1(envelope_horizons);
-PG_FUNCTION_INFO_V1(late_cursor);
+#include "base/base.h"
+#include "rel/rel.h"
+#include "feed_internal.h"
 
 static void ForgetReads(bool unregister);
 
@@ -172,104 +155,16 @@ HorizonReadSnapshot(void)
 
 /* ---------------------------------------------------------------- readers */
 
-/*
- * Computes and publishes the horizons of lines [0, nlines) of a database
- * into out (see the header of this file).
- */
-static void
-ComputeLines(RegistryDb *db, int nlines, uint64 *out)
-{
-	uint64	   *high = palloc(sizeof(uint64) * nlines);
-	uint64	   *lowest = palloc(sizeof(uint64) * nlines);
-	bool		frozen = false;
-	bool		moves = false;
-	int			entry = RegistryEntryIndex(db);
-
-	LWLockAcquire(Reg->lock, LW_SHARED);
-	for (int l = 0; l < nlines; l++)
-	{
-		high[l] = pg_atomic_read_u64(&db->lines[l].high);
-		lowest[l] = LOW_NONE;
-	}
-	pg_memory_barrier();
-	for (int s = 0; s < Reg->n_slots; s++)
-	{
-		RegistrySlot *slot = &Reg->slots[s];
-
-		if (slot->dboid != db->dboid)
-			continue;
-		if (pg_atomic_read_u32(&slot->freeze) != 0)
-			frozen = true;
-		for (int i = 0; i < SLOT_PINS; i++)
-		{
-			uint64		v = pg_atomic_read_u64(&slot->low[i]);
-			uint32		key;
-			uint32		line;
-
-			if (v == LOW_NONE)
-				continue;
-			pg_read_barrier();
-			key = slot->line[i];
-			line = key & 0xFFFF;
-			if (key == PIN_KEY(entry, line) && line < (uint32) nlines && v < lowest[line])
-				lowest[line] = v;
-		}
-	}
-	for (int l = 0; l < nlines; l++)
-	{
-		uint64		published = pg_atomic_read_u64(&db->lines[l].published);
-		uint64		h = high[l];
-
-		if (lowest[l] != LOW_NONE && lowest[l] - 1 < h)
-			h = lowest[l] - 1;
-		if (frozen)
-			h = Min(h, published);
-		out[l] = h;
-		if (h > published)
-			moves = true;
-	}
-	/* the commits behind a higher horizon reach the disk before it goes out */
-	if (moves)
-	{
-		uint64		lsn = pg_atomic_read_u64(&db->commit_lsn);
-
-		if (lsn != 0)
-			XLogFlush((XLogRecPtr) lsn);
-	}
-	for (int l = 0; l < nlines; l++)
-	{
-		uint64		cur = pg_atomic_read_u64(&db->lines[l].published);
-
-		while (cur < out[l] &&
-			   !pg_atomic_compare_exchange_u64(&db->lines[l].published, &cur, out[l]))
-			;
-		out[l] = Max(cur, out[l]);
-	}
-	LWLockRelease(Reg->lock);
-	pfree(high);
-	pfree(lowest);
-}
-
 /* Horizons of a feed's first n lines (all: -1), and the snapshot to read after them. */
 static void
 ReadLines(RegistryDb *db, int *nlines, uint64 **out)
 {
 	RequireNotParallel();
 	if (*nlines < 0)
-		*nlines = (int) pg_atomic_read_u32(&db->n_lines);
-	pg_read_barrier();
+		*nlines = RegistryLineCount(db);
 	*out = palloc(sizeof(uint64) * Max(*nlines, 1));
 	NoteReadUnder();
-	if (RecoveryInProgress())
-	{
-		/* a standby's horizons are what replay published (standby.c) */
-		LWLockAcquire(Reg->lock, LW_SHARED);
-		for (int l = 0; l < *nlines; l++)
-			(*out)[l] = pg_atomic_read_u64(&db->lines[l].published);
-		LWLockRelease(Reg->lock);
-	}
-	else
-		ComputeLines(db, *nlines, *out);
+	RegistryHorizons(db, *nlines, *out);
 	if (ReadUnder.valid)
 		ReadAfter = RegisterSnapshotOnOwner(GetLatestSnapshot(), TopTransactionResourceOwner);
 }
@@ -293,6 +188,20 @@ HorizonFeedFor(Oid relid, PositionKind kind)
 		return RegistryAttach();
 	if (TrackedFind(relid, &t) && t.source == relid && t.kind == kind)
 		return RegistryAttachFeed(relid);
+	return NULL;
+}
+
+RecentTable *
+RecentForSource(Oid relid, PositionKind kind)
+{
+	TrackedSource t;
+
+	if (!RecentReady() || RecoveryInProgress())
+		return NULL;
+	if (relid == SourceOwnRelation(RegistryKindTable[kind]))
+		return RecentTableOf(RegistryAttach(), kind);
+	if (TrackedFind(relid, &t) && t.source == relid && t.kind == kind)
+		return RecentTableOf(RegistryAttachFeed(relid), kind);
 	return NULL;
 }
 
@@ -328,7 +237,7 @@ HorizonCollectFeed(RegistryDb *db, HorizonSet *out)
 	out->welcome = (int64) h[LINE_WELCOME];
 	for (int l = LINE_FIRST_ORIGINATOR; l < n; l++)
 	{
-		pairs[2 * k] = db->lines[l].node;
+		pairs[2 * k] = RegistryLineNode(db, l);
 		pairs[2 * k + 1] = (int64) h[l];
 		k++;
 	}
@@ -341,10 +250,8 @@ HorizonCollectFeed(RegistryDb *db, HorizonSet *out)
 		out->originator_node_ids[i] = (int32) pairs[2 * i];
 		out->originator_horizons[i] = pairs[2 * i + 1];
 	}
-	LWLockAcquire(Reg->lock, LW_SHARED);
-	out->late_head = db->late_next - 1;
-	LWLockRelease(Reg->lock);
-	out->late_writes = pg_atomic_read_u64(&db->late_writes);
+	out->late_head = RegistryLateHead(db);
+	out->late_writes = RegistryLateWrites(db);
 }
 
 static int
@@ -356,35 +263,11 @@ CompareLateSeq(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/*
- * Sequence numbers are consecutive within a server's life and jump ahead at a
- * start, so the entries after a recent cursor are read off their slots by
- * number, and after an old one by a scan of the whole ring.
- */
+/* The late entries of a kind after a cursor, in the order writers registered them. */
 void
 HorizonLateSince(RegistryDb *db, PositionKind kind, uint64 after, LateBatch *out)
 {
-	out->n = 0;
-	out->entries = NULL;
-	LWLockAcquire(Reg->lock, LW_SHARED);
-	out->head = db->late_next - 1;
-	out->lost = after < db->late_evicted || after + 1 < db->late_first;
-	if (out->head > after)
-	{
-		uint64		span = out->head - after;
-
-		out->entries = palloc(sizeof(LateEntry) * Min(span, (uint64) Reg->ring_size));
-		for (uint64 i = 0; i < (uint64) Reg->ring_size && i < span; i++)
-		{
-			uint64		s = span <= (uint64) Reg->ring_size ? after + 1 + i : i;
-			LateEntry  *e = &db->ring[s % Reg->ring_size];
-
-			if (e->seq > after && e->kind == (int32) kind &&
-				(span > (uint64) Reg->ring_size || e->seq == s))
-				out->entries[out->n++] = *e;
-		}
-	}
-	LWLockRelease(Reg->lock);
+	out->head = RegistryLateSince(db, kind, after, &out->entries, &out->n, &out->lost);
 	if (out->n > 1)
 		qsort(out->entries, out->n, sizeof(LateEntry), CompareLateSeq);
 }
@@ -424,21 +307,10 @@ WaitForLateWriter(TransactionId xid)
 uint64
 HorizonLateStart(RegistryDb *db)
 {
-	uint64		head;
-	TransactionId *xids = palloc(sizeof(TransactionId) * Reg->ring_size);
-	int			n = 0;
+	TransactionId *xids = palloc(sizeof(TransactionId) * xip83_late_ring_size);
+	int			n;
+	uint64		head = RegistryLateWriters(db, xids, &n);
 
-	LWLockAcquire(Reg->lock, LW_SHARED);
-	head = db->late_next - 1;
-	for (int i = 0; i < Reg->ring_size; i++)
-	{
-		const LateEntry *e = &db->ring[i];
-
-		if (e->seq != 0 && e->seq <= head && TransactionIdIsNormal(e->xid) &&
-			!TransactionIdPrecedes(e->xid, RecentXmin))
-			xids[n++] = e->xid;
-	}
-	LWLockRelease(Reg->lock);
 	for (int i = 0; i < n; i++)
 		if (!TransactionIdIsCurrentTransactionId(xids[i]) && TransactionIdIsInProgress(xids[i]))
 			WaitForLateWriter(xids[i]);
@@ -446,7 +318,7 @@ HorizonLateStart(RegistryDb *db)
 	return head;
 }
 
-/* ------------------------------------------------------------ SQL */
+/* ------------------------------------------------------ for SQL callers */
 
 /*
  * The feed a horizon function's source argument names: xip83's own table of
@@ -488,82 +360,31 @@ HorizonFeedArg(FunctionCallInfo fcinfo, int argno, PositionKind kind)
 	return db;
 }
 
-/* xip83.group_horizon(source): every group message id at or below it is committed or never will be. */
-Datum
-group_horizon(PG_FUNCTION_ARGS)
-{
-	RegistryDb *db = HorizonFeedArg(fcinfo, 0, KIND_GROUP);
-
-	NotifierEnsureRunning();
-	PG_RETURN_INT64(HorizonOfLine(db, LINE_GROUP));
-}
-
-/* xip83.welcome_horizon(source): the same for welcome ids. */
-Datum
-welcome_horizon(PG_FUNCTION_ARGS)
-{
-	RegistryDb *db = HorizonFeedArg(fcinfo, 0, KIND_WELCOME);
-
-	NotifierEnsureRunning();
-	PG_RETURN_INT64(HorizonOfLine(db, LINE_WELCOME));
-}
-
-/* xip83.envelope_horizons(source): one row per originator known to the registry, by node id. */
-Datum
-envelope_horizons(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	RegistryDb *db = HorizonFeedArg(fcinfo, 0, KIND_ENVELOPE);
-	HorizonSet	set;
-
-	NotifierEnsureRunning();
-	HorizonCollectFeed(db, &set);
-	InitMaterializedSRF(fcinfo, 0);
-	for (int i = 0; i < set.n_originators; i++)
-	{
-		Datum		values[2];
-		bool		nulls[2] = {false, false};
-
-		values[0] = Int32GetDatum(set.originator_node_ids[i]);
-		values[1] = Int64GetDatum(set.originator_horizons[i]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
-}
-
 /*
- * xip83.late_cursor(source DEFAULT NULL): the newest entry of a feed's late
- * ring (NULL: xip83's own tables), the late cursor a consumer that starts
- * "from now" passes to its first live fetch.
+ * The feed a late cursor is read from: xip83's own tables (InvalidOid, or one
+ * of them) or a tracked table; 55000 for any other table.
  */
-Datum
-late_cursor(PG_FUNCTION_ARGS)
+RegistryDb *
+HorizonLateFeed(Oid relid)
 {
-	RegistryDb *db;
-	uint64		head;
 	TrackedSource t;
 
 	RequireNotParallel();
-	if (PG_NARGS() > 0 && !PG_ARGISNULL(0) &&
-		!HorizonCoversTable(PG_GETARG_OID(0), "group_messages") &&
-		!HorizonCoversTable(PG_GETARG_OID(0), "welcome_messages") &&
-		!HorizonCoversTable(PG_GETARG_OID(0), "envelopes"))
-	{
-		if (!TrackedFind(PG_GETARG_OID(0), &t) || t.source != PG_GETARG_OID(0))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("table %s is not followed by xip83",
-							DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0)))),
-					 errhint("Run xip83.track on it first.")));
-		/* as the horizons: a role that may not read the table takes no entry for it */
-		SourceRequireReadable(t.source,
-							  DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0))));
-		db = RegistryAttachFeed(t.source);
-	}
-	else
-		db = RegistryAttach();
-	head = HorizonLateStart(db);
-	PG_RETURN_INT64((int64) head);
+	if (!OidIsValid(relid) ||
+		HorizonCoversTable(relid, "group_messages") ||
+		HorizonCoversTable(relid, "welcome_messages") ||
+		HorizonCoversTable(relid, "envelopes"))
+		return RegistryAttach();
+	if (!TrackedFind(relid, &t) || t.source != relid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s is not followed by xip83",
+						DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)))),
+				 errhint("Run xip83.track on it first.")));
+	/* as the horizons: a role that may not read the table takes no entry for it */
+	SourceRequireReadable(t.source,
+						  DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid))));
+	return RegistryAttachFeed(t.source);
 }
 
 /* Drops the read snapshots at every transaction end. */

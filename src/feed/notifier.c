@@ -1,6 +1,7 @@
 /*
  * notifier.c: the live feed's notifier, one background worker per database
- * that uses xip83, and the xip83.feed_status() view function.
+ * that uses xip83, its LiveNotice, and the state xip83.feed_status() shows
+ * (src/sql/horizons.c).
  *
  * Writers never call NOTIFY: when a transaction that registered positions
  * ends, the registry wakes this database's notifier through registry_wake,
@@ -23,7 +24,7 @@
  * notice carries no horizons (they are readable only by roles that may read
  * the tables), only the fence of those it stands for (the WAL position a
  * standby must replay to see every row at or below them, with the timeline
- * and system identifier: standby.h), which a forger can only use to make a
+ * and system identifier: feed.h), which a forger can only use to make a
  * consumer wait; the sender's pid, which PostgreSQL attaches to every
  * notification and which nobody can forge, tells the real notifier's notices
  * (feed_status.notifier_pid) from others.
@@ -33,9 +34,9 @@
  * when the worker leaves on SIGTERM. A consumer that sees a new epoch or hears
  * nothing for a few heartbeats polls until notices resume.
  *
- * Lifecycle: a database's notifier is started by the SQL entry points (a
- * write through the id default or trigger, a horizon, a live fetch,
- * feed_status), and leaves when nothing used the registry of its database for
+ * Lifecycle: a database's notifier is started by a transaction's first write
+ * (through registry_first_write, set here) and by the SQL entry points that
+ * read (a horizon, a live fetch, feed_status), and leaves when nothing used the registry of its database for
  * xip83.notifier_idle_ms (consumers fetch on every heartbeat, so a followed
  * feed keeps it), when the server stops, or when the database is dropped: a
  * DROP DATABASE asks it to leave from the object-access hook, before DROP
@@ -61,6 +62,7 @@
 #include "catalog/objectaccess.h"
 #include "catalog/pg_database.h"
 #include "commands/async.h"
+#include "common/base64.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -81,14 +83,10 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "base/compat.h"
-#include "horizon.h"
-#include "live_notice.h"
-#include "notifier.h"
-#include "core/recent.h"
-#include "standby.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "feed_internal.h"
 
-PG_FUNCTION_INFO_V1(feed_status);
 
 #define NOTIFIER_CHANNEL "xip83_live"
 #define NOTIFIER_RETRY_MS 10000
@@ -274,12 +272,35 @@ NotifierObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int sub
 		SetLatch(latch);
 }
 
+/* What feed_status shows of the current database's notifier. */
+void
+NotifierStatusOf(NotifierStatus *out)
+{
+	NotifierDb *e = MyEntry();
+	NotifierDb	copy;
+
+	memset(&copy, 0, sizeof(copy));
+	if (e != NULL)
+	{
+		SpinLockAcquire(&Shared->mutex);
+		copy = *e;
+		SpinLockRelease(&Shared->mutex);
+	}
+	out->pid = copy.pid;
+	out->epoch = copy.epoch;
+	out->state = copy.state;
+	out->ticks = copy.ticks;
+	out->last_notice_at = copy.last_notice_at;
+	out->start_requested_at = copy.start_requested_at;
+}
+
 void
 NotifierInstallHooks(void)
 {
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = NotifierObjectAccess;
 	registry_wake = NotifierWake;
+	registry_first_write = NotifierEnsureRunning;
 }
 
 /* ---------------------------------------------------------------- worker */
@@ -406,18 +427,37 @@ DigestTrackedFeeds(void)
 		HorizonSet	set;
 		FeedDigest	d;
 
-		if (!OidIsValid(feeds[i]->relid))
+		if (!OidIsValid(RegistryFeedRelid(feeds[i])))
 			continue;
 		HorizonCollectFeed(feeds[i], &set);
 		NoteFeed(feeds[i], &set);
 		d = Digest(&set);
-		h = (h ^ (uint64) feeds[i]->relid) * 1099511628211ULL;
+		h = (h ^ (uint64) RegistryFeedRelid(feeds[i])) * 1099511628211ULL;
 		h = (h ^ (uint64) d.group) * 1099511628211ULL;
 		h = (h ^ (uint64) d.welcome) * 1099511628211ULL;
 		h = (h ^ d.late_head) * 1099511628211ULL;
 		h = (h ^ d.originators) * 1099511628211ULL;
 	}
 	return h;
+}
+
+/* Serializes a notice as base64 text, failing if NOTIFY could not carry it. */
+char *
+LiveNoticeToBase64(const Xip83__V1__LiveNotice *notice)
+{
+	bytea	   *raw = PbPackToBytea(&notice->base);
+	int			rawlen = VARSIZE(raw) - VARHDRSZ;
+	int			cap = pg_b64_enc_len(rawlen) + 1;
+	char	   *text = palloc(cap);
+	int			len = pg_b64_encode((void *) VARDATA(raw), rawlen, text, cap);
+
+	if (len < 0 || len > LIVE_NOTICE_MAX_PAYLOAD)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("live notice of %d bytes does not fit a NOTIFY payload", len)));
+	text[len] = '\0';
+	pfree(raw);
+	return text;
 }
 
 /*
@@ -605,7 +645,7 @@ NotifierIdle(void)
 	if (n == 0 || xip83_notifier_idle_ms <= 0)
 		return false;
 	for (int i = 0; i < n; i++)
-		if (now_ms - pg_atomic_read_u64(&feeds[i]->last_use_ms) <= (uint64) xip83_notifier_idle_ms)
+		if (now_ms - RegistryFeedLastUseMs(feeds[i]) <= (uint64) xip83_notifier_idle_ms)
 			return false;
 	return true;
 }
@@ -669,87 +709,3 @@ xip83_notifier_main(Datum main_arg)
 
 /* ---------------------------------------------------------------- status */
 
-/* Whether the caller may read an xip83 table (horizons are shown only then). */
-static bool
-CanRead(const char *table)
-{
-	Oid			nsp = get_namespace_oid("xip83", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid(table, nsp) : InvalidOid;
-
-	return OidIsValid(relid) && pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
-}
-
-/*
- * xip83.feed_status(): the notifier and horizons of the current database, one
- * row. A horizon is NULL unless the caller may SELECT from its table.
- */
-Datum
-feed_status(PG_FUNCTION_ARGS)
-{
-	TupleDesc	tupdesc;
-	HorizonSet	h;
-	NotifierDb	copy;
-	NotifierDb *e;
-	Datum		values[20];
-	bool		nulls[20] = {false};
-	int64		low[3];
-	int64		used[3];
-	bool		have_recent;
-	Datum	   *nodes;
-	Datum	   *horizons;
-	static const char *const states[] = {"stopped", "live", "stopping"};
-
-	HorizonRequirePreload();
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "feed_status must return a composite type");
-	NotifierEnsureRunning();
-	HorizonCollect(&h);
-	e = MyEntry();
-	memset(&copy, 0, sizeof(copy));
-	if (e != NULL)
-	{
-		SpinLockAcquire(&Shared->mutex);
-		copy = *e;
-		SpinLockRelease(&Shared->mutex);
-	}
-
-	nodes = palloc(sizeof(Datum) * (h.n_originators + 1));
-	horizons = palloc(sizeof(Datum) * (h.n_originators + 1));
-	for (int i = 0; i < h.n_originators; i++)
-	{
-		nodes[i] = Int32GetDatum(h.originator_node_ids[i]);
-		horizons[i] = Int64GetDatum(h.originator_horizons[i]);
-	}
-	values[0] = Int64GetDatum(h.group);
-	nulls[0] = !CanRead("group_messages");
-	values[1] = Int64GetDatum(h.welcome);
-	nulls[1] = !CanRead("welcome_messages");
-	values[2] = PointerGetDatum(construct_array(nodes, h.n_originators, INT4OID,
-												sizeof(int32), true, TYPALIGN_INT));
-	values[3] = PointerGetDatum(construct_array(horizons, h.n_originators, INT8OID,
-												sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	nulls[2] = nulls[3] = !CanRead("envelopes");
-	values[4] = Int32GetDatum(copy.pid);
-	nulls[4] = copy.pid == 0;
-	values[5] = Int64GetDatum((int64) copy.epoch);
-	nulls[5] = copy.epoch == 0;
-	values[6] = CStringGetTextDatum(copy.pid == 0 ? "stopped"
-									: states[Min(copy.state, 2)]);
-	values[7] = Int64GetDatum((int64) copy.ticks);
-	values[8] = TimestampTzGetDatum(copy.last_notice_at);
-	nulls[8] = copy.last_notice_at == 0;
-	values[9] = BoolGetDatum(copy.start_requested_at != 0 && copy.pid == 0);
-	values[10] = Int64GetDatum((int64) h.late_writes);
-	values[11] = Int64GetDatum((int64) h.late_head);
-	values[12] = Int32GetDatum(xip83_late_ring_size);
-	/* per kind: the recent-writes table's low-water position and entries in use */
-	have_recent = RecentStatsMine(low, used);
-	for (int k = 0; k < 3; k++)
-	{
-		values[13 + 2 * k] = Int64GetDatum(have_recent ? low[k] : 0);
-		values[14 + 2 * k] = Int64GetDatum(have_recent ? used[k] : 0);
-		nulls[13 + 2 * k] = nulls[14 + 2 * k] = !have_recent || !CanRead(RegistryKindTable[k]);
-	}
-	values[19] = Int32GetDatum(xip83_recent_entries);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}

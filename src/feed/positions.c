@@ -1,10 +1,10 @@
 /*
- * positions.c: the write path of the registry (registry.h has the model):
- * the id defaults, the row trigger (and, for a tracked table's inserts, the
- * tracking index of track_am.c) that registers every written position and
- * notes its topic in the recent-writes table (recent.h) before the row can be
- * seen, the TRUNCATE trigger, and the transaction hooks that raise a line's
- * high at commit and clear this backend's pins when its transaction ends.
+ * positions.c: the write path above the registry (src/core/registry.h has
+ * the model): the id defaults, the row trigger (and, for a tracked table's
+ * inserts, the tracking index of track_am.c) that finds each written row's
+ * feed, position and topic, notes the topic in the recent-writes table and
+ * registers the position (src/core/pins.c) before the row can be seen, and
+ * the TRUNCATE trigger. Their SQL functions are in src/sql/writes.c.
  *
  * Who may call what. The id defaults draw only from the sequence of the table
  * they were installed for, the triggers act only on xip83's own tables, and
@@ -12,14 +12,6 @@
  * table or sequence of its own. Nothing runs as another role: moving a
  * sequence up to an explicit id is a setval by the writer itself, which
  * needs UPDATE on the sequence.
- *
- * Commit order. Slots are cleared at XACT_EVENT_COMMIT / ABORT, which
- * PostgreSQL calls after the transaction's end is visible in the proc array.
- * At commit the lines a transaction wrote are raised to its highest position
- * first, with the commit's WAL end recorded before (horizon.c flushes up to
- * it before a horizon that depends on it goes out). A transaction that
- * registered a position may not PREPARE: nothing would hold its positions
- * once another backend commits it or the server restarts.
  */
 #include "postgres.h"
 
@@ -45,62 +37,11 @@
 #include "utils/regproc.h"
 #include "utils/rel.h"
 
-#include "base/args.h"
-#include "notifier.h"
-#include "core/recent.h"
-#include "core/registry.h"
-#include "track.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "rel/rel.h"
+#include "feed_internal.h"
 
-PG_FUNCTION_INFO_V1(next_group_id);
-PG_FUNCTION_INFO_V1(next_welcome_id);
-PG_FUNCTION_INFO_V1(next_id);
-PG_FUNCTION_INFO_V1(register_position);
-PG_FUNCTION_INFO_V1(reset_positions);
-
-/*
- * A line this transaction wrote, at one subtransaction level, and the
- * highest position written there; line TOUCH_LATE counts late writes.
- */
-typedef struct TouchedLine
-{
-	RegistryDb *db;
-	int			line;
-	int			level;			/* GetCurrentTransactionNestLevel() of the write */
-	uint64		max;
-	uint64		count;			/* positions registered */
-} TouchedLine;
-
-#define TOUCH_LATE (-1)
-
-/* An originator line this transaction counted itself a writer of. */
-typedef struct CountedLine
-{
-	RegistryDb *db;
-	int32		node;
-	int			line;
-} CountedLine;
-
-/* A kind of a feed this transaction TRUNCATEd or dropped. */
-typedef struct PendingReset
-{
-	RegistryDb *db;
-	PositionKind kind;
-} PendingReset;
-
-#define MAX_RESETS 16
-
-static uint32 PinOf[SLOT_PINS];	/* PIN_KEY held by each pin of our slot, or PIN_NONE */
-static bool Frozen = false;		/* our slot's freeze is set */
-static TouchedLine *Touched = NULL;
-static int	NTouched = 0;
-static int	TouchedCap = 0;
-static CountedLine *Counted = NULL;
-static int	NCounted = 0;
-static int	CountedCap = 0;
-static PendingReset Resets[MAX_RESETS];
-static int	NResets = 0;
-static bool LocalInit = false;
-static bool NotifierEnsured = false;	/* this transaction asked for a notifier */
 static int64 LastDrawn[2];		/* the id each default drew last: already registered */
 static RegistryDb *LastDrawnDb[2];	/* ... and in which feed */
 static object_access_hook_type prev_object_access_hook = NULL;
@@ -114,224 +55,11 @@ static const char *const KindSequence[2] = {"group_messages_id_seq", "welcome_me
  */
 static bool UpdateFired = false;
 
-static void
-InitLocal(void)
-{
-	if (LocalInit)
-		return;
-	for (int i = 0; i < SLOT_PINS; i++)
-		PinOf[i] = PIN_NONE;
-	LocalInit = true;
-}
-
-/* Room for one more element of a backend-lifetime array. */
-static void *
-Grow(void *array, int n, int *cap, Size elem)
-{
-	if (n < *cap)
-		return array;
-	*cap = *cap == 0 ? 16 : *cap * 2;
-	return array == NULL ? MemoryContextAlloc(TopMemoryContext, elem * *cap)
-		: repalloc(array, elem * *cap);
-}
-
-/*
- * Records that this (sub)transaction wrote position x on a line (or, with
- * TOUCH_LATE, one more late write). A subtransaction's records go to its
- * parent when it commits and are dropped when it aborts, so only what the
- * top transaction commits raises a line.
- */
-static void
-Touch(RegistryDb *db, int line, uint64 x)
-{
-	int			level = GetCurrentTransactionNestLevel();
-
-	/* newest first: the current level's records are at the end */
-	for (int i = NTouched - 1; i >= 0; i--)
-		if (Touched[i].db == db && Touched[i].line == line && Touched[i].level == level)
-		{
-			Touched[i].count++;
-			Touched[i].max = line == TOUCH_LATE ? Touched[i].max + 1 : Max(Touched[i].max, x);
-			return;
-		}
-	Touched = Grow(Touched, NTouched, &TouchedCap, sizeof(TouchedLine));
-	Touched[NTouched].db = db;
-	Touched[NTouched].line = line;
-	Touched[NTouched].level = level;
-	Touched[NTouched].max = line == TOUCH_LATE ? 1 : x;
-	Touched[NTouched].count = 1;
-	NTouched++;
-}
-
-/*
- * The line of an originator for this transaction: counted as written by it
- * on first use, so that it is never reused for another originator meanwhile.
- */
-static int
-OriginatorLine(RegistryDb *db, int32 node)
-{
-	int			line;
-
-	for (int i = 0; i < NCounted; i++)
-		if (Counted[i].db == db && Counted[i].node == node)
-			return Counted[i].line;
-	line = RegistryOriginatorLine(db, node);
-	Counted = Grow(Counted, NCounted, &CountedCap, sizeof(CountedLine));
-	Counted[NCounted].db = db;
-	Counted[NCounted].node = node;
-	Counted[NCounted].line = line;
-	NCounted++;
-	return line;
-}
-
-/*
- * Pins a line before this transaction writes there (see registry.h).
- * Returns the pin's index, or -1 when the slot is full and the transaction
- * holds every originator line through `freeze` instead.
- */
-static int
-PinLine(RegistryDb *db, RegistrySlot *slot, int line)
-{
-	int			pin = -1;
-	uint32		key = PIN_KEY(RegistryEntryIndex(db), line);
-	uint64		h;
-
-	InitLocal();
-	/* a transaction's first write makes sure a notifier will hear of its end */
-	if (!NotifierEnsured)
-	{
-		NotifierEnsureRunning();
-		NotifierEnsured = true;
-	}
-	for (int i = 0; i < SLOT_PINS; i++)
-	{
-		if (PinOf[i] == key)
-			return i;
-		if (PinOf[i] == PIN_NONE && pin < 0)
-			pin = i;
-	}
-	if (pin < 0)
-	{
-		if (!Frozen)
-		{
-			pg_atomic_write_u32(&slot->freeze, 1);
-			pg_memory_barrier();
-			Frozen = true;
-		}
-		return -1;
-	}
-	PinOf[pin] = key;
-	slot->line[pin] = key;
-	pg_write_barrier();
-	h = pg_atomic_read_u64(&db->lines[line].high);
-	for (;;)
-	{
-		uint64		again;
-
-		pg_atomic_write_u64(&slot->low[pin], h + 1);
-		pg_memory_barrier();
-		again = pg_atomic_read_u64(&db->lines[line].high);
-		if (again == h)
-			break;
-		h = again;
-	}
-	return pin;
-}
-
-/* Whether x is at or below the line's published horizon; checked under the lock. */
-static bool
-AtOrBelowPublished(RegistryDb *db, int line, uint64 x)
-{
-	uint64		published;
-
-	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
-	published = pg_atomic_read_u64(&db->lines[line].published);
-	LWLockRelease(Reg->lock);
-	return x <= published;
-}
-
-/* A late position this transaction registered, with the (sub)transaction that wrote it. */
-typedef struct LateNoted
-{
-	const RegistryDb *db;
-	int			line;
-	uint64		x;
-	TransactionId xid;
-} LateNoted;
-
-static LateNoted *Lates = NULL;
-static int	NLates = 0;
-static int	LatesCap = 0;
-
-/*
- * Whether this (sub)transaction registered that late position already: an
- * envelope's meta and blob rows register the same position, and the ring
- * needs it once.
- */
-static bool
-AlreadyLate(const RegistryDb *db, int line, uint64 x)
-{
-	TransactionId xid = GetCurrentTransactionId();
-
-	for (int i = 0; i < NLates; i++)
-		if (Lates[i].db == db && Lates[i].line == line && Lates[i].x == x &&
-			TransactionIdEquals(Lates[i].xid, xid))
-			return true;
-	return false;
-}
-
-static void
-NoteLate(RegistryDb *db, int line, uint64 x)
-{
-	Lates = Grow(Lates, NLates, &LatesCap, sizeof(LateNoted));
-	Lates[NLates].db = db;
-	Lates[NLates].line = line;
-	Lates[NLates].x = x;
-	Lates[NLates].xid = GetCurrentTransactionId();
-	NLates++;
-}
-
-/*
- * Registers a position this transaction is about to write. Below its pin
- * (or on a frozen line) the position is checked against the published
- * horizon: at or below it the write is late and goes into the late ring.
- * Returns whether it is late.
- */
-static bool
-RegisterPosition(RegistryDb *db, int line, PositionKind kind, int32 node, uint64 x)
-{
-	RegistrySlot *slot = RegistryMySlot();
-	int			pin = PinLine(db, slot, line);
-
-	Touch(db, line, x);
-	if (pin >= 0)
-	{
-		uint64		low = pg_atomic_read_u64(&slot->low[pin]);
-
-		if (x >= low)
-			return false;
-		pg_atomic_write_u64(&slot->low[pin], x);
-		pg_memory_barrier();
-		if (!AtOrBelowPublished(db, line, x))
-			return false;
-		/* consumers passed x already: the old bound holds everything else */
-		pg_atomic_write_u64(&slot->low[pin], low);
-	}
-	else if (!AtOrBelowPublished(db, line, x))
-		return false;
-	if (AlreadyLate(db, line, x))
-		return true;
-	(void) RegistryAddLate(db, kind, node, (int64) x, GetCurrentTransactionId());
-	Touch(db, TOUCH_LATE, 0);
-	NoteLate(db, line, x);
-	return true;
-}
-
 /* Moves a v3 table's sequence up to an explicit id above it, as the writer. */
 static void
 SequenceCatchUp(Oid seq, uint64 x)
 {
-	if (!OidIsValid(seq) || (int64) x <= RegistrySequenceLastValue(seq))
+	if (!OidIsValid(seq) || (int64) x <= FeedSequenceLastValue(seq))
 		return;
 	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq), Int64GetDatum((int64) x));
 }
@@ -345,30 +73,26 @@ DrawId(RegistryDb *db, PositionKind kind, Oid seq)
 {
 	int64		id;
 
-	(void) PinLine(db, RegistryMySlot(), V3_LINE(kind));
+	PinsBeforeDraw(db, V3_LINE(kind));
 	id = nextval_internal(seq, true);
 	if (id <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("message ids must be positive, the sequence returned " INT64_FORMAT, id)));
-	RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) id);
+	PinsRegister(db, V3_LINE(kind), kind, 0, (uint64) id);
 	LastDrawn[kind] = id;
 	LastDrawnDb[kind] = db;
 	return id;
 }
 
-/* The id default of one of xip83's own tables. */
-static Datum
-NextId(FunctionCallInfo fcinfo, PositionKind kind)
+int64
+PositionsNextOwnId(PositionKind kind, Oid seq)
 {
 	static Oid	known[2];
-	Oid			seq;
 
-	ArgRequire(fcinfo, 0, "seq");
-	seq = PG_GETARG_OID(0);
 	if (!OidIsValid(seq) || seq != known[kind])
 	{
-		known[kind] = RegistryOwnRelation(KindSequence[kind]);
+		known[kind] = SourceOwnRelation(KindSequence[kind]);
 		if (seq != known[kind])
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -378,54 +102,35 @@ NextId(FunctionCallInfo fcinfo, PositionKind kind)
 					 errdetail("It is the id default of xip83.%s, and registers every id it hands out.",
 							   RegistryKindTable[kind])));
 	}
-	if (Reg == NULL)
-		PG_RETURN_INT64(nextval_internal(seq, true));
-	PG_RETURN_INT64(DrawId(RegistryAttach(), kind, seq));
+	if (!RegistryReady())
+		return nextval_internal(seq, true);
+	return DrawId(RegistryAttach(), kind, seq);
 }
 
-/* xip83.next_group_id(seq regclass): the id default of xip83.group_messages. */
-Datum
-next_group_id(PG_FUNCTION_ARGS)
-{
-	return NextId(fcinfo, KIND_GROUP);
-}
-
-/* xip83.next_welcome_id(seq regclass): the id default of xip83.welcome_messages. */
-Datum
-next_welcome_id(PG_FUNCTION_ARGS)
-{
-	return NextId(fcinfo, KIND_WELCOME);
-}
-
-/*
- * xip83.next_id(source regclass): the id default xip83.track gives a tracked
- * v3 table. Draws from the sequence the table's default used before (which
- * needs USAGE or UPDATE on it, as nextval does).
- */
-Datum
-next_id(PG_FUNCTION_ARGS)
+int64
+PositionsNextTrackedId(Oid source)
 {
 	TrackedSource t;
 
-	ArgRequire(fcinfo, 0, "source");
-	if (!TrackedFind(PG_GETARG_OID(0), &t) || t.source != PG_GETARG_OID(0) ||
+	if (!TrackedFind(source, &t) || t.source != source ||
 		t.kind == KIND_ENVELOPE)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table %s is not a tracked v3 table",
-						DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0)))),
+						DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(source)))),
 				 errdetail("xip83.next_id is the id default xip83.track installs; xip83.untrack restores the table's own.")));
-	if (Reg == NULL)
-		PG_RETURN_INT64(nextval_internal(t.sequence, true));
+	if (!RegistryReady())
+		return nextval_internal(t.sequence, true);
 	/* nextval's own check, before the feed's entry is taken: a stranger takes none */
 	if (pg_class_aclcheck(t.sequence, GetUserId(), ACL_USAGE | ACL_UPDATE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for sequence %s", get_rel_name(t.sequence))));
-	PG_RETURN_INT64(DrawId(RegistryAttachFeed(t.source), t.kind, t.sequence));
+	return DrawId(RegistryAttachFeed(t.source), t.kind, t.sequence);
 }
 
-static void
+/* Refuses a misused trigger function; never returns. */
+static xip83_noreturn void
 TriggerMisuse(const char *fn, const char *what)
 {
 	ereport(ERROR,
@@ -445,7 +150,7 @@ static Oid
 OwnTable(PositionKind kind)
 {
 	if (!OidIsValid(OwnTables[kind]))
-		OwnTables[kind] = RegistryOwnRelation(RegistryKindTable[kind]);
+		OwnTables[kind] = SourceOwnRelation(RegistryKindTable[kind]);
 	return OwnTables[kind];
 }
 
@@ -641,7 +346,7 @@ RowPosition(HeapTuple tuple, TupleDesc desc, AttrNumber attno)
 
 /*
  * Notes a row's topic and position in the kind's recent-writes table before
- * the row can be seen, so that a wave never skips it (recent.h). topic NULL:
+ * the row can be seen, so that a wave never skips it (src/core/recent.c). topic NULL:
  * the row has none to note (a null topic, which the table refuses, or a blob
  * row, whose meta row notes it).
  */
@@ -682,7 +387,7 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 		if (!sets_position)
 			return false;
 		/* sequence 0 (chain originators) is at or below every horizon: a late write */
-		return RegisterPosition(db, OriginatorLine(db, node), kind, node, (uint64) position);
+		return PinsRegister(db, PinsOriginatorLine(db, node), kind, node, (uint64) position);
 	}
 	if (position <= 0)
 		ereport(ERROR,
@@ -697,9 +402,9 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 		LastDrawn[kind] = 0;	/* drawn by the default just now: registered */
 		return false;
 	}
-	late = RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) position);
+	late = PinsRegister(db, V3_LINE(kind), kind, 0, (uint64) position);
 	SequenceCatchUp(OidIsValid(target->feed) ? target->sequence
-					: RegistryOwnRelation(KindSequence[kind]), (uint64) position);
+					: SourceOwnRelation(KindSequence[kind]), (uint64) position);
 	return late;
 }
 
@@ -748,15 +453,14 @@ RowTopic(const RowShape *shape, HeapTuple tuple, TupleDesc desc)
  * horizon, and late ones go into the late ring. An UPDATE that sets no
  * position column (a row moved to another topic) is only noted.
  */
-Datum
-register_position(PG_FUNCTION_ARGS)
+HeapTuple
+PositionsOnRow(TriggerData *trigdata)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	HeapTuple	tuple;
 	TupleDesc	desc;
 	const RowShape *shape;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
+	if (trigdata == NULL)
 		TriggerMisuse("register_position", "must be called as a trigger");
 	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
 		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) || TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
@@ -767,21 +471,21 @@ register_position(PG_FUNCTION_ARGS)
 		? trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	desc = RelationGetDescr(trigdata->tg_relation);
 	shape = RowShapeOf(trigdata);
-	if (Reg == NULL)
-		return PointerGetDatum(tuple);
+	if (!RegistryReady())
+		return tuple;
 	(void) RegisterRow(&shape->target,
 				shape->node != 0 ? (int32) RowPosition(tuple, desc, shape->node) : 0,
 				RowPosition(tuple, desc, shape->position),
 				RowTopic(shape, tuple, desc),
 				SetsPosition(trigdata, shape),
 				TRIGGER_FIRED_BY_INSERT(trigdata->tg_event));
-	return PointerGetDatum(tuple);
+	return tuple;
 }
 
 /*
  * The target and column numbers of a tracked table's xip83_track index
  * (track.c gives it positions first, then the topic), cached as the
- * trigger's are; NULL when the index is inert (track.h).
+ * trigger's are; NULL when the index is inert (feed_internal.h).
  */
 static const RowShape *
 IndexShapeOf(Relation heap, Relation index)
@@ -874,7 +578,7 @@ PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull)
 	const RowShape *shape;
 	const bytea *topic = NULL;
 
-	if (Reg == NULL || (shape = IndexShapeOf(heap, index)) == NULL)
+	if (!RegistryReady() || (shape = IndexShapeOf(heap, index)) == NULL)
 		return false;
 	if (shape->topic != 0 && !isnull[shape->topic - 1])
 		topic = DatumGetByteaPP(values[shape->topic - 1]);
@@ -884,145 +588,25 @@ PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull)
 				topic, true, true);
 }
 
-/* Notes that a kind of a feed starts over when this transaction commits. */
-static void
-AddReset(RegistryDb *db, PositionKind kind)
-{
-	InitLocal();
-	for (int i = 0; i < NResets; i++)
-		if (Resets[i].db == db && Resets[i].kind == kind)
-			return;
-	if (NResets == MAX_RESETS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("one transaction may empty at most %d followed xip83 tables", MAX_RESETS)));
-	Resets[NResets].db = db;
-	Resets[NResets].kind = kind;
-	NResets++;
-}
-
 /*
  * reset_positions(): AFTER TRUNCATE trigger of the xip83 tables and tracked
  * tables. When the TRUNCATE commits, the table's lines start over at 0
  * (TRUNCATE ... RESTART IDENTITY reuses ids, so live consumers must reset
  * their cursors too).
  */
-Datum
-reset_positions(PG_FUNCTION_ARGS)
+void
+PositionsOnTruncate(TriggerData *trigdata)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TriggerTarget target;
 
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+	if (trigdata == NULL || !TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
 		TriggerMisuse("reset_positions", "must be an AFTER TRUNCATE trigger");
 	(void) TriggerTargetOf(trigdata, "reset_positions", &target);
-	if (Reg != NULL)
-		AddReset(RegistryAttachFeed(target.feed), target.kind);
-	return PointerGetDatum(NULL);
+	if (RegistryReady())
+		PinsResetAtCommit(RegistryAttachFeed(target.feed), target.kind);
 }
 
-/* Applies committed TRUNCATEs and drops; their ACCESS EXCLUSIVE locks are still held. */
-static void
-ApplyResets(void)
-{
-	if (NResets == 0)
-		return;
-	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < NResets; i++)
-	{
-		bool		keep = false;
-
-		for (int c = 0; c < NCounted; c++)
-			keep |= Counted[c].db == Resets[i].db;
-		if (Resets[i].db->dboid == MyDatabaseId)
-			RegistryResetKindLocked(Resets[i].db, Resets[i].kind, keep);
-	}
-	LWLockRelease(Reg->lock);
-}
-
-/*
- * After the highs are raised: a reset kind's recent-writes table starts
- * empty, low at what this transaction wrote after its TRUNCATE (the only rows
- * left, all noted by nobody else while the lock is held).
- */
-static void
-ApplyRecentResets(void)
-{
-	for (int i = 0; i < NResets; i++)
-		if (Resets[i].db->dboid == MyDatabaseId)
-			RecentResetKind(Resets[i].db, Resets[i].kind);
-	NResets = 0;
-}
-
-/* Raises a counter to at least v. */
-static void
-RaiseTo(pg_atomic_uint64 *counter, uint64 v)
-{
-	uint64		cur = pg_atomic_read_u64(counter);
-
-	while (cur < v && !pg_atomic_compare_exchange_u64(counter, &cur, v))
-		;
-}
-
-/* Raises every line this transaction wrote to its highest position (commit only). */
-static void
-RaiseHighs(void)
-{
-	uint64		lsn = (uint64) XactLastCommitEnd;
-
-	/* the commit's WAL end first: a reader that sees a raised high flushes up to it */
-	for (int i = 0; i < NTouched; i++)
-		if (Touched[i].db->dboid == MyDatabaseId)
-			RaiseTo(&Touched[i].db->commit_lsn, lsn);
-	pg_write_barrier();
-	for (int i = 0; i < NTouched; i++)
-	{
-		RegistryDb *db = Touched[i].db;
-
-		if (db->dboid != MyDatabaseId)
-			continue;
-		if (Touched[i].line == TOUCH_LATE)
-			pg_atomic_fetch_add_u64(&db->late_writes, Touched[i].max);
-		else
-		{
-			RaiseTo(&db->lines[Touched[i].line].high, Touched[i].max);
-			pg_atomic_fetch_add_u64(&db->registered, Touched[i].count);
-		}
-	}
-}
-
-/* Clears every pin of this backend's slot and wakes the notifier if any was set. */
-static void
-ClearPins(void)
-{
-	RegistrySlot *slot = RegistryMySlot();
-	bool		any = Frozen || NTouched > 0 || NCounted > 0;
-
-	if (slot != NULL)
-	{
-		pg_write_barrier();
-		for (int i = 0; i < SLOT_PINS; i++)
-			if (PinOf[i] != PIN_NONE)
-			{
-				pg_atomic_write_u64(&slot->low[i], LOW_NONE);
-				PinOf[i] = PIN_NONE;
-			}
-		if (Frozen)
-			pg_atomic_write_u32(&slot->freeze, 0);
-	}
-	/* the lines' highs are raised (or the writes gone): they may be reused */
-	for (int i = 0; i < NCounted; i++)
-		RegistryLineDone(Counted[i].db, Counted[i].line);
-	Frozen = false;
-	NotifierEnsured = false;
-	NTouched = 0;
-	NCounted = 0;
-	NLates = 0;
-	if (any && registry_wake != NULL)
-		registry_wake();
-}
-
-/* Raises highs at commit, clears pins at every end, refuses PREPARE. */
+/* A transaction's end forgets whether register_position fired for an UPDATE. */
 static void
 PositionsXactCallback(XactEvent event, void *arg)
 {
@@ -1032,90 +616,6 @@ PositionsXactCallback(XactEvent event, void *arg)
 
 	if (ends)
 		UpdateFired = false;
-	if (!LocalInit)
-	{
-		/* no pins to clear first */
-		if (ends)
-			RegistryReleaseXactEnd(event == XACT_EVENT_COMMIT);
-		return;
-	}
-	switch (event)
-	{
-		case XACT_EVENT_PRE_PREPARE:
-			if (NTouched > 0 || NCounted > 0 || Frozen || NResets > 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that wrote xip83 messages"),
-						 errdetail("Horizons cannot follow a prepared transaction's rows until COMMIT PREPARED, in another session or after a restart."),
-						 errhint("Commit the transaction with COMMIT instead of PREPARE TRANSACTION.")));
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			ApplyResets();
-			RaiseHighs();
-			ApplyRecentResets();
-			ClearPins();
-			RegistryReleaseXactEnd(event == XACT_EVENT_COMMIT);
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			NResets = 0;
-			ClearPins();
-			RegistryReleaseXactEnd(false);
-			break;
-		default:
-			break;
-	}
-}
-
-/* A subtransaction's writes go to its parent on commit, away on abort. */
-static void
-PositionsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
-						 SubTransactionId parentSubid, void *arg)
-{
-	int			level = GetCurrentTransactionNestLevel();
-	int			kept = 0;
-
-	if (event == SUBXACT_EVENT_COMMIT_SUB || event == SUBXACT_EVENT_ABORT_SUB)
-		RegistryReleaseSubXactEnd(event == SUBXACT_EVENT_COMMIT_SUB);
-	if (NTouched == 0)
-		return;
-	if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		/*
-		 * Down to the parent, merged with the parent's record of the same
-		 * line: a transaction of many subtransactions (PL/pgSQL exception
-		 * blocks) keeps one record per line, not one per subtransaction.
-		 */
-		for (int i = 0; i < NTouched; i++)
-		{
-			int			into = -1;
-
-			if (Touched[i].level >= level)
-				Touched[i].level = level - 1;
-			for (int j = 0; j < kept && into < 0; j++)
-				if (Touched[j].db == Touched[i].db && Touched[j].line == Touched[i].line &&
-					Touched[j].level == Touched[i].level)
-					into = j;
-			if (into < 0)
-				Touched[kept++] = Touched[i];
-			else
-			{
-				Touched[into].max = Touched[i].line == TOUCH_LATE
-					? Touched[into].max + Touched[i].max : Max(Touched[into].max, Touched[i].max);
-				Touched[into].count += Touched[i].count;
-			}
-		}
-		NTouched = kept;
-	}
-	else if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		for (int i = 0; i < NTouched; i++)
-			if (Touched[i].level < level)
-				Touched[kept++] = Touched[i];
-		NTouched = kept;
-	}
 }
 
 /*
@@ -1130,7 +630,7 @@ PositionsObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int su
 
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
-	if (access != OAT_DROP || classId != RelationRelationId || subId != 0 || Reg == NULL)
+	if (access != OAT_DROP || classId != RelationRelationId || subId != 0 || !RegistryReady())
 		return;
 	if (get_rel_relkind(objectId) != RELKIND_RELATION &&
 		get_rel_relkind(objectId) != RELKIND_PARTITIONED_TABLE)
@@ -1140,8 +640,8 @@ PositionsObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int su
 	if (db == NULL)
 		return;
 	for (int k = 0; k < 3; k++)
-		if (objectId == RegistryOwnRelation(RegistryKindTable[k]))
-			AddReset(db, (PositionKind) k);
+		if (objectId == SourceOwnRelation(RegistryKindTable[k]))
+			PinsResetAtCommit(db, (PositionKind) k);
 }
 
 void
@@ -1149,7 +649,6 @@ PositionsInstallHooks(void)
 {
 	CacheRegisterRelcacheCallback(ForgetOwnTables, (Datum) 0);
 	RegisterXactCallback(PositionsXactCallback, NULL);
-	RegisterSubXactCallback(PositionsSubXactCallback, NULL);
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = PositionsObjectAccess;
 }

@@ -1,8 +1,9 @@
 /*
- * standby.c: xip83 on a hot standby (standby.h has the model): the fence of
+ * standby.c: xip83 on a hot standby (feed.h has the model): the fence of
  * a set of horizons, the replayed feeds readers use during recovery, the
- * bounded wait for replay to pass a fence, the horizon records the notifier
- * writes for standbys, and xip83.horizon_fence().
+ * bounded wait for replay to pass a fence and the horizon records the
+ * notifier writes for standbys (xip83.horizon_fence() is in
+ * src/sql/horizons.c; the replayed feeds in src/core/registry.c).
  *
  * Horizons on a standby. The primary's notifier logs the horizons it hands
  * out (only the lines that moved since its last record; every line after a
@@ -30,20 +31,10 @@
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 
-#include "base/args.h"
-#include "horizon.h"
-#include "notifier.h"
-#include "standby.h"
-#include "track.h"
+#include "xip83/errcodes.h"
 
-PG_FUNCTION_INFO_V1(horizon_fence);
-
-/*
- * SQLSTATE X83F0: replay did not pass the fence within xip83.standby_wait_ms;
- * X83F1: recovery ended before it did (the rows may not exist here).
- */
-#define ERRCODE_XIP83_FENCE_TIMEOUT MAKE_SQLSTATE('X','8','3','F','0')
-#define ERRCODE_XIP83_FENCE_UNREACHABLE MAKE_SQLSTATE('X','8','3','F','1')
+#include "base/base.h"
+#include "feed_internal.h"
 
 int			xip83_standby_wait_ms = 10000;
 
@@ -66,8 +57,7 @@ StandbyFenceOf(RegistryDb *db)
 {
 	Fence		f;
 
-	pg_read_barrier();
-	f.lsn = (XLogRecPtr) pg_atomic_read_u64(&db->commit_lsn);
+	f.lsn = RegistryFeedCommitLsn(db);
 	f.system_identifier = GetSystemIdentifier();
 	if (RecoveryInProgress())
 	{
@@ -82,27 +72,6 @@ StandbyFenceOf(RegistryDb *db)
 }
 
 /* ------------------------------------------------------- standby readers */
-
-RegistryDb *
-StandbyFeed(Oid relid)
-{
-	RegistryDb *db = NULL;
-
-	RegistryRequirePreload();
-	LWLockAcquire(Reg->lock, LW_SHARED);
-	for (int d = 0; d < Reg->n_dbs && db == NULL; d++)
-		if (Reg->dbs[d].dboid == MyDatabaseId && Reg->dbs[d].relid == relid &&
-			Reg->dbs[d].horizons_replayed)
-			db = &Reg->dbs[d];
-	LWLockRelease(Reg->lock);
-	if (db == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("this standby has not replayed the primary's xip83 horizons of that feed yet"),
-				 errdetail("A standby learns a feed's horizons from the records the primary's notifier writes after every checkpoint and whenever they move."),
-				 errhint("Retry shortly; the primary's notifier runs while its feed is used.")));
-	return db;
-}
 
 void
 StandbyWaitForFence(XLogRecPtr fence)
@@ -189,7 +158,7 @@ OriginatorIn(const HorizonSet *s, int32 node)
 void
 StandbyLogHorizons(RegistryDb *db, const HorizonSet *set, bool full)
 {
-	LoggedFeed *last = LoggedFeedOf(db->relid);
+	LoggedFeed *last = LoggedFeedOf(RegistryFeedRelid(db));
 	RegistryHorizonLine *lines = palloc(sizeof(RegistryHorizonLine) * (set->n_originators + 2));
 	int			n = 0;
 	MemoryContext old;
@@ -228,67 +197,3 @@ StandbyLogHorizons(RegistryDb *db, const HorizonSet *set, bool full)
 
 /* ------------------------------------------------------------- SQL */
 
-/* The kind a source is followed as: xip83's own table of it, or its tracked kind; -1: none. */
-static int
-KindOfSource(Oid relid)
-{
-	TrackedSource t;
-
-	for (int k = 0; k < 3; k++)
-		if (HorizonCoversTable(relid, RegistryKindTable[k]))
-			return k;
-	if (TrackedFind(relid, &t) && t.source == relid)
-		return (int) t.kind;
-	return -1;
-}
-
-/*
- * xip83.horizon_fence(source) -> (horizon, originator_node_ids,
- * originator_horizons, fence, timeline_id, system_identifier): the horizons of
- * a feed and, read right after them, the WAL position a standby must have
- * replayed to see every row at or below them.
- */
-Datum
-horizon_fence(PG_FUNCTION_ARGS)
-{
-	TupleDesc	tupdesc;
-	Datum		values[6];
-	bool		nulls[6] = {false};
-	int			kind;
-	RegistryDb *db;
-	HorizonSet	set;
-	Fence		fence;
-	Datum	   *nodes;
-	Datum	   *horizons;
-
-	ArgRequire(fcinfo, 0, "source");
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("horizon_fence must be declared to return a composite type")));
-	kind = KindOfSource(PG_GETARG_OID(0));
-	db = HorizonFeedArg(fcinfo, 0, kind < 0 ? KIND_GROUP : (PositionKind) kind);
-	NotifierEnsureRunning();
-	HorizonCollectFeed(db, &set);
-	fence = StandbyFenceOf(db);
-
-	nulls[0] = kind == KIND_ENVELOPE;
-	values[0] = Int64GetDatum(kind == KIND_WELCOME ? set.welcome : set.group);
-	nulls[1] = nulls[2] = kind != KIND_ENVELOPE;
-	nodes = palloc(sizeof(Datum) * (set.n_originators + 1));
-	horizons = palloc(sizeof(Datum) * (set.n_originators + 1));
-	for (int i = 0; i < set.n_originators; i++)
-	{
-		nodes[i] = Int32GetDatum(set.originator_node_ids[i]);
-		horizons[i] = Int64GetDatum(set.originator_horizons[i]);
-	}
-	values[1] = PointerGetDatum(construct_array(nodes, set.n_originators, INT4OID,
-												sizeof(int32), true, TYPALIGN_INT));
-	values[2] = PointerGetDatum(construct_array(horizons, set.n_originators, INT8OID,
-												sizeof(int64), FLOAT8PASSBYVAL,
-												TYPALIGN_DOUBLE));
-	values[3] = LSNGetDatum(fence.lsn);
-	values[4] = Int32GetDatum((int32) fence.timeline);
-	values[5] = Int64GetDatum((int64) fence.system_identifier);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}

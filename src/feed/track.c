@@ -1,6 +1,7 @@
 /*
- * track.c: xip83.track / xip83.untrack and the table they keep,
- * xip83.tracked_sources (track.h has the model).
+ * track.c: what xip83.track / xip83.untrack do (their SQL functions are in
+ * src/sql/writes.c, tracked_status in src/sql/horizons.c) and the table
+ * they keep, xip83.tracked_sources (feed.h has the model).
  *
  * What track changes on a node's table, and untrack restores:
  *   - v3 (group, welcome): the id column's default `nextval('seq')` becomes
@@ -68,18 +69,11 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "base/args.h"
-#include "base/compat.h"
-#include "horizon.h"
-#include "core/recent.h"
-#include "rel/source.h"
-#include "track.h"
-#include "scan/wave_d14n.h"
-#include "scan/wave_v3.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "rel/rel.h"
+#include "feed_internal.h"
 
-PG_FUNCTION_INFO_V1(xip83_track);
-PG_FUNCTION_INFO_V1(xip83_untrack);
-PG_FUNCTION_INFO_V1(tracked_status);
 
 /* Columns of xip83.tracked_sources. */
 #define TS_SOURCE		1
@@ -634,21 +628,19 @@ TrackCheckIndex(Relation heap, Relation index)
 }
 
 /*
- * xip83.track(source regclass, kind text, blob_source regclass DEFAULT NULL):
- * makes a node's table a feed of its own (see the header of this file).
+ * xip83.track(source, kind, blob_source): checks the tables and the caller,
+ * then makes a node's table a feed of its own (see the header of this file).
  */
-Datum
-xip83_track(PG_FUNCTION_ARGS)
+void
+TrackTable(Oid source, text *kind, Oid blob)
 {
 	TrackedSource t;
 	TrackedSource old;
 
 	RegistryRequirePreload();
-	ArgRequire(fcinfo, 0, "source");
-	ArgRequire(fcinfo, 1, "kind");
-	t.source = PG_GETARG_OID(0);
-	t.kind = ParseKind(PG_GETARG_TEXT_PP(1));
-	t.blob = PG_ARGISNULL(2) ? InvalidOid : PG_GETARG_OID(2);
+	t.source = source;
+	t.kind = ParseKind(kind);
+	t.blob = blob;
 	t.sequence = InvalidOid;
 	if (get_rel_name(t.source) == NULL || (OidIsValid(t.blob) && get_rel_name(t.blob) == NULL))
 		ereport(ERROR,
@@ -664,8 +656,8 @@ xip83_track(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("blob_source must be another table than source")));
 	for (int k = 0; k < 3; k++)
-		if (t.source == RegistryOwnRelation(RegistryKindTable[k]) ||
-			t.blob == RegistryOwnRelation(RegistryKindTable[k]))
+		if (t.source == SourceOwnRelation(RegistryKindTable[k]) ||
+			t.blob == SourceOwnRelation(RegistryKindTable[k]))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("xip83.%s is xip83's own table: its writes are followed already",
@@ -721,19 +713,15 @@ xip83_track(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	RegistryForgetFeed(t.source);
-	PG_RETURN_VOID();
 }
 
 /* xip83.untrack(source regclass): restores what track changed. */
-Datum
-xip83_untrack(PG_FUNCTION_ARGS)
+void
+UntrackTable(Oid relid)
 {
 	TrackedSource t;
-	Oid			relid;
 
 	RegistryRequirePreload();
-	ArgRequire(fcinfo, 0, "source");
-	relid = PG_GETARG_OID(0);
 	if (!CatalogFind(relid, false, false, &t))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -758,72 +746,7 @@ xip83_untrack(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	RegistryReleaseAtCommit(t.source);
-	PG_RETURN_VOID();
 }
 
 /* ------------------------------------------------------------ status */
 
-/*
- * xip83.tracked_status(source): one row about a tracked table's feed, NULL
- * where the caller may not read the table: its horizon (v3) or originators'
- * horizons (envelopes), positions registered and late writes committed since
- * the feed was loaded, its late cursor, and its recent-writes table's
- * low-water position and entries in use. Reading it publishes horizons, as
- * reading any horizon does.
- */
-Datum
-tracked_status(PG_FUNCTION_ARGS)
-{
-	TupleDesc	tupdesc;
-	Datum		values[8];
-	bool		nulls[8] = {false};
-	TrackedSource t;
-	RegistryDb *db;
-	HorizonSet	h;
-	int64		low[3];
-	int64		used[3];
-	Datum	   *nodes;
-	Datum	   *horizons;
-
-	RegistryRequirePreload();
-	ArgRequire(fcinfo, 0, "source");
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "tracked_status must return a composite type");
-	if (!TrackedFind(PG_GETARG_OID(0), &t) || t.source != PG_GETARG_OID(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table %s is not tracked",
-						DatumGetCString(DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0))))));
-	if (pg_class_aclcheck(t.source, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-	{
-		memset(nulls, true, sizeof(nulls));
-		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-	}
-	db = RegistryAttachFeed(t.source);
-	HorizonCollectFeed(db, &h);
-	nodes = palloc(sizeof(Datum) * (h.n_originators + 1));
-	horizons = palloc(sizeof(Datum) * (h.n_originators + 1));
-	for (int i = 0; i < h.n_originators; i++)
-	{
-		nodes[i] = Int32GetDatum(h.originator_node_ids[i]);
-		horizons[i] = Int64GetDatum(h.originator_horizons[i]);
-	}
-	values[0] = Int64GetDatum(t.kind == KIND_GROUP ? h.group : h.welcome);
-	nulls[0] = t.kind == KIND_ENVELOPE;
-	values[1] = PointerGetDatum(construct_array(nodes, h.n_originators, INT4OID,
-												sizeof(int32), true, TYPALIGN_INT));
-	values[2] = PointerGetDatum(construct_array(horizons, h.n_originators, INT8OID,
-												sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	nulls[1] = nulls[2] = t.kind != KIND_ENVELOPE;
-	values[3] = Int64GetDatum((int64) pg_atomic_read_u64(&db->registered));
-	values[4] = Int64GetDatum((int64) h.late_writes);
-	values[5] = Int64GetDatum((int64) h.late_head);
-	if (RecentStatsOf(db, low, used))
-	{
-		values[6] = Int64GetDatum(low[t.kind]);
-		values[7] = Int64GetDatum(used[t.kind]);
-	}
-	else
-		nulls[6] = nulls[7] = true;
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}

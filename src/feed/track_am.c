@@ -37,8 +37,8 @@
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
-#include "core/registry.h"
-#include "track.h"
+#include "core/core.h"
+#include "feed_internal.h"
 
 PG_FUNCTION_INFO_V1(track_am_handler);
 

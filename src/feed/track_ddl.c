@@ -51,8 +51,9 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "core/registry.h"
-#include "feed/track.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "feed_internal.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 

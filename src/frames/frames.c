@@ -39,9 +39,8 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "base/args.h"
+#include "base/base.h"
 #include "frames.h"
-#include "base/pbmem.h"
 #include "xip83/d14n_envelope_frame.pb-c.h"
 #include "xip83/mls_api.pb-c.h"
 

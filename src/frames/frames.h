@@ -18,8 +18,7 @@
 #include "fmgr.h"
 #include "utils/snapshot.h"
 
-#include "scan/wave_d14n.h"
-#include "scan/wave_v3.h"
+#include "scan/scan.h"
 
 /* The row kinds a frame carries; the row layouts are the wave scans' columns. */
 typedef enum FrameKind

@@ -14,9 +14,8 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
-#include "base/args.h"
+#include "base/base.h"
 #include "frames.h"
-#include "base/pbmem.h"
 #include "xip83/mls_api.pb-c.h"
 
 PG_FUNCTION_INFO_V1(frame_started);

@@ -16,10 +16,9 @@
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 
-#include "base/args.h"
+#include "base/base.h"
 #include "frames.h"
 #include "frames_json.h"
-#include "base/pbmem.h"
 #include "xip83/d14n_message_api.pb-c.h"
 #include "xip83/mls_api.pb-c.h"
 

@@ -29,7 +29,7 @@
 #include "utils/resowner.h"
 #include "utils/tuplestore.h"
 
-#include "base/args.h"
+#include "base/base.h"
 #include "frames.h"
 
 PG_FUNCTION_INFO_V1(group_wave_open);

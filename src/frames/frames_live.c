@@ -23,7 +23,7 @@
 #include "utils/array.h"
 #include "utils/tuplestore.h"
 
-#include "base/args.h"
+#include "base/base.h"
 #include "frames.h"
 
 PG_FUNCTION_INFO_V1(live_group_frames);

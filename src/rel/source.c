@@ -1,5 +1,5 @@
 /*
- * source.c: resolving a `source` relation into leaves and indexes (source.h).
+ * source.c: resolving a `source` relation into leaves and indexes (rel.h).
  *
  * Invariants: the privilege and row-level-security checks are made on the
  * relation the caller named, exactly where SQL would make them (a query on a
@@ -39,8 +39,8 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "base/compat.h"
-#include "source.h"
+#include "base/base.h"
+#include "rel.h"
 
 /* What the bounds of the partitions above a leaf allow it to hold. */
 typedef struct LeafBounds
@@ -340,7 +340,7 @@ AddLeaves(Source *source, LeafList *list, Relation root, Relation rel, LeafBound
 /*
  * The checks SQL would make before reading relid (existence, SELECT, row-level
  * security), without opening it; returns its name. A scan with nothing to
- * read makes these and no others (see source.h).
+ * read makes these and no others (see rel.h).
  */
 char *
 SourceCheckReadable(Oid relid, const SourceSpec *spec)
@@ -356,7 +356,7 @@ SourceCheckReadable(Oid relid, const SourceSpec *spec)
 	return name;
 }
 
-/* Resolves, checks and opens a source relation for a binding (see source.h). */
+/* Resolves, checks and opens a source relation for a binding (see rel.h). */
 Source *
 SourceOpen(Oid relid, const SourceSpec *spec)
 {
@@ -431,6 +431,14 @@ SourceOpenKeyed(Oid relid, const char *relname, Relation *heap, Relation *pk)
 }
 
 /* The xip83 table of that name (42P01 when it does not exist). */
+Oid
+SourceOwnRelation(const char *name)
+{
+	Oid			nsp = get_namespace_oid("xip83", true);
+
+	return OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
+}
+
 Oid
 SourceOwnTable(const char *table)
 {

@@ -1,7 +1,7 @@
 /*
  * ceilings.c: the highest id a v3 wave may pin as its ceiling.
  *
- * Over xip83's own tables that is the kind's horizon (horizon.h): every id at
+ * Over xip83's own tables that is the kind's horizon (feed.h): every id at
  * or below it is committed or will never exist, so a wave pinned there leaves
  * no late committer for neither the wave nor the live lane. Over a node's own
  * table there is no in-flight registry: the ceiling is the highest id visible
@@ -20,10 +20,10 @@
 #include "fmgr.h"
 #include "utils/snapmgr.h"
 
-#include "base/args.h"
-#include "feed/horizon.h"
-#include "rel/source.h"
-#include "wave_v3.h"
+#include "base/base.h"
+#include "rel/rel.h"
+#include "feed/feed.h"
+#include "scan.h"
 
 PG_FUNCTION_INFO_V1(group_ceiling);
 PG_FUNCTION_INFO_V1(welcome_ceiling);

@@ -16,7 +16,7 @@
  * per originator too.
  *
  * Over xip83's own envelopes table the ceilings are the originators'
- * horizons instead (horizon.h): every sequence at or below one is committed
+ * horizons instead (feed.h): every sequence at or below one is committed
  * or will never exist, so a wave pinned there leaves no late committer behind.
  *
  * Locking and visibility: relations come open and locked (AccessShareLock)
@@ -37,8 +37,8 @@
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
-#include "base/args.h"
-#include "feed/horizon.h"
+#include "base/base.h"
+#include "feed/feed.h"
 #include "wave_d14n.h"
 
 PG_FUNCTION_INFO_V1(originator_ceilings);

@@ -31,7 +31,7 @@
  * lane. Late rows arrive after rows with higher positions: that is the
  * ordering price of storing them instead of refusing them.
  *
- * On a standby (standby.h) the same order holds with replay in place of
+ * On a standby (src/feed/standby.c) the same order holds with replay in place of
  * time: given the horizons a consumer read on the primary (up_to) and their
  * fence, a fetch waits until replay passed the fence, then takes S; without
  * them it reads up to the horizons the standby replayed. The late ring is
@@ -64,32 +64,23 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/pg_lsn.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "base/args.h"
-#include "base/compat.h"
-#include "feed/horizon.h"
-#include "feed/notifier.h"
-#include "rel/source.h"
-#include "feed/standby.h"
-#include "feed/track.h"
+#include "xip83/errcodes.h"
+
+#include "base/base.h"
+#include "rel/rel.h"
+#include "feed/feed.h"
+#include "scan.h"
 #include "wave_d14n.h"
-#include "wave_v3.h"
 
 PG_FUNCTION_INFO_V1(live_group_messages);
 PG_FUNCTION_INFO_V1(live_welcome_messages);
 PG_FUNCTION_INFO_V1(live_envelopes);
 
 #define LIVE_MAX_COLUMNS 8
-
-/*
- * SQLSTATE X83L0: late writes after the consumer's late cursor were dropped
- * (ring overflow, or a server restart since). Its own code so that a client
- * can resynchronize on it without parsing messages.
- */
-#define ERRCODE_XIP83_LATE_WRITES_LOST MAKE_SQLSTATE('X','8','3','L','0')
 
 /* A leaf of the table read: its slot and where each output column is. */
 typedef struct LiveLeaf
@@ -127,7 +118,7 @@ typedef struct LiveFetch
 static Oid
 FeedTable(RegistryDb *feed, PositionKind kind)
 {
-	return OidIsValid(feed->relid) ? feed->relid : SourceOwnTable(RegistryKindTable[kind]);
+	return OidIsValid(RegistryFeedRelid(feed)) ? RegistryFeedRelid(feed) : SourceOwnTable(RegistryKindTable[kind]);
 }
 
 /*
@@ -592,7 +583,7 @@ RequireFeedBlob(RegistryDb *feed, Oid blob)
 	TrackedSource t;
 	Oid			want = InvalidOid;
 
-	if (OidIsValid(feed->relid) && TrackedFind(feed->relid, &t))
+	if (OidIsValid(RegistryFeedRelid(feed)) && TrackedFind(RegistryFeedRelid(feed), &t))
 		want = t.blob;
 	if (blob != want)
 		ereport(ERROR,

@@ -46,18 +46,12 @@
 #include "executor/tuptable.h"
 #include "utils/snapshot.h"
 
-#include "core/recent.h"
-#include "rel/source.h"
+#include "core/core.h"
+#include "rel/rel.h"
+#include "scan.h"
 
 typedef struct MergeScan MergeScan;
 
-/* How a merge produces rows. */
-typedef enum MergeStrategy
-{
-	MERGE_STRATEGY_AUTO,		/* probe with the dense walk, switch when the heap is cheaper */
-	MERGE_STRATEGY_HEAP,		/* always the per-stream heap */
-	MERGE_STRATEGY_WALK			/* always the dense walk when one is set up */
-} MergeStrategy;
 
 /* One row produced by MergeNext; valid until the next call. */
 typedef struct MergeRow

@@ -30,7 +30,7 @@
  * memory context tree release them). Locking: AccessShareLock on every
  * relation read, through source.c, held to transaction end. All reads use one
  * snapshot taken when the wave starts, after its arguments (the ceilings
- * among them) were evaluated: HorizonReadSnapshot, see horizon.h.
+ * among them) were evaluated: HorizonReadSnapshot, see feed.h.
  */
 #include "postgres.h"
 
@@ -45,13 +45,13 @@
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
-#include "base/args.h"
-#include "feed/horizon.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "rel/rel.h"
+#include "feed/feed.h"
 #include "merge.h"
-#include "core/recent.h"
-#include "rel/source.h"
+#include "scan.h"
 #include "wave_d14n.h"
-#include "sql/xip83.h"
 
 PG_FUNCTION_INFO_V1(envelope_wave_scan);
 PG_FUNCTION_INFO_V1(envelope_wave_rows);
@@ -62,38 +62,6 @@ PG_FUNCTION_INFO_V1(envelope_wave_rows);
 #define META_COL_ENVELOPE		4
 /* Columns of the blob source. */
 #define BLOB_COL_ENVELOPE		2
-
-static const SourceColumn meta_columns[] = {
-	{"originator_node_id", INT4OID},
-	{"originator_sequence_id", INT8OID},
-	{"topic", BYTEAOID},
-	{"gateway_time", TIMESTAMPOID},
-	{"originator_envelope", BYTEAOID},	/* only without blob_source */
-};
-static const SourceColumn blob_columns[] = {
-	{"originator_node_id", INT4OID},
-	{"originator_sequence_id", INT8OID},
-	{"originator_envelope", BYTEAOID},
-};
-static const char *const topic_key[] = {"topic", "originator_node_id", "originator_sequence_id"};
-static const char *const envelope_key[] = {"originator_node_id", "originator_sequence_id"};
-
-/* A source holding the payload, and a meta source whose payload is elsewhere. */
-static const SourceSpec meta_spec = {
-	.argname = "source", .columns = meta_columns, .ncolumns = 5,
-	.key_columns = topic_key, .nkeys = 3, .walk_columns = envelope_key, .nwalk = 2,
-	.position_column = "originator_sequence_id", .originator_column = "originator_node_id",
-};
-static const SourceSpec meta_only_spec = {
-	.argname = "source", .columns = meta_columns, .ncolumns = 4,
-	.key_columns = topic_key, .nkeys = 3, .walk_columns = envelope_key, .nwalk = 2,
-	.position_column = "originator_sequence_id", .originator_column = "originator_node_id",
-};
-static const SourceSpec blob_spec = {
-	.argname = "blob_source", .columns = blob_columns, .ncolumns = 3,
-	.key_columns = envelope_key, .nkeys = 2,
-	.position_column = "originator_sequence_id", .originator_column = "originator_node_id",
-};
 
 /* One (topic, originator) entry of the wave with its floor. */
 typedef struct WaveEntry
@@ -613,12 +581,12 @@ WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg)
 	run->ceilings = BuildCeilings(&ceiling_nodes, &ceiling_values, &run->nceilings);
 	run->snapshot = RegisterSnapshot(HorizonReadSnapshot());
 	run->meta = SourceOpen(PG_GETARG_OID(source_arg),
-						   PG_ARGISNULL(source_arg + 1) ? &meta_spec : &meta_only_spec);
+						   PG_ARGISNULL(source_arg + 1) ? WaveD14nSpecs[0] : WaveD14nSpecs[1]);
 	/* asked after the snapshot: no write registered so far means no row it sees */
 	run->recent = RecentForSource(PG_GETARG_OID(source_arg), KIND_ENVELOPE);
 	if (!PG_ARGISNULL(source_arg + 1))
 	{
-		run->blob = SourceOpen(PG_GETARG_OID(source_arg + 1), &blob_spec);
+		run->blob = SourceOpen(PG_GETARG_OID(source_arg + 1), WaveD14nSpecs[2]);
 		run->blob_probes = KeyProbesBegin(run->blob, run->snapshot, 2);
 	}
 	MemoryContextSwitchTo(old);
@@ -724,6 +692,3 @@ envelope_wave_rows(PG_FUNCTION_ARGS)
 	WaveRunShutdown(PointerGetDatum(run));
 	SRF_RETURN_DONE(funcctx);
 }
-
-/* The layouts a d14n source must have, for tracking (track.c). */
-const SourceSpec *const WaveD14nSpecs[3] = {&meta_spec, &meta_only_spec, &blob_spec};

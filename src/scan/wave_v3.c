@@ -14,7 +14,7 @@
  * reading; this file only turns arguments into streams and rows into tuples.
  *
  * Visibility: a wave reads with one snapshot taken after its arguments (the
- * ceiling among them) were evaluated, HorizonReadSnapshot (horizon.h), so a
+ * ceiling among them) were evaluated, HorizonReadSnapshot (feed.h), so a
  * ceiling pinned from the horizon in the same statement, or inside a
  * REPEATABLE READ transaction, still finds every row at or below it.
  *
@@ -32,50 +32,17 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
-#include "base/args.h"
-#include "feed/horizon.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "rel/rel.h"
+#include "feed/feed.h"
 #include "merge.h"
-#include "core/recent.h"
-#include "rel/source.h"
-#include "wave_v3.h"
-#include "sql/xip83.h"
+#include "scan.h"
 
 PG_FUNCTION_INFO_V1(group_wave_scan);
 PG_FUNCTION_INFO_V1(welcome_wave_scan);
 PG_FUNCTION_INFO_V1(group_wave_rows);
 PG_FUNCTION_INFO_V1(welcome_wave_rows);
-
-static const char *const V3GroupKey[] = {"group_id", "id"};
-static const char *const V3WelcomeKey[] = {"installation_key", "id"};
-static const char *const V3Walk[] = {"id"};
-
-static const SourceColumn V3GroupColumns[] = {
-	{"id", INT8OID}, {"created_at", TIMESTAMPOID}, {"group_id", BYTEAOID},
-	{"data", BYTEAOID}, {"is_commit", BOOLOID}, {"sender_hmac", BYTEAOID},
-	{"should_push", BOOLOID}
-};
-
-static const SourceColumn V3WelcomeColumns[] = {
-	{"id", INT8OID}, {"created_at", TIMESTAMPOID}, {"installation_key", BYTEAOID},
-	{"data", BYTEAOID}, {"hpke_public_key", BYTEAOID}, {"wrapper_algorithm", INT2OID},
-	{"welcome_metadata", BYTEAOID}, {"message_type", INT2OID}
-};
-
-const SourceSpec WaveV3GroupSource = {
-	.argname = "source",
-	.columns = V3GroupColumns, .ncolumns = lengthof(V3GroupColumns),
-	.key_columns = V3GroupKey, .nkeys = 2,
-	.walk_columns = V3Walk, .nwalk = 1,
-	.position_column = "id",
-};
-
-const SourceSpec WaveV3WelcomeSource = {
-	.argname = "source",
-	.columns = V3WelcomeColumns, .ncolumns = lengthof(V3WelcomeColumns),
-	.key_columns = V3WelcomeKey, .nkeys = 2,
-	.walk_columns = V3Walk, .nwalk = 1,
-	.position_column = "id",
-};
 
 /* A distinct topic of the wave and its stream (the first of them, per leaf). */
 typedef struct WaveTopic

@@ -20,19 +20,12 @@
 #include "storage/shmem.h"
 #include "utils/guc.h"
 
-#include "feed/horizon.h"
-#include "scan/merge.h"
-#include "feed/notifier.h"
-#include "core/recent.h"
-#include "core/registry.h"
-#include "feed/standby.h"
-#include "feed/track.h"
-#include "xip83.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "feed/feed.h"
+#include "scan/scan.h"
 
 PG_MODULE_MAGIC;
-
-int			xip83_max_page_limit = 10000;
-int			xip83_wave_strategy = MERGE_STRATEGY_AUTO;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -189,7 +182,9 @@ _PG_init(void)
 	shmem_request_hook = Xip83ShmemRequest;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = Xip83ShmemStartup;
+	PinsInstallHooks();
 	PositionsInstallHooks();
+	FeedLoadInstall();
 	HorizonInstallHooks();
 	TrackInstallHooks();
 	RegistryRegisterRmgr();

@@ -85,7 +85,7 @@ main(void)
 	struct stat st;
 
 	if (stat(HARNESS, &st) != 0)
-		tl_fatal("%s is missing: build it with clang (make)", HARNESS);
+		tl_fatal("%s is missing: build it with clang (make test-programs)", HARNESS);
 	wd_exec_script(conn, setup_sql);
 	if (mkdtemp(dir) == NULL)
 		tl_fatal("mkdtemp");

@@ -1,5 +1,186 @@
 /*
- * recent.h: the recent-writes table of each database and kind (recent.c).
+ * core.h: the API of src/core, the registry in shared memory: position
+ * lines, feeds, pins and the late ring (registry.h has the model), their WAL
+ * and file (registry_wal.c, registry_file.c), horizons as computed from them
+ * (horizons.c), what a writing transaction holds (pins.c) and the
+ * recent-writes tables (recent.c).
+ *
+ * Core knows positions, never tables or SQL: what it needs from the floors
+ * above (loading a fresh feed from its tables, starting the notifier,
+ * waking it) arrives through the hooks below, set once at start by the feed
+ * layer. Entries (RegistryDb) are opaque here; their layout is private to
+ * src/core (registry.h).
+ */
+#ifndef XIP83_CORE_H
+#define XIP83_CORE_H
+
+#include "postgres.h"
+
+#include "access/xlogdefs.h"
+#include "port/atomics.h"
+
+#define LINE_GROUP		0
+#define LINE_WELCOME	1
+#define LINE_FIRST_ORIGINATOR 2
+
+/* The kinds a late entry or a trigger names. */
+typedef enum PositionKind
+{
+	KIND_GROUP = 0,
+	KIND_WELCOME = 1,
+	KIND_ENVELOPE = 2
+} PositionKind;
+
+/* xip83's own table of each kind, by PositionKind. */
+extern const char *const RegistryKindTable[3];
+
+/* One feed's lines and late ring (registry.h). */
+typedef struct RegistryDb RegistryDb;
+
+/* One late write, in the order writers registered them. */
+typedef struct LateEntry
+{
+	uint64		seq;			/* ascending; 0 in a slot never written */
+	int32		kind;			/* PositionKind */
+	int32		node;			/* envelopes: the originator */
+	int64		position;		/* id, or sequence id */
+	TransactionId xid;			/* the row's xmin */
+} LateEntry;
+
+/* Capacities (PGC_POSTMASTER settings, src/sql/xip83.c). */
+extern int	xip83_max_databases;
+extern int	xip83_max_tracked_tables;
+extern int	xip83_max_originators;
+extern int	xip83_late_ring_size;
+
+/* ---------------------------------------------------------------- hooks */
+
+/* Called when a slot's pins are cleared: a horizon may have moved. */
+typedef void (*RegistryWakeFn) (void);
+extern RegistryWakeFn registry_wake;
+/* Called at a transaction's first pin: someone must hear of its end. */
+extern RegistryWakeFn registry_first_write;
+/*
+ * Loads a fresh feed of the current database from its tables (relid: the
+ * tracked table, InvalidOid: xip83's own): the v3 lines' highs into *group
+ * and *welcome, each stored originator through RegistryLoadOriginator.
+ */
+typedef void (*RegistryLoadFn) (RegistryDb *db, Oid relid, int64 *group, int64 *welcome);
+extern RegistryLoadFn registry_load_feed;
+
+/* ------------------------------------------------------------- registry */
+
+/* Shared memory, from _PG_init and the shmem hooks while preloading. */
+extern Size RegistryShmemSize(void);
+extern void RegistryShmemRequest(void);
+extern void RegistryShmemInit(void);
+/* The late ring's and the horizons' WAL resource manager (registry_wal.c). */
+extern void RegistryRegisterRmgr(void);
+
+/* Whether the registry is in shared memory (xip83 preloaded). */
+extern bool RegistryReady(void);
+/* Refuses with 55000 and a hint when xip83 was not preloaded. */
+extern void RegistryRequirePreload(void);
+/*
+ * A feed of the current database, loaded, with this backend's slot set up;
+ * during recovery the replayed entry, read-only (RegistryReplayedFeed).
+ * relid: a tracked table, or InvalidOid for xip83's own tables
+ * (RegistryAttach).
+ */
+extern RegistryDb *RegistryAttachFeed(Oid relid);
+#define RegistryAttach() RegistryAttachFeed(InvalidOid)
+/* A standby's replayed feed of the current database; errors when none was replayed. */
+extern RegistryDb *RegistryReplayedFeed(Oid relid);
+/* The existing entry of a feed of the current database without attaching, or NULL. */
+extern RegistryDb *RegistryLookupFeed(Oid relid);
+#define RegistryLookupMine() RegistryLookupFeed(InvalidOid)
+/* The loaded feeds of a database (at most max), for the notifier; returns how many. */
+extern int	RegistryFeedsOf(Oid dboid, RegistryDb **out, int max);
+/* Starts a feed over, unloaded (track and untrack; no writer can hold a pin). */
+extern void RegistryForgetFeed(Oid relid);
+/*
+ * A tracked table's feed ends (untrack, or a drop of the table or its blob
+ * table): its entry is freed when the transaction commits, for any other
+ * tracked table to take, and kept when it (or the subtransaction) aborts.
+ */
+extern void RegistryReleaseAtCommit(Oid relid);
+/* Transaction and subtransaction ends, after the pins are cleared (pins.c). */
+extern void RegistryReleaseXactEnd(bool commit);
+extern void RegistryReleaseSubXactEnd(bool commit);
+/* registry_load_feed: an originator stored with that highest sequence id. */
+extern void RegistryLoadOriginator(RegistryDb *db, int32 node, uint64 high);
+
+/* A feed's tracked table (InvalidOid: xip83's own tables). */
+extern Oid	RegistryFeedRelid(const RegistryDb *db);
+/* The end of the newest commit that raised one of its highs (0: none yet). */
+extern XLogRecPtr RegistryFeedCommitLsn(RegistryDb *db);
+/* Positions registered by commits since start. */
+extern uint64 RegistryFeedRegistered(RegistryDb *db);
+/* When a backend last attached it, in ms since the epoch of timestamps. */
+extern uint64 RegistryFeedLastUseMs(RegistryDb *db);
+
+/* Copies the late ring into WAL (the notifier, once per start). */
+extern void RegistryLogRing(RegistryDb *db);
+/* One line of a horizon record: LINE_GROUP, LINE_WELCOME, or an originator's. */
+typedef struct RegistryHorizonLine
+{
+	int32		line;			/* LINE_FIRST_ORIGINATOR: the originator node */
+	int32		node;
+	int64		horizon;
+} RegistryHorizonLine;
+/* Logs published horizons for standbys (full: every line of the feed). */
+extern void RegistryLogHorizons(const RegistryDb *db, const RegistryHorizonLine *lines, int n,
+								bool full);
+
+/* ------------------------------------------------------------- horizons */
+
+/* Lines in use (2 + originators), read before their horizons. */
+extern int	RegistryLineCount(RegistryDb *db);
+/* The node id of an originator line. */
+extern int32 RegistryLineNode(RegistryDb *db, int line);
+/*
+ * Computes and publishes the horizons of lines [0, nlines) into out
+ * (horizons.c); on a standby, what replay published.
+ */
+extern void RegistryHorizons(RegistryDb *db, int nlines, uint64 *out);
+/* The newest late entry's seq, and late writes committed since start. */
+extern uint64 RegistryLateHead(RegistryDb *db);
+extern uint64 RegistryLateWrites(RegistryDb *db);
+/*
+ * Copies the late entries of a kind after a cursor into a palloc'd array in
+ * ring order, *n of them; *lost when some after it were overwritten. Returns
+ * the newest entry's seq.
+ */
+extern uint64 RegistryLateSince(RegistryDb *db, PositionKind kind, uint64 after,
+								LateEntry **entries, int *n, bool *lost);
+/*
+ * The newest late entry's seq, and into xids (room for xip83.late_ring_size)
+ * the writers up to it that may still run (not before RecentXmin), *n of them.
+ */
+extern uint64 RegistryLateWriters(RegistryDb *db, TransactionId *xids, int *n);
+
+/* ----------------------------------------------------------------- pins */
+
+/* The transaction hooks that raise highs at commit and clear pins (pins.c). */
+extern void PinsInstallHooks(void);
+/*
+ * Registers a position this transaction is about to write on a line: below
+ * its pin and at or below the published horizon it is a late write, put in
+ * the late ring (and WAL) before the row is inserted. Returns whether the
+ * write is late.
+ */
+extern bool PinsRegister(RegistryDb *db, int line, PositionKind kind, int32 node, uint64 x);
+/* Pins a line before a position is drawn from a sequence there. */
+extern void PinsBeforeDraw(RegistryDb *db, int line);
+/* An originator's line, counted as written by this transaction until it ends. */
+extern int	PinsOriginatorLine(RegistryDb *db, int32 node);
+/* A kind of a feed starts over when this transaction commits (TRUNCATE, drop). */
+extern void PinsResetAtCommit(RegistryDb *db, PositionKind kind);
+
+/* --------------------------------------------------------------- recent */
+
+/*
+ * The recent-writes table of each database and kind (recent.c).
  *
  * Per registry entry and PositionKind a bounded hash in shared memory of
  * (topic key, the RECENT_KEEP highest distinct positions written) entries.
@@ -33,19 +214,12 @@
  * Every registry entry (xip83's own tables of a database, or one tracked
  * table) has a table per kind; a tracked table uses its kind's.
  */
-#ifndef XIP83_RECENT_H
-#define XIP83_RECENT_H
-
-#include "postgres.h"
-
-#include "registry.h"
-
 typedef struct RecentTable RecentTable;
 
 /* Positions retained per entry: its max and as many below it as fit. */
 #define RECENT_KEEP		12
 
-/* Entries per database and kind (PGC_POSTMASTER, src/xip83.c). */
+/* Entries per database and kind (PGC_POSTMASTER, src/sql/xip83.c). */
 extern int	xip83_recent_entries;
 
 extern Size RecentShmemSize(void);
@@ -54,6 +228,8 @@ extern void RecentShmemInit(void);
 
 /* The table of a database entry and kind. */
 extern RecentTable *RecentTableOf(const RegistryDb *db, PositionKind kind);
+/* Whether the tables are in shared memory (preloaded, xip83.recent_entries > 0). */
+extern bool RecentReady(void);
 
 /* Folds 8 bytes into a topic's hash: one multiply, so words chain quickly. */
 static inline uint64
@@ -132,13 +308,6 @@ RecentKey(const void *topic, Size len, int32 node)
 	key = (uint32) (h >> 32);
 	return key != 0 ? key : 1;
 }
-
-/*
- * The table a wave over relid may skip descents with: relid must be xip83's
- * own table of the kind or a table tracked as that kind, the registry
- * loaded, the server a primary; else NULL.
- */
-extern RecentTable *RecentForSource(Oid relid, PositionKind kind);
 
 /* Writer: position was registered for the key (partition lock taken). */
 extern void RecentNote(RecentTable *t, uint32 key, uint64 position);
@@ -255,4 +424,4 @@ extern bool RecentStatsMine(int64 low[3], int64 used[3]);
 /* The same for any feed's entry. */
 extern bool RecentStatsOf(const RegistryDb *db, int64 low[3], int64 used[3]);
 
-#endif							/* XIP83_RECENT_H */
+#endif							/* XIP83_CORE_H */

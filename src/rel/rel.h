@@ -1,5 +1,9 @@
 /*
- * source.h: resolving a `source` relation into what a scan reads.
+ * rel.h: the API of src/rel, the relations xip83 reads: resolving and
+ * checking a `source` relation (source.c) and the layouts of xip83's tables
+ * (layouts.c). Knows catalogs and privileges, never shared memory.
+ *
+ * Resolving a `source` relation into what a scan reads.
  *
  * A source is a plain table or a partitioned one. Opening it checks, in this
  * order: the caller's USAGE on its schema and SELECT on it (42501), row-level security (refused
@@ -20,14 +24,14 @@
  * SourceClose (or transaction abort, through the resource owner). No scan
  * opens a relation any other way than through here.
  */
-#ifndef XIP83_SOURCE_H
-#define XIP83_SOURCE_H
+#ifndef XIP83_REL_H
+#define XIP83_REL_H
 
 #include "postgres.h"
 
 #include "utils/rel.h"
 
-#include "base/compat.h"
+#include "base/base.h"
 
 #define SOURCE_MAX_KEYS 3
 
@@ -87,7 +91,26 @@ extern char *SourceCheckReadable(Oid relid, const SourceSpec *spec);
 extern Source *SourceOpen(Oid relid, const SourceSpec *spec);
 extern void SourceClose(Source *source);
 extern Oid	SourceOwnTable(const char *table);
+/* The xip83 relation of that name, or InvalidOid (no error: bookkeeping). */
+extern Oid	SourceOwnRelation(const char *name);
 extern void SourceOpenKeyed(Oid relid, const char *relname, Relation *heap, Relation *pk);
 extern bool SourceLeafMayHoldOriginator(const SourceLeaf *leaf, int32 originator);
 
-#endif							/* XIP83_SOURCE_H */
+/* ---------------------------------------------------------------- layouts */
+
+/* The two v3 message kinds (layouts.c). */
+extern const SourceSpec WaveV3GroupSource;
+extern const SourceSpec WaveV3WelcomeSource;
+/* Positions of the columns every v3 kind shares, in SourceSpec.columns. */
+#define V3_COL_ID		0
+#define V3_COL_TOPIC	2
+
+/* d14n layouts: meta with its payload, meta whose payload is in a blob table, the blob table. */
+extern const SourceSpec *const WaveD14nSpecs[3];
+/* The columns of an envelope source, in the order of the SourceSpecs. */
+#define ENVELOPE_COL_ORIGINATOR		0
+#define ENVELOPE_COL_SEQUENCE		1
+/* The payload's column in the blob table's SourceSpec. */
+#define ENVELOPE_COL_BLOB_PAYLOAD	2
+
+#endif							/* XIP83_REL_H */

@@ -1,7 +1,8 @@
 /*
- * live_notice.c: LiveNotice encoding for the notifier, and SQL functions that
- * encode and decode the payload so consumers without our generated code can
- * read a notice with one query.
+ * live_notice.c: SQL functions that encode and decode the LiveNotice payload
+ * of NOTIFY xip83_live, so consumers without our generated code can read a
+ * notice with one query. The notifier's own encoding is in
+ * src/feed/notifier.c.
  */
 #include "postgres.h"
 
@@ -12,34 +13,14 @@
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
 
-#include "base/args.h"
-#include "live_notice.h"
-#include "base/pbmem.h"
+#include "base/base.h"
+#include "feed/feed.h"
 
 PG_FUNCTION_INFO_V1(live_notice_encode);
 PG_FUNCTION_INFO_V1(live_notice_decode);
 PG_FUNCTION_INFO_V1(live_notice_fence);
 
 static const char *const state_names[] = {"unspecified", "live", "stopping"};
-
-/* Serializes a notice as base64 text, failing if NOTIFY could not carry it. */
-char *
-LiveNoticeToBase64(const Xip83__V1__LiveNotice *notice)
-{
-	bytea	   *raw = PbPackToBytea(&notice->base);
-	int			rawlen = VARSIZE(raw) - VARHDRSZ;
-	int			cap = pg_b64_enc_len(rawlen) + 1;
-	char	   *text = palloc(cap);
-	int			len = pg_b64_encode((void *) VARDATA(raw), rawlen, text, cap);
-
-	if (len < 0 || len > LIVE_NOTICE_MAX_PAYLOAD)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("live notice of %d bytes does not fit a NOTIFY payload", len)));
-	text[len] = '\0';
-	pfree(raw);
-	return text;
-}
 
 /* Whether the notifier sends this state: LIVE or STOPPING, never UNSPECIFIED. */
 static bool
