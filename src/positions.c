@@ -36,6 +36,7 @@
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
@@ -89,7 +90,25 @@ typedef struct PendingReset
 #define MAX_RESETS 16
 
 static uint32 PinOf[SLOT_PINS];	/* PIN_KEY held by each pin of our slot, or PIN_NONE */
+static int	PinLevel[SLOT_PINS];	/* nesting level of the (sub)transaction that set it */
 static bool Frozen = false;		/* our slot's freeze is set */
+static int	FrozenLevel = 0;	/* ... by a (sub)transaction of that nesting level */
+
+/*
+ * A pin that a subtransaction lowered below the bound an enclosing level
+ * gave it, and that bound: put back when the subtransaction aborts. One per
+ * pin and level, the first lowering's (each later one lowers further).
+ */
+typedef struct PinLowered
+{
+	int			pin;
+	int			level;
+	uint64		prev;
+} PinLowered;
+
+static PinLowered *Lowered = NULL;
+static int	NLowered = 0;
+static int	LoweredCap = 0;
 static TouchedLine *Touched = NULL;
 static int	NTouched = 0;
 static int	TouchedCap = 0;
@@ -216,10 +235,12 @@ PinLine(RegistryDb *db, RegistrySlot *slot, int line)
 			pg_atomic_write_u32(&slot->freeze, 1);
 			pg_memory_barrier();
 			Frozen = true;
+			FrozenLevel = GetCurrentTransactionNestLevel();
 		}
 		return -1;
 	}
 	PinOf[pin] = key;
+	PinLevel[pin] = GetCurrentTransactionNestLevel();
 	slot->line[pin] = key;
 	pg_write_barrier();
 	h = pg_atomic_read_u64(&db->lines[line].high);
@@ -291,6 +312,27 @@ NoteLate(RegistryDb *db, int line, uint64 x)
 }
 
 /*
+ * Remembers the bound a pin had before this subtransaction lowers it, when
+ * an enclosing level set that bound; called before the pin is lowered.
+ */
+static void
+NoteLowered(int pin, uint64 prev)
+{
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (PinLevel[pin] >= level)
+		return;					/* this level's abort clears the whole pin */
+	for (int i = NLowered - 1; i >= 0 && Lowered[i].level == level; i--)
+		if (Lowered[i].pin == pin)
+			return;
+	Lowered = Grow(Lowered, NLowered, &LoweredCap, sizeof(PinLowered));
+	Lowered[NLowered].pin = pin;
+	Lowered[NLowered].level = level;
+	Lowered[NLowered].prev = prev;
+	NLowered++;
+}
+
+/*
  * Registers a position this transaction is about to write. Below its pin
  * (or on a frozen line) the position is checked against the published
  * horizon: at or below it the write is late and goes into the late ring.
@@ -308,6 +350,7 @@ RegisterPosition(RegistryDb *db, int line, PositionKind kind, int32 node, uint64
 
 		if (x >= low)
 			return;
+		NoteLowered(pin, low);
 		pg_atomic_write_u64(&slot->low[pin], x);
 		pg_memory_barrier();
 		if (!AtOrBelowPublished(db, line, x))
@@ -336,12 +379,50 @@ SequenceCatchUp(Oid seq, uint64 x)
 /* The line of a v3 kind. */
 #define V3_LINE(kind) ((kind) == KIND_GROUP ? LINE_GROUP : LINE_WELCOME)
 
-/* Draws the next id of a kind from seq in a feed, registered before any reader can see it. */
+/*
+ * Refuses a caller who may not write the table an id default serves, or draw
+ * from its sequence, before anything is pinned: a pin held by a call that
+ * then fails would hold the table's horizon until the caller's transaction
+ * ends, and a role that cannot write a table must not be able to hold its
+ * horizon at all. The table: INSERT or UPDATE on it or on any of its columns
+ * (what lets a statement evaluate the default; an INSERT that leaves id to
+ * its default needs no privilege on id itself). The sequence: what nextval
+ * checks, in the same order.
+ */
+static Oid	OwnTable(PositionKind kind);
+
+static void
+RequireDrawRights(const char *fn, Oid table, Oid seq)
+{
+	Oid			role = GetUserId();
+
+	if (!OidIsValid(table) ||
+		(pg_class_aclcheck(table, role, ACL_INSERT | ACL_UPDATE) != ACLCHECK_OK &&
+		 pg_attribute_aclcheck_all(table, role, ACL_INSERT | ACL_UPDATE, ACLMASK_ANY) != ACLCHECK_OK))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s",
+						OidIsValid(table) ? get_rel_name(table) : "(dropped)"),
+				 errdetail("%s hands out ids only to roles that may insert into the table.", fn)));
+	if (pg_class_aclcheck(seq, role, ACL_USAGE | ACL_UPDATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for sequence %s", get_rel_name(seq))));
+	if (get_rel_persistence(seq) != RELPERSISTENCE_TEMP)
+		PreventCommandIfReadOnly("nextval()");
+	PreventCommandIfParallelMode("nextval()");
+}
+
+/*
+ * Draws the next id of a kind from seq in a feed for table, registered before
+ * any reader can see it.
+ */
 static int64
-DrawId(RegistryDb *db, PositionKind kind, Oid seq)
+DrawId(RegistryDb *db, PositionKind kind, Oid table, Oid seq, const char *fn)
 {
 	int64		id;
 
+	RequireDrawRights(fn, table, seq);
 	(void) PinLine(db, RegistryMySlot(), V3_LINE(kind));
 	id = nextval_internal(seq, true);
 	if (id <= 0)
@@ -377,7 +458,8 @@ NextId(FunctionCallInfo fcinfo, PositionKind kind)
 	}
 	if (Reg == NULL)
 		PG_RETURN_INT64(nextval_internal(seq, true));
-	PG_RETURN_INT64(DrawId(RegistryAttach(), kind, seq));
+	PG_RETURN_INT64(DrawId(RegistryAttach(), kind, OwnTable(kind), seq,
+						   kind == KIND_GROUP ? "next_group_id" : "next_welcome_id"));
 }
 
 /* xip83.next_group_id(seq regclass): the id default of xip83.group_messages. */
@@ -397,7 +479,8 @@ next_welcome_id(PG_FUNCTION_ARGS)
 /*
  * xip83.next_id(source regclass): the id default xip83.track gives a tracked
  * v3 table. Draws from the sequence the table's default used before (which
- * needs USAGE or UPDATE on it, as nextval does).
+ * needs USAGE or UPDATE on it, as nextval does, and INSERT or UPDATE on the
+ * table).
  */
 Datum
 next_id(PG_FUNCTION_ARGS)
@@ -414,7 +497,7 @@ next_id(PG_FUNCTION_ARGS)
 				 errdetail("xip83.next_id is the id default xip83.track installs; xip83.untrack restores the table's own.")));
 	if (Reg == NULL)
 		PG_RETURN_INT64(nextval_internal(t.sequence, true));
-	PG_RETURN_INT64(DrawId(RegistryAttachFeed(t.source), t.kind, t.sequence));
+	PG_RETURN_INT64(DrawId(RegistryAttachFeed(t.source), t.kind, t.source, t.sequence, "next_id"));
 }
 
 static void
@@ -688,9 +771,10 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 		LastDrawn[kind] = 0;	/* drawn by the default just now: registered */
 		return;
 	}
-	RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) position);
+	/* first: its privilege check must not fail with the position registered */
 	SequenceCatchUp(OidIsValid(target->feed) ? target->sequence
 					: RegistryOwnRelation(KindSequence[kind]), (uint64) position);
+	RegisterPosition(db, V3_LINE(kind), kind, 0, (uint64) position);
 }
 
 /*
@@ -1004,6 +1088,8 @@ ClearPins(void)
 	for (int i = 0; i < NCounted; i++)
 		RegistryLineDone(Counted[i].db, Counted[i].line);
 	Frozen = false;
+	FrozenLevel = 0;
+	NLowered = 0;
 	NotifierEnsured = false;
 	NTouched = 0;
 	NCounted = 0;
@@ -1050,7 +1136,80 @@ PositionsXactCallback(XactEvent event, void *arg)
 	}
 }
 
-/* A subtransaction's writes go to its parent on commit, away on abort. */
+/*
+ * A subtransaction that aborts gives back what it reserved: the pins it set
+ * are cleared, the pins it lowered go back to their enclosing level's bound
+ * and its freeze is lifted, so the horizon moves on while the enclosing
+ * transaction stays open. Its rows will never be seen, so no horizon can pass
+ * a position they hold. Every write path pins through PinLine (the id
+ * defaults, the trigger, the tracking index), so this covers them all.
+ */
+static void
+ReleaseSubXactPins(int level)
+{
+	RegistrySlot *slot = RegistryMySlot();
+	bool		any = false;
+
+	if (slot == NULL)
+		return;
+	/* whatever this subtransaction did is known aborted before a horizon can pass it */
+	pg_memory_barrier();
+	while (NLowered > 0 && Lowered[NLowered - 1].level >= level)
+	{
+		PinLowered *l = &Lowered[--NLowered];
+
+		pg_atomic_write_u64(&slot->low[l->pin], l->prev);
+		any = true;
+	}
+	for (int i = 0; i < SLOT_PINS; i++)
+		if (PinOf[i] != PIN_NONE && PinLevel[i] >= level)
+		{
+			pg_atomic_write_u64(&slot->low[i], LOW_NONE);
+			PinOf[i] = PIN_NONE;
+			any = true;
+		}
+	if (Frozen && FrozenLevel >= level)
+	{
+		pg_atomic_write_u32(&slot->freeze, 0);
+		Frozen = false;
+		any = true;
+	}
+	/* an id drawn there is no longer registered: a row that names it registers it again */
+	LastDrawn[KIND_GROUP] = LastDrawn[KIND_WELCOME] = 0;
+	if (any && registry_wake != NULL)
+		registry_wake();
+}
+
+/* What a subtransaction reserved goes to its parent when it commits. */
+static void
+KeepSubXactPins(int level)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < SLOT_PINS; i++)
+		if (PinOf[i] != PIN_NONE && PinLevel[i] >= level)
+			PinLevel[i] = level - 1;
+	if (Frozen && FrozenLevel >= level)
+		FrozenLevel = level - 1;
+	/* a lowering the parent already recorded, or of a pin the parent set, needs no record */
+	for (int i = 0; i < NLowered; i++)
+	{
+		bool		known = false;
+
+		if (Lowered[i].level >= level)
+			Lowered[i].level = level - 1;
+		for (int j = 0; j < kept && !known; j++)
+			known = Lowered[j].pin == Lowered[i].pin && Lowered[j].level == Lowered[i].level;
+		if (!known && PinLevel[Lowered[i].pin] < Lowered[i].level)
+			Lowered[kept++] = Lowered[i];
+	}
+	NLowered = kept;
+}
+
+/*
+ * A subtransaction's writes and reservations go to its parent on commit, and
+ * away on abort.
+ */
 static void
 PositionsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 						 SubTransactionId parentSubid, void *arg)
@@ -1058,10 +1217,12 @@ PositionsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	int			level = GetCurrentTransactionNestLevel();
 	int			kept = 0;
 
-	if (NTouched == 0)
+	if (!LocalInit)
 		return;
 	if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
+		KeepSubXactPins(level);
+
 		/*
 		 * Down to the parent, merged with the parent's record of the same
 		 * line: a transaction of many subtransactions (PL/pgSQL exception
@@ -1094,6 +1255,7 @@ PositionsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 			if (Touched[i].level < level)
 				Touched[kept++] = Touched[i];
 		NTouched = kept;
+		ReleaseSubXactPins(level);
 	}
 }
 
