@@ -32,8 +32,10 @@
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "catalog/pg_type.h"
 #include "utils/regproc.h"
@@ -173,25 +175,18 @@ HorizonReadSnapshot(void)
 /* ---------------------------------------------------------------- readers */
 
 /*
- * Computes and publishes the horizons of lines [0, nlines) of a database
- * into out (see the header of this file).
+ * The lowest pin on each of lines [0, nlines) of a feed (LOW_NONE: none),
+ * with the slot (process number) that holds it when holder is not NULL;
+ * returns a slot whose freeze is set, or -1. Registry lock held.
  */
-static void
-ComputeLines(RegistryDb *db, int nlines, uint64 *out)
+static int
+LowestPins(RegistryDb *db, int nlines, uint64 *lowest, int *holder)
 {
-	uint64	   *high = palloc(sizeof(uint64) * nlines);
-	uint64	   *lowest = palloc(sizeof(uint64) * nlines);
-	bool		frozen = false;
-	bool		moves = false;
+	int			frozen = -1;
 	int			entry = RegistryEntryIndex(db);
 
-	LWLockAcquire(Reg->lock, LW_SHARED);
 	for (int l = 0; l < nlines; l++)
-	{
-		high[l] = pg_atomic_read_u64(&db->lines[l].high);
 		lowest[l] = LOW_NONE;
-	}
-	pg_memory_barrier();
 	for (int s = 0; s < Reg->n_slots; s++)
 	{
 		RegistrySlot *slot = &Reg->slots[s];
@@ -199,7 +194,7 @@ ComputeLines(RegistryDb *db, int nlines, uint64 *out)
 		if (slot->dboid != db->dboid)
 			continue;
 		if (pg_atomic_read_u32(&slot->freeze) != 0)
-			frozen = true;
+			frozen = s;
 		for (int i = 0; i < SLOT_PINS; i++)
 		{
 			uint64		v = pg_atomic_read_u64(&slot->low[i]);
@@ -212,9 +207,33 @@ ComputeLines(RegistryDb *db, int nlines, uint64 *out)
 			key = slot->line[i];
 			line = key & 0xFFFF;
 			if (key == PIN_KEY(entry, line) && line < (uint32) nlines && v < lowest[line])
+			{
 				lowest[line] = v;
+				if (holder != NULL)
+					holder[line] = s;
+			}
 		}
 	}
+	return frozen;
+}
+
+/*
+ * Computes and publishes the horizons of lines [0, nlines) of a database
+ * into out (see the header of this file).
+ */
+static void
+ComputeLines(RegistryDb *db, int nlines, uint64 *out)
+{
+	uint64	   *high = palloc(sizeof(uint64) * nlines);
+	uint64	   *lowest = palloc(sizeof(uint64) * nlines);
+	bool		frozen;
+	bool		moves = false;
+
+	LWLockAcquire(Reg->lock, LW_SHARED);
+	for (int l = 0; l < nlines; l++)
+		high[l] = pg_atomic_read_u64(&db->lines[l].high);
+	pg_memory_barrier();
+	frozen = LowestPins(db, nlines, lowest, NULL) >= 0;
 	for (int l = 0; l < nlines; l++)
 	{
 		uint64		published = pg_atomic_read_u64(&db->lines[l].published);
@@ -345,6 +364,65 @@ HorizonCollectFeed(RegistryDb *db, HorizonSet *out)
 	out->late_head = db->late_next - 1;
 	LWLockRelease(Reg->lock);
 	out->late_writes = pg_atomic_read_u64(&db->late_writes);
+}
+
+void
+HorizonInFlight(RegistryDb *db, int nlines, HorizonHold *out)
+{
+	uint64	   *lowest = palloc(sizeof(uint64) * Max(nlines, 1));
+	int		   *holder = palloc(sizeof(int) * Max(nlines, 1));
+	int			frozen;
+
+	LWLockAcquire(Reg->lock, LW_SHARED);
+	frozen = LowestPins(db, nlines, lowest, holder);
+	for (int l = 0; l < nlines; l++)
+	{
+		uint64		published = pg_atomic_read_u64(&db->lines[l].published);
+
+		/* a frozen slot holds the line at its published horizon */
+		if (frozen >= 0 && published + 1 < lowest[l])
+		{
+			lowest[l] = published + 1;
+			holder[l] = frozen;
+		}
+		out[l].position = lowest[l] == LOW_NONE ? 0 : (int64) lowest[l];
+		out[l].pid = lowest[l] == LOW_NONE ? 0 : GetPGProcByNumber(holder[l])->pid;
+	}
+	LWLockRelease(Reg->lock);
+	pfree(lowest);
+	pfree(holder);
+}
+
+void
+HorizonHoldRow(RegistryDb *db, const HorizonSet *set, HorizonHold *v3, Datum *positions,
+			   Datum *pids)
+{
+	int			nlines = (int) pg_atomic_read_u32(&db->n_lines);
+	HorizonHold *hold = palloc(sizeof(HorizonHold) * Max(nlines, LINE_FIRST_ORIGINATOR));
+	int			n = set->n_originators;
+	Datum	   *pos = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *pid = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *none = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	pg_read_barrier();
+	memset(hold, 0, sizeof(HorizonHold) * Max(nlines, LINE_FIRST_ORIGINATOR));
+	HorizonInFlight(db, nlines, hold);
+	v3[0] = hold[LINE_GROUP];
+	v3[1] = hold[LINE_WELCOME];
+	for (int i = 0; i < n; i++)
+	{
+		int			line = RegistryFindOriginator(db, set->originator_node_ids[i]);
+
+		none[i] = line < 0 || line >= nlines || hold[line].pid == 0;
+		pos[i] = Int64GetDatum(none[i] ? 0 : hold[line].position);
+		pid[i] = Int32GetDatum(none[i] ? 0 : hold[line].pid);
+	}
+	*positions = PointerGetDatum(construct_md_array(pos, none, 1, dims, lbs, INT8OID, sizeof(int64),
+													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	*pids = PointerGetDatum(construct_md_array(pid, none, 1, dims, lbs, INT4OID, sizeof(int32),
+											   true, TYPALIGN_INT));
 }
 
 static int

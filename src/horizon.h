@@ -46,6 +46,17 @@ typedef struct HorizonSet
 	uint64		late_writes;	/* late writes committed since the entry was loaded */
 } HorizonSet;
 
+/*
+ * Who holds a line's horizon: the lowest position an open transaction may
+ * still write there (its pin, or the published horizon + 1 for a transaction
+ * that holds every line) and that backend's pid; 0 and 0 when none.
+ */
+typedef struct HorizonHold
+{
+	int64		position;
+	int32		pid;
+} HorizonHold;
+
 /* The late entries of one kind after a late cursor, copied out of the ring. */
 typedef struct LateBatch
 {
@@ -65,6 +76,15 @@ extern int64 HorizonOfLine(RegistryDb *db, int line);
 /* All horizons of a feed at once. */
 extern void HorizonCollectFeed(RegistryDb *db, HorizonSet *out);
 #define HorizonCollect(out) HorizonCollectFeed(RegistryAttach(), (out))
+/* Who holds each of lines [0, nlines) of a feed now (for status, publishes nothing). */
+extern void HorizonInFlight(RegistryDb *db, int nlines, HorizonHold *out);
+/*
+ * The same as a status row shows it: v3[0] the group line, v3[1] the welcome
+ * line; positions (bigint[]) and pids (int[]) follow set's originators, NULL
+ * where nothing holds one.
+ */
+extern void HorizonHoldRow(RegistryDb *db, const HorizonSet *set, HorizonHold *v3,
+						   Datum *positions, Datum *pids);
 /* The late entries of a kind with seq > after (call after taking the read snapshot). */
 extern void HorizonLateSince(RegistryDb *db, PositionKind kind, uint64 after, LateBatch *out);
 extern uint64 HorizonLateStart(RegistryDb *db);

@@ -681,7 +681,10 @@ CanRead(const char *table)
 
 /*
  * xip83.feed_status(): the notifier and horizons of the current database, one
- * row. A horizon is NULL unless the caller may SELECT from its table.
+ * row. A horizon is NULL unless the caller may SELECT from its table; so is
+ * who holds it (the pid of the backend whose open transaction may still
+ * write the lowest position in flight, and that position), as pg_locks shows
+ * anyone which backend writes which table.
  */
 Datum
 feed_status(PG_FUNCTION_ARGS)
@@ -690,8 +693,9 @@ feed_status(PG_FUNCTION_ARGS)
 	HorizonSet	h;
 	NotifierDb	copy;
 	NotifierDb *e;
-	Datum		values[20];
-	bool		nulls[20] = {false};
+	Datum		values[26];
+	bool		nulls[26] = {false};
+	HorizonHold v3[2];
 	int64		low[3];
 	int64		used[3];
 	bool		have_recent;
@@ -751,5 +755,14 @@ feed_status(PG_FUNCTION_ARGS)
 		nulls[13 + 2 * k] = nulls[14 + 2 * k] = !have_recent || !CanRead(RegistryKindTable[k]);
 	}
 	values[19] = Int32GetDatum(xip83_recent_entries);
+	/* who holds each horizon, shown to the same roles as the horizon itself */
+	HorizonHoldRow(RegistryAttach(), &h, v3, &values[24], &values[25]);
+	for (int k = 0; k < 2; k++)
+	{
+		values[20 + 2 * k] = Int64GetDatum(v3[k].position);
+		values[21 + 2 * k] = Int32GetDatum(v3[k].pid);
+		nulls[20 + 2 * k] = nulls[21 + 2 * k] = nulls[k] || v3[k].pid == 0;
+	}
+	nulls[24] = nulls[25] = nulls[2];
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -697,15 +697,17 @@ xip83_untrack(PG_FUNCTION_ARGS)
  * where the caller may not read the table: its horizon (v3) or originators'
  * horizons (envelopes), positions registered and late writes committed since
  * the feed was loaded, its late cursor, and its recent-writes table's
- * low-water position and entries in use. Reading it publishes horizons, as
- * reading any horizon does.
+ * low-water position and entries in use, and who holds the horizon (the
+ * lowest position an open transaction may still write, and its backend's
+ * pid). Reading it publishes horizons, as reading any horizon does.
  */
 Datum
 tracked_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[8];
-	bool		nulls[8] = {false};
+	Datum		values[12];
+	bool		nulls[12] = {false};
+	HorizonHold v3[2];
 	TrackedSource t;
 	RegistryDb *db;
 	HorizonSet	h;
@@ -754,5 +756,10 @@ tracked_status(PG_FUNCTION_ARGS)
 	}
 	else
 		nulls[6] = nulls[7] = true;
+	HorizonHoldRow(db, &h, v3, &values[10], &values[11]);
+	values[8] = Int64GetDatum(v3[t.kind == KIND_WELCOME].position);
+	values[9] = Int32GetDatum(v3[t.kind == KIND_WELCOME].pid);
+	nulls[8] = nulls[9] = t.kind == KIND_ENVELOPE || v3[t.kind == KIND_WELCOME].pid == 0;
+	nulls[10] = nulls[11] = t.kind != KIND_ENVELOPE;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

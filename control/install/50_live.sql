@@ -79,7 +79,8 @@ CREATE FUNCTION xip83.late_cursor(source regclass DEFAULT NULL) RETURNS bigint
 AS 'MODULE_PATHNAME', 'late_cursor' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- The feed at a glance: horizons (NULL where the caller may not read the
--- table), the notifier, its last notice, late writes, the NOTIFY queue.
+-- table), the notifier, its last notice, late writes, the NOTIFY queue, and
+-- who holds each horizon (NULL like the horizon).
 CREATE FUNCTION xip83.feed_status(
     OUT group_horizon bigint, OUT welcome_horizon bigint,
     OUT originator_node_ids int[], OUT originator_horizons bigint[],
@@ -89,7 +90,10 @@ CREATE FUNCTION xip83.feed_status(
     OUT group_low_water bigint, OUT group_recent bigint,
     OUT welcome_low_water bigint, OUT welcome_recent bigint,
     OUT envelope_low_water bigint, OUT envelope_recent bigint,
-    OUT recent_entries int)
+    OUT recent_entries int,
+    OUT group_in_flight bigint, OUT group_in_flight_pid int,
+    OUT welcome_in_flight bigint, OUT welcome_in_flight_pid int,
+    OUT originator_in_flight bigint[], OUT originator_in_flight_pids int[])
 RETURNS record
 AS 'MODULE_PATHNAME', 'feed_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
@@ -98,9 +102,9 @@ CREATE VIEW xip83.feed_status AS
       FROM xip83.feed_status() s;
 
 COMMENT ON FUNCTION xip83.next_group_id(regclass) IS
-  'Id default of xip83.group_messages: draws from xip83.group_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs USAGE on the sequence.';
+  'Id default of xip83.group_messages: draws from xip83.group_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs INSERT or UPDATE on the table and USAGE or UPDATE on the sequence, checked before the id is registered.';
 COMMENT ON FUNCTION xip83.next_welcome_id(regclass) IS
-  'Id default of xip83.welcome_messages: draws from xip83.welcome_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs USAGE on the sequence.';
+  'Id default of xip83.welcome_messages: draws from xip83.welcome_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs INSERT or UPDATE on the table and USAGE or UPDATE on the sequence, checked before the id is registered.';
 COMMENT ON FUNCTION xip83.register_position() IS
   'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: notes each row''s topic and position for reconnect waves and registers each written position; positions at or below the published horizon are stored and announced in the late ring. Also the trigger xip83.track adds to a node''s table. Refuses the write on any other table.';
 COMMENT ON FUNCTION xip83.reset_positions() IS
@@ -114,7 +118,7 @@ COMMENT ON FUNCTION xip83.envelope_horizons(regclass) IS
 COMMENT ON FUNCTION xip83.late_cursor(regclass) IS
   'Sequence number of the newest late write a feed remembers (source NULL: xip83''s own tables; else a tracked table): the late cursor a consumer following "from now" passes to its first live fetch (read it before the horizons). Returns once every late write up to it has ended, waiting for those still running.';
 COMMENT ON FUNCTION xip83.feed_status() IS
-  'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size; per kind the recent-writes table''s low-water position (a wave skips a topic whose floor is at or above it and that has no recent write above its floor) and entries in use (NULL like the horizons), and its capacity per kind (xip83.recent_entries).';
+  'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size; per kind the recent-writes table''s low-water position (a wave skips a topic whose floor is at or above it and that has no recent write above its floor) and entries in use (NULL like the horizons), and its capacity per kind (xip83.recent_entries); per horizon the lowest position an open transaction may still write and the pid of its backend, which holds the horizon below that position until its transaction ends (NULL when none, or like the horizons).';
 GRANT SELECT ON xip83.feed_status TO PUBLIC;
 COMMENT ON VIEW xip83.feed_status IS
   'xip83.feed_status() with the NOTIFY queue usage.';
