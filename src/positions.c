@@ -403,12 +403,12 @@ RequireDrawRights(const char *fn, Oid table, Oid seq)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for table %s",
 						OidIsValid(table) ? get_rel_name(table) : "(dropped)"),
-				 errdetail("%s hands out ids only to roles that may insert into the table.", fn)));
+				 errdetail("%s hands out ids only to roles that may insert into or update the table.", fn)));
 	if (pg_class_aclcheck(seq, role, ACL_USAGE | ACL_UPDATE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for sequence %s", get_rel_name(seq))));
-	if (get_rel_persistence(seq) != RELPERSISTENCE_TEMP)
+	if (XactReadOnly && get_rel_persistence(seq) != RELPERSISTENCE_TEMP)
 		PreventCommandIfReadOnly("nextval()");
 	PreventCommandIfParallelMode("nextval()");
 }
@@ -424,7 +424,7 @@ DrawId(RegistryDb *db, PositionKind kind, Oid table, Oid seq, const char *fn)
 
 	RequireDrawRights(fn, table, seq);
 	(void) PinLine(db, RegistryMySlot(), V3_LINE(kind));
-	id = nextval_internal(seq, true);
+	id = nextval_internal(seq, false);	/* its checks are done */
 	if (id <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
