@@ -11,10 +11,14 @@
  * every column is found by name and type: a caller cannot point them at a
  * table or sequence of its own. Nothing runs as another role: moving a
  * sequence up to an explicit id is a setval by the writer itself, which
- * needs UPDATE on the sequence.
+ * needs UPDATE on the sequence. Every check that can refuse a caller runs
+ * before the position is pinned: a pin outlives the error that follows it
+ * until its (sub)transaction ends.
  *
  * Commit order. Slots are cleared at XACT_EVENT_COMMIT / ABORT, which
- * PostgreSQL calls after the transaction's end is visible in the proc array.
+ * PostgreSQL calls after the transaction's end is visible in the proc array;
+ * a subtransaction's pins at SUBXACT_EVENT_ABORT_SUB (cleared, or put back to
+ * its parent's bound) and kept by its parent at SUBXACT_EVENT_COMMIT_SUB.
  * At commit the lines a transaction wrote are raised to its highest position
  * first, with the commit's WAL end recorded before (horizon.c flushes up to
  * it before a horizon that depends on it goes out). A transaction that
