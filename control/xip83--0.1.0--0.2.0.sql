@@ -288,3 +288,15 @@ COMMENT ON FUNCTION xip83.group_horizon(regclass) IS
 -- The scan's comment points at the docs page that now holds its snapshot rule.
 COMMENT ON FUNCTION xip83.group_wave_scan(bytea[], bigint[], bigint, bigint, int, regclass) IS
 'One page of a group-message wave: rows of source with group_id = topics[i] and id > floors[i] for some i, id > scan_cursor, id <= ceiling, ascending id, at most page_limit rows. Snapshot: the statement''s, or one taken right after the horizon this session last read under it (docs/concepts.md, "What every scan and fetch checks"). Executable by PUBLIC; the caller needs USAGE on the source''s schema and SELECT on it (42501), and row-level security is refused.';
+
+-- ---------------------------------------------------------------- who holds a horizon
+-- feed_status shows, per horizon, the oldest position in flight and the pid of
+-- the backend holding it: the function and its view are made again; the id
+-- defaults check the writer's rights before they register an id.
+DROP VIEW xip83.feed_status;
+DROP FUNCTION xip83.feed_status();
+-- include: control/install/52_feed_status.sql
+COMMENT ON FUNCTION xip83.next_group_id(regclass) IS
+  'Id default of xip83.group_messages: draws from xip83.group_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs INSERT or UPDATE on the table and USAGE or UPDATE on the sequence, checked before the id is registered.';
+COMMENT ON FUNCTION xip83.next_welcome_id(regclass) IS
+  'Id default of xip83.welcome_messages: draws from xip83.welcome_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs INSERT or UPDATE on the table and USAGE or UPDATE on the sequence, checked before the id is registered.';

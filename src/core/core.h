@@ -143,6 +143,18 @@ extern int32 RegistryLineNode(RegistryDb *db, int line);
  * (horizons.c); on a standby, what replay published.
  */
 extern void RegistryHorizons(RegistryDb *db, int nlines, uint64 *out);
+/*
+ * Who holds a line's horizon: the lowest position an open transaction may
+ * still write there (its pin, or the published horizon + 1 for a transaction
+ * that holds every line) and that backend's pid; 0 and 0 when none.
+ */
+typedef struct RegistryHold
+{
+	int64		position;
+	int32		pid;
+} RegistryHold;
+/* Who holds each of lines [0, nlines) of a feed now (for status; publishes nothing). */
+extern void RegistryInFlight(RegistryDb *db, int nlines, RegistryHold *out);
 /* The newest late entry's seq, and late writes committed since start. */
 extern uint64 RegistryLateHead(RegistryDb *db);
 extern uint64 RegistryLateWrites(RegistryDb *db);

@@ -21,31 +21,25 @@
 
 #include "access/transam.h"
 #include "access/xlog.h"
+#include "storage/proc.h"
 #include "utils/snapmgr.h"
 
 #include "core.h"
 #include "registry.h"
 
 /*
- * Computes and publishes the horizons of lines [0, nlines) of a database
- * into out (see the header of this file).
+ * The lowest pin on each of lines [0, nlines) of a feed (LOW_NONE: none),
+ * with the slot (process number) that holds it when holder is not NULL;
+ * returns a slot whose freeze is set, or -1. Registry lock held.
  */
-static void
-ComputeLines(RegistryDb *db, int nlines, uint64 *out)
+static int
+LowestPins(RegistryDb *db, int nlines, uint64 *lowest, int *holder)
 {
-	uint64	   *high = palloc(sizeof(uint64) * nlines);
-	uint64	   *lowest = palloc(sizeof(uint64) * nlines);
-	bool		frozen = false;
-	bool		moves = false;
+	int			frozen = -1;
 	int			entry = RegistryEntryIndex(db);
 
-	LWLockAcquire(Reg->lock, LW_SHARED);
 	for (int l = 0; l < nlines; l++)
-	{
-		high[l] = pg_atomic_read_u64(&db->lines[l].high);
 		lowest[l] = LOW_NONE;
-	}
-	pg_memory_barrier();
 	for (int s = 0; s < Reg->n_slots; s++)
 	{
 		RegistrySlot *slot = &Reg->slots[s];
@@ -53,7 +47,7 @@ ComputeLines(RegistryDb *db, int nlines, uint64 *out)
 		if (slot->dboid != db->dboid)
 			continue;
 		if (pg_atomic_read_u32(&slot->freeze) != 0)
-			frozen = true;
+			frozen = s;
 		for (int i = 0; i < SLOT_PINS; i++)
 		{
 			uint64		v = pg_atomic_read_u64(&slot->low[i]);
@@ -66,9 +60,33 @@ ComputeLines(RegistryDb *db, int nlines, uint64 *out)
 			key = slot->line[i];
 			line = key & 0xFFFF;
 			if (key == PIN_KEY(entry, line) && line < (uint32) nlines && v < lowest[line])
+			{
 				lowest[line] = v;
+				if (holder != NULL)
+					holder[line] = s;
+			}
 		}
 	}
+	return frozen;
+}
+
+/*
+ * Computes and publishes the horizons of lines [0, nlines) of a database
+ * into out (see the header of this file).
+ */
+static void
+ComputeLines(RegistryDb *db, int nlines, uint64 *out)
+{
+	uint64	   *high = palloc(sizeof(uint64) * nlines);
+	uint64	   *lowest = palloc(sizeof(uint64) * nlines);
+	bool		frozen;
+	bool		moves = false;
+
+	LWLockAcquire(Reg->lock, LW_SHARED);
+	for (int l = 0; l < nlines; l++)
+		high[l] = pg_atomic_read_u64(&db->lines[l].high);
+	pg_memory_barrier();
+	frozen = LowestPins(db, nlines, lowest, NULL) >= 0;
 	for (int l = 0; l < nlines; l++)
 	{
 		uint64		published = pg_atomic_read_u64(&db->lines[l].published);
@@ -102,6 +120,33 @@ ComputeLines(RegistryDb *db, int nlines, uint64 *out)
 	LWLockRelease(Reg->lock);
 	pfree(high);
 	pfree(lowest);
+}
+
+void
+RegistryInFlight(RegistryDb *db, int nlines, RegistryHold *out)
+{
+	uint64	   *lowest = palloc(sizeof(uint64) * Max(nlines, 1));
+	int		   *holder = palloc(sizeof(int) * Max(nlines, 1));
+	int			frozen;
+
+	LWLockAcquire(Reg->lock, LW_SHARED);
+	frozen = LowestPins(db, nlines, lowest, holder);
+	for (int l = 0; l < nlines; l++)
+	{
+		uint64		published = pg_atomic_read_u64(&db->lines[l].published);
+
+		/* a frozen slot holds the line at its published horizon */
+		if (frozen >= 0 && published + 1 < lowest[l])
+		{
+			lowest[l] = published + 1;
+			holder[l] = frozen;
+		}
+		out[l].position = lowest[l] == LOW_NONE ? 0 : (int64) lowest[l];
+		out[l].pid = lowest[l] == LOW_NONE ? 0 : GetPGProcByNumber(holder[l])->pid;
+	}
+	LWLockRelease(Reg->lock);
+	pfree(lowest);
+	pfree(holder);
 }
 
 

@@ -7,7 +7,9 @@
  * position of a row; this file registers it.
  *
  * Commit order. Slots are cleared at XACT_EVENT_COMMIT / ABORT, which
- * PostgreSQL calls after the transaction's end is visible in the proc array.
+ * PostgreSQL calls after the transaction's end is visible in the proc array;
+ * a subtransaction's pins at SUBXACT_EVENT_ABORT_SUB (cleared, or put back to
+ * its parent's bound) and kept by its parent at SUBXACT_EVENT_COMMIT_SUB.
  * At commit the lines a transaction wrote are raised to its highest position
  * first, with the commit's WAL end recorded before (horizons.c flushes up to
  * it before a horizon that depends on it goes out). A transaction that
@@ -57,7 +59,25 @@ typedef struct PendingReset
 #define MAX_RESETS 16
 
 static uint32 PinOf[SLOT_PINS];	/* PIN_KEY held by each pin of our slot, or PIN_NONE */
+static int	PinLevel[SLOT_PINS];	/* nesting level of the (sub)transaction that set it */
 static bool Frozen = false;		/* our slot's freeze is set */
+static int	FrozenLevel = 0;	/* ... by a (sub)transaction of that nesting level */
+
+/*
+ * A pin that a subtransaction lowered below the bound an enclosing level
+ * gave it, and that bound: put back when the subtransaction aborts. One per
+ * pin and level, the first lowering's (each later one lowers further).
+ */
+typedef struct PinLowered
+{
+	int			pin;
+	int			level;
+	uint64		prev;
+} PinLowered;
+
+static PinLowered *Lowered = NULL;
+static int	NLowered = 0;
+static int	LoweredCap = 0;
 static TouchedLine *Touched = NULL;
 static int	NTouched = 0;
 static int	TouchedCap = 0;
@@ -173,10 +193,12 @@ PinLine(RegistryDb *db, RegistrySlot *slot, int line)
 			pg_atomic_write_u32(&slot->freeze, 1);
 			pg_memory_barrier();
 			Frozen = true;
+			FrozenLevel = GetCurrentTransactionNestLevel();
 		}
 		return -1;
 	}
 	PinOf[pin] = key;
+	PinLevel[pin] = GetCurrentTransactionNestLevel();
 	slot->line[pin] = key;
 	pg_write_barrier();
 	h = pg_atomic_read_u64(&db->lines[line].high);
@@ -248,6 +270,27 @@ NoteLate(RegistryDb *db, int line, uint64 x)
 }
 
 /*
+ * Remembers the bound a pin had before this subtransaction lowers it, when
+ * an enclosing level set that bound; called before the pin is lowered.
+ */
+static void
+NoteLowered(int pin, uint64 prev)
+{
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (PinLevel[pin] >= level)
+		return;					/* this level's abort clears the whole pin */
+	for (int i = NLowered - 1; i >= 0 && Lowered[i].level == level; i--)
+		if (Lowered[i].pin == pin)
+			return;
+	Lowered = Grow(Lowered, NLowered, &LoweredCap, sizeof(PinLowered));
+	Lowered[NLowered].pin = pin;
+	Lowered[NLowered].level = level;
+	Lowered[NLowered].prev = prev;
+	NLowered++;
+}
+
+/*
  * Registers a position this transaction is about to write. Below its pin
  * (or on a frozen line) the position is checked against the published
  * horizon: at or below it the write is late and goes into the late ring.
@@ -265,6 +308,7 @@ PinsRegister(RegistryDb *db, int line, PositionKind kind, int32 node, uint64 x)
 
 		if (x >= low)
 			return false;
+		NoteLowered(pin, low);
 		pg_atomic_write_u64(&slot->low[pin], x);
 		pg_memory_barrier();
 		if (!AtOrBelowPublished(db, line, x))
@@ -392,6 +436,8 @@ ClearPins(void)
 	for (int i = 0; i < NCounted; i++)
 		RegistryLineDone(Counted[i].db, Counted[i].line);
 	Frozen = false;
+	FrozenLevel = 0;
+	NLowered = 0;
 	FirstWriteSeen = false;
 	NTouched = 0;
 	NCounted = 0;
@@ -443,7 +489,78 @@ PinsXactCallback(XactEvent event, void *arg)
 	}
 }
 
-/* A subtransaction's writes go to its parent on commit, away on abort. */
+/*
+ * A subtransaction that aborts gives back what it reserved: the pins it set
+ * are cleared, the pins it lowered go back to their enclosing level's bound
+ * and its freeze is lifted, so the horizon moves on while the enclosing
+ * transaction stays open. Its rows will never be seen, so no horizon can pass
+ * a position they hold. Every write path pins through PinLine (the id
+ * defaults, the trigger, the tracking index), so this covers them all.
+ */
+static void
+ReleaseSubXactPins(int level)
+{
+	RegistrySlot *slot = RegistryMySlot();
+	bool		any = false;
+
+	if (slot == NULL)
+		return;
+	/* whatever this subtransaction did is known aborted before a horizon can pass it */
+	pg_memory_barrier();
+	while (NLowered > 0 && Lowered[NLowered - 1].level >= level)
+	{
+		PinLowered *l = &Lowered[--NLowered];
+
+		pg_atomic_write_u64(&slot->low[l->pin], l->prev);
+		any = true;
+	}
+	for (int i = 0; i < SLOT_PINS; i++)
+		if (PinOf[i] != PIN_NONE && PinLevel[i] >= level)
+		{
+			pg_atomic_write_u64(&slot->low[i], LOW_NONE);
+			PinOf[i] = PIN_NONE;
+			any = true;
+		}
+	if (Frozen && FrozenLevel >= level)
+	{
+		pg_atomic_write_u32(&slot->freeze, 0);
+		Frozen = false;
+		any = true;
+	}
+	if (any && registry_wake != NULL)
+		registry_wake();
+}
+
+/* What a subtransaction reserved goes to its parent when it commits. */
+static void
+KeepSubXactPins(int level)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < SLOT_PINS; i++)
+		if (PinOf[i] != PIN_NONE && PinLevel[i] >= level)
+			PinLevel[i] = level - 1;
+	if (Frozen && FrozenLevel >= level)
+		FrozenLevel = level - 1;
+	/* a lowering the parent already recorded, or of a pin the parent set, needs no record */
+	for (int i = 0; i < NLowered; i++)
+	{
+		bool		known = false;
+
+		if (Lowered[i].level >= level)
+			Lowered[i].level = level - 1;
+		for (int j = 0; j < kept && !known; j++)
+			known = Lowered[j].pin == Lowered[i].pin && Lowered[j].level == Lowered[i].level;
+		if (!known && PinLevel[Lowered[i].pin] < Lowered[i].level)
+			Lowered[kept++] = Lowered[i];
+	}
+	NLowered = kept;
+}
+
+/*
+ * A subtransaction's writes and reservations go to its parent on commit, and
+ * away on abort.
+ */
 static void
 PinsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 					SubTransactionId parentSubid, void *arg)
@@ -453,10 +570,12 @@ PinsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 
 	if (event == SUBXACT_EVENT_COMMIT_SUB || event == SUBXACT_EVENT_ABORT_SUB)
 		RegistryReleaseSubXactEnd(event == SUBXACT_EVENT_COMMIT_SUB);
-	if (NTouched == 0)
+	if (!LocalInit)
 		return;
 	if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
+		KeepSubXactPins(level);
+
 		/*
 		 * Down to the parent, merged with the parent's record of the same
 		 * line: a transaction of many subtransactions (PL/pgSQL exception
@@ -489,6 +608,7 @@ PinsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 			if (Touched[i].level < level)
 				Touched[kept++] = Touched[i];
 		NTouched = kept;
+		ReleaseSubXactPins(level);
 	}
 }
 

@@ -20,7 +20,8 @@
  * position that may still be written by a retry.
  *
  * Per backend a slot holds up to SLOT_PINS pins (entry and line, low): low is
- * a lower bound of every position its open transaction writes on that line. A
+ * a lower bound of every position its open transaction writes on that line;
+ * what an aborted subtransaction pinned or lowered is given back. A
  * transaction that writes more lines than that sets `freeze`, which holds
  * every line of every feed of its database at its published horizon until it
  * ends (correct, only slower to advance).

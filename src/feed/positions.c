@@ -11,7 +11,10 @@
  * every column is found by name and type: a caller cannot point them at a
  * table or sequence of its own. Nothing runs as another role: moving a
  * sequence up to an explicit id is a setval by the writer itself, which
- * needs UPDATE on the sequence.
+ * needs UPDATE on the sequence. Every check that can refuse a caller runs
+ * before the position is pinned: a pin outlives the error that follows it
+ * until its (sub)transaction ends (src/core/pins.c gives back what an
+ * aborted subtransaction pinned).
  */
 #include "postgres.h"
 
@@ -67,14 +70,51 @@ SequenceCatchUp(Oid seq, uint64 x)
 /* The line of a v3 kind. */
 #define V3_LINE(kind) ((kind) == KIND_GROUP ? LINE_GROUP : LINE_WELCOME)
 
-/* Draws the next id of a kind from seq in a feed, registered before any reader can see it. */
+/*
+ * Refuses a caller who may not write the table an id default serves, or draw
+ * from its sequence, before anything is pinned or a feed's entry is taken: a
+ * pin held by a call that then fails would hold the table's horizon until
+ * the caller's transaction ends, and a role that cannot write a table must
+ * not be able to hold its horizon at all. The table: INSERT or UPDATE on it
+ * or on any of its columns (what lets a statement evaluate the default; an
+ * INSERT that leaves id to its default needs no privilege on id itself). The
+ * sequence: what nextval checks, in the same order.
+ */
+static Oid	OwnTable(PositionKind kind);
+
+static void
+RequireDrawRights(const char *fn, Oid table, Oid seq)
+{
+	Oid			role = GetUserId();
+
+	if (!OidIsValid(table) ||
+		(pg_class_aclcheck(table, role, ACL_INSERT | ACL_UPDATE) != ACLCHECK_OK &&
+		 pg_attribute_aclcheck_all(table, role, ACL_INSERT | ACL_UPDATE, ACLMASK_ANY) != ACLCHECK_OK))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s",
+						OidIsValid(table) ? get_rel_name(table) : "(dropped)"),
+				 errdetail("%s hands out ids only to roles that may insert into or update the table.", fn)));
+	if (pg_class_aclcheck(seq, role, ACL_USAGE | ACL_UPDATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for sequence %s", get_rel_name(seq))));
+	if (XactReadOnly && get_rel_persistence(seq) != RELPERSISTENCE_TEMP)
+		PreventCommandIfReadOnly("nextval()");
+	PreventCommandIfParallelMode("nextval()");
+}
+
+/*
+ * Draws the next id of a kind from seq in a feed, registered before any
+ * reader can see it; RequireDrawRights ran before.
+ */
 static int64
 DrawId(RegistryDb *db, PositionKind kind, Oid seq)
 {
 	int64		id;
 
 	PinsBeforeDraw(db, V3_LINE(kind));
-	id = nextval_internal(seq, true);
+	id = nextval_internal(seq, false);	/* its checks are done */
 	if (id <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -104,6 +144,8 @@ PositionsNextOwnId(PositionKind kind, Oid seq)
 	}
 	if (!RegistryReady())
 		return nextval_internal(seq, true);
+	RequireDrawRights(kind == KIND_GROUP ? "next_group_id" : "next_welcome_id",
+					  OwnTable(kind), seq);
 	return DrawId(RegistryAttach(), kind, seq);
 }
 
@@ -121,11 +163,8 @@ PositionsNextTrackedId(Oid source)
 				 errdetail("xip83.next_id is the id default xip83.track installs; xip83.untrack restores the table's own.")));
 	if (!RegistryReady())
 		return nextval_internal(t.sequence, true);
-	/* nextval's own check, before the feed's entry is taken: a stranger takes none */
-	if (pg_class_aclcheck(t.sequence, GetUserId(), ACL_USAGE | ACL_UPDATE) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for sequence %s", get_rel_name(t.sequence))));
+	/* before the feed's entry is taken: a stranger takes none */
+	RequireDrawRights("next_id", t.source, t.sequence);
 	return DrawId(RegistryAttachFeed(t.source), t.kind, t.sequence);
 }
 
@@ -373,7 +412,6 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 {
 	PositionKind kind = target->kind;
 	RegistryDb *db;
-	bool		late;
 
 	if (kind == KIND_ENVELOPE)
 	{
@@ -402,10 +440,10 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 		LastDrawn[kind] = 0;	/* drawn by the default just now: registered */
 		return false;
 	}
-	late = PinsRegister(db, V3_LINE(kind), kind, 0, (uint64) position);
+	/* first: its privilege check must not fail with the position registered */
 	SequenceCatchUp(OidIsValid(target->feed) ? target->sequence
 					: SourceOwnRelation(KindSequence[kind]), (uint64) position);
-	return late;
+	return PinsRegister(db, V3_LINE(kind), kind, 0, (uint64) position);
 }
 
 /*
@@ -618,6 +656,15 @@ PositionsXactCallback(XactEvent event, void *arg)
 		UpdateFired = false;
 }
 
+/* An id drawn in an aborted subtransaction is no longer registered: a row that names it registers it again. */
+static void
+PositionsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		LastDrawn[KIND_GROUP] = LastDrawn[KIND_WELCOME] = 0;
+}
+
 /*
  * Dropping one of the tables (DROP EXTENSION, DROP TABLE) starts its lines
  * over when the drop commits, as a TRUNCATE does: a re-created table's
@@ -649,6 +696,7 @@ PositionsInstallHooks(void)
 {
 	CacheRegisterRelcacheCallback(ForgetOwnTables, (Datum) 0);
 	RegisterXactCallback(PositionsXactCallback, NULL);
+	RegisterSubXactCallback(PositionsSubXactCallback, NULL);
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = PositionsObjectAccess;
 }

@@ -53,6 +53,44 @@ OriginatorArrays(const HorizonSet *set, Datum *nodes_out, Datum *horizons_out)
 													TYPALIGN_DOUBLE));
 }
 
+/*
+ * Who holds a feed's horizons, as a status row shows it: v3[0] the group
+ * line, v3[1] the welcome line; positions (bigint[]) and pids (int[]) follow
+ * set's originators, NULL where nothing holds one.
+ */
+static void
+HoldRow(RegistryDb *db, const HorizonSet *set, RegistryHold *v3, Datum *positions, Datum *pids)
+{
+	int			nlines = RegistryLineCount(db);
+	int			size = Max(nlines, LINE_FIRST_ORIGINATOR);
+	RegistryHold *hold = palloc0(sizeof(RegistryHold) * size);
+	int			n = set->n_originators;
+	Datum	   *pos = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *pid = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *none = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	RegistryInFlight(db, nlines, hold);
+	v3[0] = hold[LINE_GROUP];
+	v3[1] = hold[LINE_WELCOME];
+	for (int i = 0; i < n; i++)
+	{
+		int			line = -1;
+
+		for (int l = LINE_FIRST_ORIGINATOR; l < nlines && line < 0; l++)
+			if (RegistryLineNode(db, l) == set->originator_node_ids[i])
+				line = l;
+		none[i] = line < 0 || hold[line].pid == 0;
+		pos[i] = Int64GetDatum(none[i] ? 0 : hold[line].position);
+		pid[i] = Int32GetDatum(none[i] ? 0 : hold[line].pid);
+	}
+	*positions = PointerGetDatum(construct_md_array(pos, none, 1, dims, lbs, INT8OID, sizeof(int64),
+													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	*pids = PointerGetDatum(construct_md_array(pid, none, 1, dims, lbs, INT4OID, sizeof(int32),
+											   true, TYPALIGN_INT));
+}
+
 /* xip83.group_horizon(source): every group message id at or below it is committed or never will be. */
 Datum
 group_horizon(PG_FUNCTION_ARGS)
@@ -172,7 +210,10 @@ CanRead(const char *table)
 
 /*
  * xip83.feed_status(): the notifier and horizons of the current database, one
- * row. A horizon is NULL unless the caller may SELECT from its table.
+ * row. A horizon is NULL unless the caller may SELECT from its table; so is
+ * who holds it (the pid of the backend whose open transaction may still
+ * write the lowest position in flight, and that position), as pg_locks shows
+ * anyone which backend writes which table.
  */
 Datum
 feed_status(PG_FUNCTION_ARGS)
@@ -180,8 +221,9 @@ feed_status(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	HorizonSet	h;
 	NotifierStatus copy;
-	Datum		values[20];
-	bool		nulls[20] = {false};
+	Datum		values[26];
+	bool		nulls[26] = {false};
+	RegistryHold v3[2];
 	int64		low[3];
 	int64		used[3];
 	bool		have_recent;
@@ -222,6 +264,15 @@ feed_status(PG_FUNCTION_ARGS)
 		nulls[13 + 2 * k] = nulls[14 + 2 * k] = !have_recent || !CanRead(RegistryKindTable[k]);
 	}
 	values[19] = Int32GetDatum(xip83_recent_entries);
+	/* who holds each horizon, shown to the same roles as the horizon itself */
+	HoldRow(RegistryAttach(), &h, v3, &values[24], &values[25]);
+	for (int k = 0; k < 2; k++)
+	{
+		values[20 + 2 * k] = Int64GetDatum(v3[k].position);
+		values[21 + 2 * k] = Int32GetDatum(v3[k].pid);
+		nulls[20 + 2 * k] = nulls[21 + 2 * k] = nulls[k] || v3[k].pid == 0;
+	}
+	nulls[24] = nulls[25] = nulls[2];
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -230,15 +281,17 @@ feed_status(PG_FUNCTION_ARGS)
  * where the caller may not read the table: its horizon (v3) or originators'
  * horizons (envelopes), positions registered and late writes committed since
  * the feed was loaded, its late cursor, and its recent-writes table's
- * low-water position and entries in use. Reading it publishes horizons, as
- * reading any horizon does.
+ * low-water position and entries in use, and who holds the horizon (the
+ * lowest position an open transaction may still write, and its backend's
+ * pid). Reading it publishes horizons, as reading any horizon does.
  */
 Datum
 tracked_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[8];
-	bool		nulls[8] = {false};
+	Datum		values[12];
+	bool		nulls[12] = {false};
+	RegistryHold v3[2];
 	TrackedSource t;
 	RegistryDb *db;
 	HorizonSet	h;
@@ -275,5 +328,10 @@ tracked_status(PG_FUNCTION_ARGS)
 	}
 	else
 		nulls[6] = nulls[7] = true;
+	HoldRow(db, &h, v3, &values[10], &values[11]);
+	values[8] = Int64GetDatum(v3[t.kind == KIND_WELCOME].position);
+	values[9] = Int32GetDatum(v3[t.kind == KIND_WELCOME].pid);
+	nulls[8] = nulls[9] = t.kind == KIND_ENVELOPE || v3[t.kind == KIND_WELCOME].pid == 0;
+	nulls[10] = nulls[11] = t.kind != KIND_ENVELOPE;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
