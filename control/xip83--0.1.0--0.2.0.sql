@@ -275,7 +275,7 @@ COMMENT ON FUNCTION xip83.reset_positions() IS
 -- ---------------------------------------------------------------- read replicas
 -- Live fetch takes the table it follows (tracking) and, for hot standbys, the
 -- horizon and fence it reads up to; xip83.horizon_fence; LiveNotice's fence:
--- live_notice_encode takes it, live_notice_fence reads it. Both install parts
+-- live_notice_encode takes it, live_notice_decode reads it. Both install parts
 -- are made again whole (control/install/20_live_notice.sql, 55_live_fetch.sql).
 DROP FUNCTION xip83.live_notice_encode(bigint, text, bigint, bigint, bigint, int[], bigint[]);
 DROP FUNCTION xip83.live_notice_decode(text);

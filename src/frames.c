@@ -50,7 +50,7 @@
 PG_FUNCTION_INFO_V1(group_wave_frames);
 PG_FUNCTION_INFO_V1(welcome_wave_frames);
 PG_FUNCTION_INFO_V1(envelope_wave_frames);
-/* 0.1.0's frame streams: its install script, run first by an update, names them */
+/* 0.1.0's frame streams: a 0.1.0 install (the start of every update) names them */
 PG_FUNCTION_INFO_V1(group_wave_frames_rows);
 PG_FUNCTION_INFO_V1(welcome_wave_frames_rows);
 PG_FUNCTION_INFO_V1(envelope_wave_frames_rows);

@@ -20,7 +20,7 @@
 #include "xip83/mls_api.pb-c.h"
 
 PG_FUNCTION_INFO_V1(control_frame);
-/* 0.1.0's one function per frame: its install script, run first by an update, names them */
+/* 0.1.0's one function per frame: a 0.1.0 install (the start of every update) names them */
 PG_FUNCTION_INFO_V1(frame_started);
 PG_FUNCTION_INFO_V1(frame_topics_live);
 PG_FUNCTION_INFO_V1(frame_catchup_complete);

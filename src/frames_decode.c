@@ -25,7 +25,7 @@
 
 PG_FUNCTION_INFO_V1(decode_frame);
 PG_FUNCTION_INFO_V1(envelope_target_topic);
-/* 0.1.0's per-message decoders: its install script, run first by an update, names them */
+/* 0.1.0's per-message decoders: a 0.1.0 install (the start of every update) names them */
 PG_FUNCTION_INFO_V1(decode_subscribe_request);
 PG_FUNCTION_INFO_V1(decode_subscribe_response);
 

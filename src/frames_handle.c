@@ -43,7 +43,7 @@ PG_FUNCTION_INFO_V1(group_wave_frames_fetch);
 PG_FUNCTION_INFO_V1(welcome_wave_frames_fetch);
 PG_FUNCTION_INFO_V1(envelope_wave_frames_fetch);
 PG_FUNCTION_INFO_V1(wave_close);
-/* 0.1.0's per-kind open: its install script, run first by an update, names them */
+/* 0.1.0's per-kind open: a 0.1.0 install (the start of every update) names them */
 PG_FUNCTION_INFO_V1(group_wave_open);
 PG_FUNCTION_INFO_V1(welcome_wave_open);
 PG_FUNCTION_INFO_V1(envelope_wave_open);

@@ -28,7 +28,7 @@
 
 PG_FUNCTION_INFO_V1(live_frames);
 PG_FUNCTION_INFO_V1(live_frames_d14n);
-/* 0.1.0's per-kind functions: its install script, run first by an update, names them */
+/* 0.1.0's per-kind functions: a 0.1.0 install (the start of every update) names them */
 PG_FUNCTION_INFO_V1(live_group_frames);
 PG_FUNCTION_INFO_V1(live_welcome_frames);
 PG_FUNCTION_INFO_V1(live_envelope_frames);

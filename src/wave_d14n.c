@@ -725,8 +725,8 @@ envelope_wave_scan(PG_FUNCTION_ARGS)
 
 /*
  * 0.1.0's envelope_wave_rows (no row_limit argument): the 0.1.0 install
- * script, which an update from 0.1.0 runs first, names this symbol, and a
- * 0.1.0 database calls it until it is updated.
+ * script names this symbol (CREATE EXTENSION ... VERSION '0.1.0', where an
+ * update from it starts), and a 0.1.0 database calls it until it is updated.
  */
 Datum
 envelope_wave_rows(PG_FUNCTION_ARGS)

@@ -577,8 +577,9 @@ welcome_wave_scan(PG_FUNCTION_ARGS)
 
 /*
  * 0.1.0's group_wave_rows and welcome_wave_rows (no page_limit argument). The
- * 0.1.0 install script, which an update from 0.1.0 runs first, names these
- * symbols, and a 0.1.0 database calls them until it is updated.
+ * 0.1.0 install script names these symbols (CREATE EXTENSION ... VERSION
+ * '0.1.0', where an update from it starts), and a 0.1.0 database calls them
+ * until it is updated.
  */
 Datum
 group_wave_rows(PG_FUNCTION_ARGS)
