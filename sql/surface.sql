@@ -24,26 +24,28 @@ DEALLOCATE ALL;
 
 -- One wave, every form: a page, the whole wave (page_limit NULL), the stream,
 -- a handle; rows and frames.
-SELECT count(*) FROM xip83.insert_group_messages(
-    ARRAY(SELECT int4send(i % 3) FROM generate_series(1, 12) i),
-    ARRAY(SELECT int4send(i) FROM generate_series(1, 12) i));
-SELECT string_agg(id::text, ',') AS page
-  FROM xip83.group_wave_scan(ARRAY[int4send(0), int4send(1)], '{0,0}', 0, 1000, 5);
-SELECT string_agg(id::text, ',') AS whole
-  FROM xip83.group_wave_scan(ARRAY[int4send(0), int4send(1)], '{0,0}', 0, 1000, NULL);
-SELECT string_agg(id::text, ',') AS stream
-  FROM xip83.group_wave_stream(ARRAY[int4send(0), int4send(1)], '{0,0}', 0, 1000);
-SELECT messages, last_id
-  FROM xip83.group_wave_scan(ARRAY[int4send(0), int4send(1)], '{0,0}', 0, 1000, 5, 7, 2097152);
-SELECT messages, last_id
-  FROM xip83.group_wave_stream(ARRAY[int4send(0), int4send(1)], '{0,0}', 0, 1000, 7, 60);
+SELECT min(id) - 1 AS base FROM xip83.insert_group_messages(
+    ARRAY(SELECT '\x5355'::bytea || int4send(i % 3) FROM generate_series(1, 12) i),
+    ARRAY(SELECT int4send(i) FROM generate_series(1, 12) i)) \gset
+SELECT xip83.group_ceiling() AS ceiling \gset
+\set topics 'ARRAY[''\\x535500000000''::bytea, ''\\x535500000001'']'
+SELECT string_agg((id - :base)::text, ',') AS page
+  FROM xip83.group_wave_scan(:topics, '{0,0}', 0, :ceiling, 5);
+SELECT string_agg((id - :base)::text, ',') AS whole
+  FROM xip83.group_wave_scan(:topics, '{0,0}', 0, :ceiling, NULL);
+SELECT string_agg((id - :base)::text, ',') AS stream
+  FROM xip83.group_wave_stream(:topics, '{0,0}', 0, :ceiling);
+SELECT messages, last_id - :base AS last
+  FROM xip83.group_wave_scan(:topics, '{0,0}', 0, :ceiling, 5, 7, 2097152);
+SELECT messages, last_id - :base AS last
+  FROM xip83.group_wave_stream(:topics, '{0,0}', 0, :ceiling, 7, 2097152);
 BEGIN;
-SELECT xip83.wave_open('group', ARRAY[int4send(0), int4send(1)], '{0,0}', 0, 1000) AS h \gset
-SELECT string_agg(id::text, ',') AS handle_rows FROM xip83.group_wave_scan(:h, 3);
-SELECT messages, last_id FROM xip83.group_wave_scan(:h, 100, 7, 2097152);
+SELECT xip83.wave_open('group', :topics, '{0,0}', 0, :ceiling) AS h \gset
+SELECT string_agg((id - :base)::text, ',') AS handle_rows FROM xip83.group_wave_scan(:h, 3);
+SELECT messages, last_id - :base AS last FROM xip83.group_wave_scan(:h, 100, 7, 2097152);
 SELECT xip83.wave_close(:h);
 -- a v3 wave without a source reads its kind's own table
-SELECT xip83.wave_open('welcome', ARRAY[int4send(0)], '{0}', 0, 1000) AS h \gset
+SELECT xip83.wave_open('welcome', :topics, '{0,0}', 0, :ceiling) AS h \gset
 SELECT count(*) FROM xip83.welcome_wave_scan(:h, 10);
 COMMIT;
 

@@ -177,7 +177,14 @@ control_frame(PG_FUNCTION_ARGS)
 	if (strcmp(kind, "started") == 0)
 		return Started(PG_GETARG_INT64(1), "value");
 	if (strcmp(kind, "catchup_complete") == 0)
-		return CatchupComplete(FrameArgMutateId(fcinfo, 1, false));
+	{
+		if (PG_GETARG_INT64(1) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"value\" must be a non-negative mutate_id for a catchup_complete frame"),
+					 errdetail("It is " INT64_FORMAT ".", PG_GETARG_INT64(1))));
+		return CatchupComplete((uint64) PG_GETARG_INT64(1));
+	}
 	return PingPong(PG_GETARG_INT64(1), strcmp(kind, "pong") == 0);
 }
 
