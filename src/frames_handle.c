@@ -256,6 +256,8 @@ HandleOpenKind(FunctionCallInfo fcinfo, bool d14n)
 {
 	FrameKind	kind = FrameArgKind(fcinfo, 0, d14n);
 	int			nargs = PG_NARGS() - 1;
+
+	/* cppcheck-suppress unusedStructMember ; the union only reserves the space */
 	LOCAL_FCINFO(wave, 10);
 
 	if (nargs > 10)
