@@ -1,6 +1,7 @@
 /*
  * frames.c: wave rows encoded as ready-to-send XIP-83 frames, and the wave
- * frame functions (a page, and a whole wave for a cursor).
+ * scans' frame form: the *_wave_scan overloads that take mutate_id and
+ * max_frame_bytes (a page, or with the limit NULL a whole wave for a cursor).
  *
  * A frame is one complete SubscribeResponse{v1{messages|envelopes}} tagged
  * with the wave's mutate_id (0: the live lane). Messages are added in wave
@@ -36,6 +37,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
+#include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -47,6 +49,7 @@
 PG_FUNCTION_INFO_V1(group_wave_frames);
 PG_FUNCTION_INFO_V1(welcome_wave_frames);
 PG_FUNCTION_INFO_V1(envelope_wave_frames);
+/* 0.1.0's frame streams: a 0.1.0 install (the start of every update) names them */
 PG_FUNCTION_INFO_V1(group_wave_frames_rows);
 PG_FUNCTION_INFO_V1(welcome_wave_frames_rows);
 PG_FUNCTION_INFO_V1(envelope_wave_frames_rows);
@@ -524,6 +527,31 @@ FrameArgMutateId(FunctionCallInfo fcinfo, int argno, bool wave)
 	return (uint64) v;
 }
 
+/*
+ * The kind argument of xip83.wave_open and xip83.live_frames: 'group' or
+ * 'welcome' with the v3 arguments, 'envelope' with the d14n ones.
+ */
+FrameKind
+FrameArgKind(FunctionCallInfo fcinfo, int argno, bool d14n)
+{
+	char	   *kind;
+
+	ArgRequire(fcinfo, argno, "kind");
+	kind = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (!d14n && strcmp(kind, "group") == 0)
+		return FRAME_GROUP;
+	if (!d14n && strcmp(kind, "welcome") == 0)
+		return FRAME_WELCOME;
+	if (d14n && strcmp(kind, "envelope") == 0)
+		return FRAME_ENVELOPE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid kind \"%s\" for the %s arguments", kind, d14n ? "d14n" : "v3"),
+			 errhint(d14n ? "The d14n arguments (node ids and sequence ids) go with kind 'envelope'."
+					 : "The v3 arguments go with kind 'group' or 'welcome'; 'envelope' takes the d14n ones.")));
+	return FRAME_GROUP;			/* keep compiler quiet */
+}
+
 /* The max_frame_bytes argument: positive. */
 int32
 FrameArgMaxBytes(FunctionCallInfo fcinfo, int argno)
@@ -570,53 +598,6 @@ FramePut(FunctionCallInfo fcinfo, FrameKind kind, const Frame *frame)
 	pfree(frame->bytes);
 }
 
-/*
- * One page of a wave as frames: the page's rows (at most page_limit), as the
- * wave scan returns them, in frames of at most max_frame_bytes.
- */
-static Datum
-WaveFramesPage(FunctionCallInfo fcinfo, FrameKind kind)
-{
-	bool		d14n = kind == FRAME_ENVELOPE;
-	int			first = d14n ? 7 : 4;	/* page_limit, mutate_id, max_frame_bytes, source */
-	int64		budget = ArgGetPageLimit(fcinfo, first, d14n ? "row_limit" : "page_limit");
-	uint64		mutate_id = FrameArgMutateId(fcinfo, first + 1, true);
-	int32		max_bytes = FrameArgMaxBytes(fcinfo, first + 2);
-	FrameWave  *wave;
-	Framer	   *framer;
-	Frame		frame;
-
-	InitMaterializedSRF(fcinfo, 0);
-	wave = FrameWaveOpen(fcinfo, kind, first + 3, budget);
-	framer = FramerBegin(kind, mutate_id, max_bytes);
-	while (FrameNextFromWave(framer, wave, &budget, &frame))
-		FramePut(fcinfo, kind, &frame);
-	FramerEnd(framer);
-	FrameWaveClose(wave);
-	return (Datum) 0;
-}
-
-/* xip83.group_wave_frames: one page of a group wave as frames. */
-Datum
-group_wave_frames(PG_FUNCTION_ARGS)
-{
-	return WaveFramesPage(fcinfo, FRAME_GROUP);
-}
-
-/* xip83.welcome_wave_frames: one page of a welcome wave as frames. */
-Datum
-welcome_wave_frames(PG_FUNCTION_ARGS)
-{
-	return WaveFramesPage(fcinfo, FRAME_WELCOME);
-}
-
-/* xip83.envelope_wave_frames: one page of a d14n wave as frames. */
-Datum
-envelope_wave_frames(PG_FUNCTION_ARGS)
-{
-	return WaveFramesPage(fcinfo, FRAME_ENVELOPE);
-}
-
 /* A frame stream's state across calls. */
 typedef struct FrameStream
 {
@@ -637,11 +618,11 @@ FrameStreamShutdown(Datum arg)
 
 /*
  * A whole wave as frames, one frame per call (value per call), for the
- * *_wave_frames_stream cursors: mutate_id and max_frame_bytes follow the
- * wave's arguments, then the source(s).
+ * *_wave_stream cursors: mutate_id at mutate_arg, then max_frame_bytes, then
+ * the source(s).
  */
 static Datum
-WaveFramesRows(FunctionCallInfo fcinfo, FrameKind kind)
+WaveFramesRows(FunctionCallInfo fcinfo, FrameKind kind, int mutate_arg)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	FuncCallContext *funcctx;
@@ -651,14 +632,13 @@ WaveFramesRows(FunctionCallInfo fcinfo, FrameKind kind)
 
 	if (SRF_IS_FIRSTCALL())
 	{
-		int			first = kind == FRAME_ENVELOPE ? 7 : 4;
 		MemoryContext old;
 
 		funcctx = WaveRowsFirstCall(fcinfo, &old);
 		stream = palloc0(sizeof(FrameStream));
-		stream->framer = FramerBegin(kind, FrameArgMutateId(fcinfo, first, true),
-									 FrameArgMaxBytes(fcinfo, first + 1));
-		stream->wave = FrameWaveOpen(fcinfo, kind, first + 2, 0);
+		stream->framer = FramerBegin(kind, FrameArgMutateId(fcinfo, mutate_arg, true),
+									 FrameArgMaxBytes(fcinfo, mutate_arg + 1));
+		stream->wave = FrameWaveOpen(fcinfo, kind, mutate_arg + 2, 0);
 		funcctx->user_fctx = stream;
 		RegisterExprContextCallback(rsinfo->econtext, FrameStreamShutdown,
 									PointerGetDatum(stream));
@@ -674,23 +654,76 @@ WaveFramesRows(FunctionCallInfo fcinfo, FrameKind kind)
 	SRF_RETURN_DONE(funcctx);
 }
 
-/* xip83.group_wave_frames_rows: a whole group wave as frames, one per call. */
+/* 0.1.0's group_wave_frames_rows: a whole group wave as frames, one per call. */
 Datum
 group_wave_frames_rows(PG_FUNCTION_ARGS)
 {
-	return WaveFramesRows(fcinfo, FRAME_GROUP);
+	return WaveFramesRows(fcinfo, FRAME_GROUP, 4);
 }
 
-/* xip83.welcome_wave_frames_rows: a whole welcome wave as frames, one per call. */
+/* 0.1.0's welcome_wave_frames_rows */
 Datum
 welcome_wave_frames_rows(PG_FUNCTION_ARGS)
 {
-	return WaveFramesRows(fcinfo, FRAME_WELCOME);
+	return WaveFramesRows(fcinfo, FRAME_WELCOME, 4);
 }
 
-/* xip83.envelope_wave_frames_rows: a whole d14n wave as frames, one per call. */
+/* 0.1.0's envelope_wave_frames_rows */
 Datum
 envelope_wave_frames_rows(PG_FUNCTION_ARGS)
 {
-	return WaveFramesRows(fcinfo, FRAME_ENVELOPE);
+	return WaveFramesRows(fcinfo, FRAME_ENVELOPE, 7);
+}
+
+/*
+ * One page of a wave as frames: the page's rows (at most page_limit), as the
+ * wave scan returns them, in frames of at most max_frame_bytes. With the
+ * limit NULL, the whole wave one frame per call, as the scans stream rows.
+ */
+static Datum
+WaveFramesPage(FunctionCallInfo fcinfo, FrameKind kind)
+{
+	bool		d14n = kind == FRAME_ENVELOPE;
+	int			first = d14n ? 7 : 4;	/* page_limit, mutate_id, max_frame_bytes, source */
+	int64		budget;
+	uint64		mutate_id;
+	int32		max_bytes;
+	FrameWave  *wave;
+	Framer	   *framer;
+	Frame		frame;
+
+	if (PG_ARGISNULL(first))
+		return WaveFramesRows(fcinfo, kind, first + 1);
+	budget = ArgGetPageLimit(fcinfo, first, d14n ? "row_limit" : "page_limit");
+	mutate_id = FrameArgMutateId(fcinfo, first + 1, true);
+	max_bytes = FrameArgMaxBytes(fcinfo, first + 2);
+	InitMaterializedSRF(fcinfo, 0);
+	wave = FrameWaveOpen(fcinfo, kind, first + 3, budget);
+	framer = FramerBegin(kind, mutate_id, max_bytes);
+	while (FrameNextFromWave(framer, wave, &budget, &frame))
+		FramePut(fcinfo, kind, &frame);
+	FramerEnd(framer);
+	FrameWaveClose(wave);
+	return (Datum) 0;
+}
+
+/* xip83.group_wave_scan(..., page_limit, mutate_id, max_frame_bytes, source) */
+Datum
+group_wave_frames(PG_FUNCTION_ARGS)
+{
+	return WaveFramesPage(fcinfo, FRAME_GROUP);
+}
+
+/* xip83.welcome_wave_scan(..., page_limit, mutate_id, max_frame_bytes, source) */
+Datum
+welcome_wave_frames(PG_FUNCTION_ARGS)
+{
+	return WaveFramesPage(fcinfo, FRAME_WELCOME);
+}
+
+/* xip83.envelope_wave_scan(..., row_limit, mutate_id, max_frame_bytes, source, blob_source) */
+Datum
+envelope_wave_frames(PG_FUNCTION_ARGS)
+{
+	return WaveFramesPage(fcinfo, FRAME_ENVELOPE);
 }

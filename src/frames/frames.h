@@ -64,6 +64,7 @@ extern bool FrameNextFromWave(Framer *framer, FrameWave *wave, int64 *budget, Fr
 /* Argument checks and result rows shared by every frame function. */
 extern uint64 FrameArgMutateId(FunctionCallInfo fcinfo, int argno, bool wave);
 extern int32 FrameArgMaxBytes(FunctionCallInfo fcinfo, int argno);
+extern FrameKind FrameArgKind(FunctionCallInfo fcinfo, int argno, bool d14n);
 extern void FrameArgBinding(FunctionCallInfo fcinfo, int argno, bool *d14n);
 extern HeapTuple FrameTuple(TupleDesc desc, FrameKind kind, const Frame *frame);
 extern void FramePut(FunctionCallInfo fcinfo, FrameKind kind, const Frame *frame);

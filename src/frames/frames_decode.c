@@ -22,9 +22,11 @@
 #include "xip83/d14n_message_api.pb-c.h"
 #include "xip83/mls_api.pb-c.h"
 
+PG_FUNCTION_INFO_V1(decode_frame);
+PG_FUNCTION_INFO_V1(envelope_target_topic);
+/* 0.1.0's per-message decoders: a 0.1.0 install (the start of every update) names them */
 PG_FUNCTION_INFO_V1(decode_subscribe_request);
 PG_FUNCTION_INFO_V1(decode_subscribe_response);
-PG_FUNCTION_INFO_V1(envelope_target_topic);
 
 /* The JSON sink writing into a StringInfo. */
 static void
@@ -96,14 +98,33 @@ DecodeToJsonb(FunctionCallInfo fcinfo, bool response)
 	PG_RETURN_DATUM(result);
 }
 
-/* xip83.decode_subscribe_request(frame, binding): a client's message as jsonb. */
+/*
+ * xip83.decode_frame(frame, binding, message): a node's SubscribeResponse
+ * (message 'response') or a client's SubscribeRequest ('request') as jsonb.
+ */
+Datum
+decode_frame(PG_FUNCTION_ARGS)
+{
+	char	   *message;
+
+	ArgRequire(fcinfo, 2, "message");
+	message = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (strcmp(message, "response") != 0 && strcmp(message, "request") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid message \"%s\"", message),
+				 errhint("Use 'response' (SubscribeResponse, what a node sends) or 'request' (SubscribeRequest, what a client sends).")));
+	return DecodeToJsonb(fcinfo, strcmp(message, "response") == 0);
+}
+
+/* 0.1.0's decode_subscribe_request(frame, binding) */
 Datum
 decode_subscribe_request(PG_FUNCTION_ARGS)
 {
 	return DecodeToJsonb(fcinfo, false);
 }
 
-/* xip83.decode_subscribe_response(frame, binding): a node's frame as jsonb. */
+/* 0.1.0's decode_subscribe_response(frame, binding) */
 Datum
 decode_subscribe_response(PG_FUNCTION_ARGS)
 {

@@ -1,6 +1,7 @@
 /*
- * frames_handle.c: wave handles: open a wave once, fetch its rows or frames
- * page by page in later statements, close it.
+ * frames_handle.c: wave handles: open a wave once (xip83.wave_open), fetch
+ * its rows or frames page by page in later statements (the *_wave_scan
+ * overloads that take a handle), close it (xip83.wave_close).
  *
  * Why: a cursor over xip83.*_wave_stream streams only while PostgreSQL
  * inlines the SQL wrapper, and it refuses to when an argument holds a
@@ -31,10 +32,10 @@
 
 #include "base/base.h"
 #include "frames.h"
+#include "rel/rel.h"
 
-PG_FUNCTION_INFO_V1(group_wave_open);
-PG_FUNCTION_INFO_V1(welcome_wave_open);
-PG_FUNCTION_INFO_V1(envelope_wave_open);
+PG_FUNCTION_INFO_V1(wave_open);
+PG_FUNCTION_INFO_V1(wave_open_d14n);
 PG_FUNCTION_INFO_V1(group_wave_fetch);
 PG_FUNCTION_INFO_V1(welcome_wave_fetch);
 PG_FUNCTION_INFO_V1(envelope_wave_fetch);
@@ -42,6 +43,10 @@ PG_FUNCTION_INFO_V1(group_wave_frames_fetch);
 PG_FUNCTION_INFO_V1(welcome_wave_frames_fetch);
 PG_FUNCTION_INFO_V1(envelope_wave_frames_fetch);
 PG_FUNCTION_INFO_V1(wave_close);
+/* 0.1.0's per-kind open: a 0.1.0 install (the start of every update) names them */
+PG_FUNCTION_INFO_V1(group_wave_open);
+PG_FUNCTION_INFO_V1(welcome_wave_open);
+PG_FUNCTION_INFO_V1(envelope_wave_open);
 
 typedef struct WaveHandle
 {
@@ -169,8 +174,8 @@ HandleGet(FunctionCallInfo fcinfo, FrameKind kind, bool any_kind)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("wave handle %d is a %s wave, not a %s wave", id,
 							kind_names[h->kind], kind_names[kind]),
-					 errhint("Fetch it with xip83.%s_wave_fetch or xip83.%s_wave_frames_fetch.",
-							 kind_names[h->kind], kind_names[h->kind])));
+					 errhint("Fetch it with xip83.%s_wave_scan(handle, ...).",
+							 kind_names[h->kind])));
 		if (h->broken && !any_kind)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -241,63 +246,107 @@ HandleFetch(FunctionCallInfo fcinfo, FrameKind kind, bool frames)
 	return (Datum) 0;
 }
 
-/* xip83.group_wave_open(topics, floors, scan_cursor, ceiling, source) -> handle */
+/*
+ * Opens a wave from fcinfo's arguments: a kind, then that kind's wave
+ * arguments as HandleOpen takes them. A v3 wave without a source reads the
+ * kind's own table (one signature serves both v3 kinds, so no SQL default).
+ */
+static Datum
+HandleOpenKind(FunctionCallInfo fcinfo, bool d14n)
+{
+	FrameKind	kind = FrameArgKind(fcinfo, 0, d14n);
+	int			nargs = PG_NARGS() - 1;
+
+	/* cppcheck-suppress unusedStructMember ; the union only reserves the space */
+	LOCAL_FCINFO(wave, 10);
+
+	if (nargs > 10)
+		elog(ERROR, "wave_open takes at most 11 arguments");
+	InitFunctionCallInfoData(*wave, fcinfo->flinfo, nargs, fcinfo->fncollation,
+							 fcinfo->context, fcinfo->resultinfo);
+	for (int i = 0; i < nargs; i++)
+		wave->args[i] = fcinfo->args[i + 1];
+	if (!d14n && wave->args[4].isnull)
+	{
+		wave->args[4].value = ObjectIdGetDatum(SourceOwnTable(kind == FRAME_GROUP ?
+															  "group_messages" :
+															  "welcome_messages"));
+		wave->args[4].isnull = false;
+	}
+	return HandleOpen(wave, kind, d14n ? 5 : 2, d14n ? 7 : 4);
+}
+
+/* xip83.wave_open(kind, topics, floors, scan_cursor, ceiling, source) -> handle */
+Datum
+wave_open(PG_FUNCTION_ARGS)
+{
+	return HandleOpenKind(fcinfo, false);
+}
+
+/* xip83.wave_open('envelope', cursor ..., scan position, source, blob_source) -> handle */
+Datum
+wave_open_d14n(PG_FUNCTION_ARGS)
+{
+	return HandleOpenKind(fcinfo, true);
+}
+
+/* 0.1.0's group_wave_open(topics, floors, scan_cursor, ceiling, source) */
 Datum
 group_wave_open(PG_FUNCTION_ARGS)
 {
 	return HandleOpen(fcinfo, FRAME_GROUP, 2, 4);
 }
 
-/* xip83.welcome_wave_open(topics, floors, scan_cursor, ceiling, source) -> handle */
+/* 0.1.0's welcome_wave_open(topics, floors, scan_cursor, ceiling, source) */
 Datum
 welcome_wave_open(PG_FUNCTION_ARGS)
 {
 	return HandleOpen(fcinfo, FRAME_WELCOME, 2, 4);
 }
 
-/* xip83.envelope_wave_open(cursor ..., scan position, source, blob_source) -> handle */
+/* 0.1.0's envelope_wave_open(cursor ..., scan position, source, blob_source) */
 Datum
 envelope_wave_open(PG_FUNCTION_ARGS)
 {
 	return HandleOpen(fcinfo, FRAME_ENVELOPE, 5, 7);
 }
 
-/* xip83.group_wave_fetch(handle, row_limit): the next rows of a group wave. */
+/* xip83.group_wave_scan(handle, row_limit): the next rows of a group wave. */
 Datum
 group_wave_fetch(PG_FUNCTION_ARGS)
 {
 	return HandleFetch(fcinfo, FRAME_GROUP, false);
 }
 
-/* xip83.welcome_wave_fetch(handle, row_limit): the next rows of a welcome wave. */
+/* xip83.welcome_wave_scan(handle, row_limit): the next rows of a welcome wave. */
 Datum
 welcome_wave_fetch(PG_FUNCTION_ARGS)
 {
 	return HandleFetch(fcinfo, FRAME_WELCOME, false);
 }
 
-/* xip83.envelope_wave_fetch(handle, row_limit): the next rows of a d14n wave. */
+/* xip83.envelope_wave_scan(handle, row_limit): the next rows of a d14n wave. */
 Datum
 envelope_wave_fetch(PG_FUNCTION_ARGS)
 {
 	return HandleFetch(fcinfo, FRAME_ENVELOPE, false);
 }
 
-/* xip83.group_wave_frames_fetch(handle, page_limit, mutate_id, max_frame_bytes) */
+/* xip83.group_wave_scan(handle, page_limit, mutate_id, max_frame_bytes) */
 Datum
 group_wave_frames_fetch(PG_FUNCTION_ARGS)
 {
 	return HandleFetch(fcinfo, FRAME_GROUP, true);
 }
 
-/* xip83.welcome_wave_frames_fetch(handle, page_limit, mutate_id, max_frame_bytes) */
+/* xip83.welcome_wave_scan(handle, page_limit, mutate_id, max_frame_bytes) */
 Datum
 welcome_wave_frames_fetch(PG_FUNCTION_ARGS)
 {
 	return HandleFetch(fcinfo, FRAME_WELCOME, true);
 }
 
-/* xip83.envelope_wave_frames_fetch(handle, row_limit, mutate_id, max_frame_bytes) */
+/* xip83.envelope_wave_scan(handle, row_limit, mutate_id, max_frame_bytes) */
 Datum
 envelope_wave_frames_fetch(PG_FUNCTION_ARGS)
 {

@@ -1,7 +1,7 @@
 /*
- * frames_live.c: the live lane as ready-to-send frames, tagged mutate_id 0:
- * the rows of xip83.live_group_messages, live_welcome_messages and
- * live_envelopes (same arguments, same horizon, snapshot and late-lane rules)
+ * frames_live.c: the live lane as ready-to-send frames, tagged mutate_id 0
+ * (xip83.live_frames, by kind): the rows of xip83.live_group_messages,
+ * live_welcome_messages and live_envelopes (same arguments, same horizon, snapshot and late-lane rules)
  * encoded as the wave frames are (frames.c), in the order the live fetch
  * returns them (late rows first).
  *
@@ -26,6 +26,9 @@
 #include "base/base.h"
 #include "frames.h"
 
+PG_FUNCTION_INFO_V1(live_frames);
+PG_FUNCTION_INFO_V1(live_frames_d14n);
+/* 0.1.0's per-kind functions: a 0.1.0 install (the start of every update) names them */
 PG_FUNCTION_INFO_V1(live_group_frames);
 PG_FUNCTION_INFO_V1(live_welcome_frames);
 PG_FUNCTION_INFO_V1(live_envelope_frames);
@@ -110,15 +113,15 @@ PutLiveFrame(FunctionCallInfo fcinfo, FrameKind kind, Frame *frame, LiveAdvance 
 }
 
 /*
- * Runs `sql` (the live fetch, with the function's first nargs arguments as
- * $1..$n) and returns its rows as frames of at most max_frame_bytes
- * (argument nargs).
+ * Runs `sql` (the live fetch, with the function's nargs arguments from
+ * `first` on as $1..$n) and returns its rows as frames of at most
+ * max_frame_bytes (the argument after them).
  */
 static Datum
-LiveFrames(FunctionCallInfo fcinfo, FrameKind kind, const char *sql, int nargs,
+LiveFrames(FunctionCallInfo fcinfo, FrameKind kind, const char *sql, int first, int nargs,
 		   const Oid *argtypes, int late_col)
 {
-	int32		max_bytes = FrameArgMaxBytes(fcinfo, nargs);
+	int32		max_bytes = FrameArgMaxBytes(fcinfo, first + nargs);
 	Datum		args[4];
 	char		nulls[4];
 	LiveAdvance adv = {0};
@@ -129,8 +132,8 @@ LiveFrames(FunctionCallInfo fcinfo, FrameKind kind, const char *sql, int nargs,
 	for (int i = 0; i < nargs; i++)
 	{
 		/* the live fetch checks them, NULLs included */
-		args[i] = PG_GETARG_DATUM(i);
-		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+		args[i] = PG_GETARG_DATUM(first + i);
+		nulls[i] = PG_ARGISNULL(first + i) ? 'n' : ' ';
 	}
 	InitMaterializedSRF(fcinfo, 0);
 	framer = FramerBegin(kind, 0, max_bytes);
@@ -161,38 +164,62 @@ LiveFrames(FunctionCallInfo fcinfo, FrameKind kind, const char *sql, int nargs,
 	return (Datum) 0;
 }
 
-/* xip83.live_group_frames(after_id, row_limit, late_after, max_frame_bytes) */
-Datum
-live_group_frames(PG_FUNCTION_ARGS)
+/* The live frames of `kind`, its live fetch's arguments from `first` on. */
+static Datum
+LiveFramesOf(FunctionCallInfo fcinfo, FrameKind kind, int first)
 {
-	static const Oid types[] = {INT8OID, INT4OID, INT8OID};
+	static const Oid v3_types[] = {INT8OID, INT4OID, INT8OID};
+	static const Oid d14n_types[] = {INT4ARRAYOID, INT8ARRAYOID, INT4OID, INT8OID};
 
-	return LiveFrames(fcinfo, FRAME_GROUP,
-					  "SELECT * FROM xip83.live_group_messages($1, $2, $3)", 3, types,
-					  LATE_CURSOR_GROUP);
+	switch (kind)
+	{
+		case FRAME_GROUP:
+			return LiveFrames(fcinfo, kind, "SELECT * FROM xip83.live_group_messages($1, $2, $3)",
+							  first, 3, v3_types, LATE_CURSOR_GROUP);
+		case FRAME_WELCOME:
+			return LiveFrames(fcinfo, kind, "SELECT * FROM xip83.live_welcome_messages($1, $2, $3)",
+							  first, 3, v3_types, LATE_CURSOR_WELCOME);
+		case FRAME_ENVELOPE:
+			break;
+	}
+	return LiveFrames(fcinfo, kind, "SELECT * FROM xip83.live_envelopes($1, $2, $3, $4)",
+					  first, 4, d14n_types, LATE_CURSOR_ENVELOPE);
 }
 
-/* xip83.live_welcome_frames(after_id, row_limit, late_after, max_frame_bytes) */
+/* xip83.live_frames(kind, after_id, row_limit, late_after, max_frame_bytes) */
 Datum
-live_welcome_frames(PG_FUNCTION_ARGS)
+live_frames(PG_FUNCTION_ARGS)
 {
-	static const Oid types[] = {INT8OID, INT4OID, INT8OID};
-
-	return LiveFrames(fcinfo, FRAME_WELCOME,
-					  "SELECT * FROM xip83.live_welcome_messages($1, $2, $3)", 3, types,
-					  LATE_CURSOR_WELCOME);
+	return LiveFramesOf(fcinfo, FrameArgKind(fcinfo, 0, false), 1);
 }
 
 /*
- * xip83.live_envelope_frames(node_ids, after_sequence_ids, row_limit,
- *                            late_after, max_frame_bytes)
+ * xip83.live_frames('envelope', node_ids, after_sequence_ids, row_limit,
+ *                   late_after, max_frame_bytes)
  */
+Datum
+live_frames_d14n(PG_FUNCTION_ARGS)
+{
+	return LiveFramesOf(fcinfo, FrameArgKind(fcinfo, 0, true), 1);
+}
+
+/* 0.1.0's live_group_frames(after_id, row_limit, late_after, max_frame_bytes) */
+Datum
+live_group_frames(PG_FUNCTION_ARGS)
+{
+	return LiveFramesOf(fcinfo, FRAME_GROUP, 0);
+}
+
+/* 0.1.0's live_welcome_frames(after_id, row_limit, late_after, max_frame_bytes) */
+Datum
+live_welcome_frames(PG_FUNCTION_ARGS)
+{
+	return LiveFramesOf(fcinfo, FRAME_WELCOME, 0);
+}
+
+/* 0.1.0's live_envelope_frames(node_ids, after_sequence_ids, row_limit, late_after, max_frame_bytes) */
 Datum
 live_envelope_frames(PG_FUNCTION_ARGS)
 {
-	static const Oid types[] = {INT4ARRAYOID, INT8ARRAYOID, INT4OID, INT8OID};
-
-	return LiveFrames(fcinfo, FRAME_ENVELOPE,
-					  "SELECT * FROM xip83.live_envelopes($1, $2, $3, $4)", 4, types,
-					  LATE_CURSOR_ENVELOPE);
+	return LiveFramesOf(fcinfo, FRAME_ENVELOPE, 0);
 }

@@ -1,6 +1,6 @@
 /*
  * wave_d14n.c: a d14n wave: xip83.envelope_wave_scan returns one page of it,
- * xip83.envelope_wave_rows all of it past the scan cursor, one row per call
+ * or with row_limit NULL all of it past the scan cursor, one row per call
  * (envelope_wave_stream puts that in a target list, for cursors).
  *
  * A page is the envelopes after each (topic, originator) floor, up to the
@@ -624,40 +624,13 @@ WaveRunShutdown(Datum arg)
 }
 
 /*
- * envelope_wave_scan(cursor_topics, cursor_node_ids, cursor_sequence_ids,
- *                    ceiling_node_ids, ceiling_sequence_ids, scan_node_id,
- *                    scan_sequence_id, row_limit, source, blob_source)
- * One page of a d14n wave; see the file header for the semantics.
- */
-Datum
-envelope_wave_scan(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int32		row_limit;
-	WaveRun    *run;
-	Datum		values[5];
-	bool		nulls[5];
-
-	row_limit = ArgGetPageLimit(fcinfo, 7, "row_limit");
-
-	InitMaterializedSRF(fcinfo, 0);
-	run = WaveRunBegin(fcinfo, row_limit, 8);
-	while (WaveRunNext(run, values, nulls))
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	WaveRunEnd(run);
-	return (Datum) 0;
-}
-
-/*
- * envelope_wave_rows(cursor_topics, cursor_node_ids, cursor_sequence_ids,
- *                    ceiling_node_ids, ceiling_sequence_ids, scan_node_id,
- *                    scan_sequence_id, source, blob_source)
  * The whole wave past the scan cursor, one row per call: the pages
- * concatenated. In a target list (envelope_wave_stream) it runs only as far
- * as its reader fetches; the merge carries over from call to call.
+ * concatenated, the source at source_arg. In a target list
+ * (envelope_wave_stream) it runs only as far as its reader fetches; the merge
+ * carries over from call to call.
  */
-Datum
-envelope_wave_rows(PG_FUNCTION_ARGS)
+static Datum
+EnvelopeWaveRows(FunctionCallInfo fcinfo, int source_arg)
 {
 	FuncCallContext *funcctx;
 	WaveRun   **run;
@@ -668,15 +641,10 @@ envelope_wave_rows(PG_FUNCTION_ARGS)
 	{
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		MemoryContext old;
-		TupleDesc	desc;
 
-		funcctx = SRF_FIRSTCALL_INIT();
-		old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
-		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "envelope_wave_rows must return a composite type");
-		funcctx->tuple_desc = BlessTupleDesc(desc);
+		funcctx = WaveRowsFirstCall(fcinfo, &old);
 		run = palloc(sizeof(WaveRun *));
-		*run = WaveRunBegin(fcinfo, -1, 7);
+		*run = WaveRunBegin(fcinfo, -1, source_arg);
 		funcctx->user_fctx = run;
 		RegisterExprContextCallback(rsinfo->econtext, WaveRunShutdown, PointerGetDatum(run));
 		MemoryContextSwitchTo(old);
@@ -691,4 +659,44 @@ envelope_wave_rows(PG_FUNCTION_ARGS)
 								  WaveRunShutdown, PointerGetDatum(run));
 	WaveRunShutdown(PointerGetDatum(run));
 	SRF_RETURN_DONE(funcctx);
+}
+
+/*
+ * envelope_wave_scan(cursor_topics, cursor_node_ids, cursor_sequence_ids,
+ *                    ceiling_node_ids, ceiling_sequence_ids, scan_node_id,
+ *                    scan_sequence_id, row_limit, source, blob_source)
+ * One page of a d14n wave (see the file header for the semantics), or with
+ * row_limit NULL the whole wave one row per call: whether to stream is the
+ * caller's to say, as a function cannot tell a target list from FROM.
+ */
+Datum
+envelope_wave_scan(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int32		row_limit;
+	WaveRun    *run;
+	Datum		values[5];
+	bool		nulls[5];
+
+	if (PG_ARGISNULL(7))
+		return EnvelopeWaveRows(fcinfo, 8);
+	row_limit = ArgGetPageLimit(fcinfo, 7, "row_limit");
+
+	InitMaterializedSRF(fcinfo, 0);
+	run = WaveRunBegin(fcinfo, row_limit, 8);
+	while (WaveRunNext(run, values, nulls))
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	WaveRunEnd(run);
+	return (Datum) 0;
+}
+
+/*
+ * 0.1.0's envelope_wave_rows (no row_limit argument): the 0.1.0 install
+ * script names this symbol (CREATE EXTENSION ... VERSION '0.1.0', where an
+ * update from it starts), and a 0.1.0 database calls it until it is updated.
+ */
+Datum
+envelope_wave_rows(PG_FUNCTION_ARGS)
+{
+	return EnvelopeWaveRows(fcinfo, 7);
 }

@@ -4,9 +4,10 @@
  *   *_wave_scan   one stateless page: the rows m of source with, for some i,
  *                 m.topic = topics[i] and m.id > floors[i], and m.id > scan_cursor
  *                 and m.id <= ceiling; ascending id; at most page_limit rows.
- *   *_wave_rows   the same rows without a page limit, one per call (value per
- *                 call), for a cursor: the SQL wrapper *_wave_stream puts it in
- *                 a target list so FETCH n reads n rows and no more.
+ *                 With page_limit NULL: the same rows without a limit, one per
+ *                 call (value per call), for a cursor: the SQL wrapper
+ *                 *_wave_stream puts it in a target list so FETCH n reads n
+ *                 rows and no more.
  *
  * Invariants: a topic listed twice is one stream with its lowest floor; a
  * topic whose floor (raised to the scan cursor) is at or above the ceiling is
@@ -479,9 +480,12 @@ WaveRowsFirstCall(FunctionCallInfo fcinfo, MemoryContext *old)
 	return funcctx;
 }
 
-/* The rows of a wave one per call, for a cursor (value-per-call SRF). */
+/*
+ * The rows of a wave one per call, for a cursor (value-per-call SRF); the
+ * source is argument source_arg.
+ */
 static Datum
-WaveRows(FunctionCallInfo fcinfo, const SourceSpec *spec)
+WaveRows(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	FuncCallContext *funcctx;
@@ -495,7 +499,7 @@ WaveRows(FunctionCallInfo fcinfo, const SourceSpec *spec)
 
 		funcctx = WaveRowsFirstCall(fcinfo, &old);
 		/* the rows come over many calls: the wave keeps its snapshot registered */
-		wave = WaveOpen(fcinfo, spec, 4, 0);
+		wave = WaveOpen(fcinfo, spec, source_arg, 0);
 		funcctx->user_fctx = wave;
 		RegisterExprContextCallback(rsinfo->econtext, WaveShutdown, PointerGetDatum(wave));
 		MemoryContextSwitchTo(old);
@@ -510,30 +514,48 @@ WaveRows(FunctionCallInfo fcinfo, const SourceSpec *spec)
 	SRF_RETURN_DONE(funcctx);
 }
 
-/* xip83.group_wave_scan: one page of a group-message wave. */
+/*
+ * A page, or with page_limit NULL the whole wave one row per call (what
+ * *_wave_stream reads). Whether to stream is the caller's to say: a function
+ * cannot tell a target list, where value-per-call streams, from FROM, where
+ * the executor drains it into a tuplestore first.
+ */
+static Datum
+WaveScan(FunctionCallInfo fcinfo, const SourceSpec *spec)
+{
+	if (PG_ARGISNULL(4))
+		return WaveRows(fcinfo, spec, 5);
+	return WaveScanPage(fcinfo, spec);
+}
+
+/* xip83.group_wave_scan: one page of a group-message wave, or all of it. */
 Datum
 group_wave_scan(PG_FUNCTION_ARGS)
 {
-	return WaveScanPage(fcinfo, &WaveV3GroupSource);
+	return WaveScan(fcinfo, &WaveV3GroupSource);
 }
 
-/* xip83.welcome_wave_scan: one page of a welcome wave. */
+/* xip83.welcome_wave_scan: one page of a welcome wave, or all of it. */
 Datum
 welcome_wave_scan(PG_FUNCTION_ARGS)
 {
-	return WaveScanPage(fcinfo, &WaveV3WelcomeSource);
+	return WaveScan(fcinfo, &WaveV3WelcomeSource);
 }
 
-/* xip83.group_wave_rows: a whole group-message wave, one row per call. */
+/*
+ * 0.1.0's group_wave_rows and welcome_wave_rows (no page_limit argument). The
+ * 0.1.0 install script names these symbols (CREATE EXTENSION ... VERSION
+ * '0.1.0', where an update from it starts), and a 0.1.0 database calls them
+ * until it is updated.
+ */
 Datum
 group_wave_rows(PG_FUNCTION_ARGS)
 {
-	return WaveRows(fcinfo, &WaveV3GroupSource);
+	return WaveRows(fcinfo, &WaveV3GroupSource, 4);
 }
 
-/* xip83.welcome_wave_rows: a whole welcome wave, one row per call. */
 Datum
 welcome_wave_rows(PG_FUNCTION_ARGS)
 {
-	return WaveRows(fcinfo, &WaveV3WelcomeSource);
+	return WaveRows(fcinfo, &WaveV3WelcomeSource, 4);
 }

@@ -18,7 +18,6 @@
 
 PG_FUNCTION_INFO_V1(live_notice_encode);
 PG_FUNCTION_INFO_V1(live_notice_decode);
-PG_FUNCTION_INFO_V1(live_notice_fence);
 
 static const char *const state_names[] = {"unspecified", "live", "stopping"};
 
@@ -190,15 +189,16 @@ ResultType(FunctionCallInfo fcinfo)
 
 /*
  * live_notice_decode(payload text) -> (epoch, state, tick, group_horizon,
- *     welcome_horizon, originator_node_ids int[], originator_horizons bigint[])
+ *     welcome_horizon, originator_node_ids int[], originator_horizons bigint[],
+ *     fence pg_lsn, timeline_id int, system_identifier bigint)
  */
 Datum
 live_notice_decode(PG_FUNCTION_ARGS)
 {
 	Xip83__V1__LiveNotice *notice = NoticeArg(fcinfo);
 	TupleDesc	tupdesc = ResultType(fcinfo);
-	Datum		values[7];
-	bool		nulls[7] = {false};
+	Datum		values[10];
+	bool		nulls[10] = {false};
 	Datum	   *nodes;
 	Datum	   *horizons;
 
@@ -229,29 +229,15 @@ live_notice_decode(PG_FUNCTION_ARGS)
 	values[6] = PointerGetDatum(construct_array(horizons, notice->n_originator_horizons,
 												INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
 												TYPALIGN_DOUBLE));
-	xip83__v1__live_notice__free_unpacked(notice, PbAllocator());
-
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}
-
-/*
- * live_notice_fence(payload text) -> (fence pg_lsn, timeline_id int,
- *     system_identifier bigint): NULLs for a notice without a fence (one
- * from 0.1.0's notifier).
- */
-Datum
-live_notice_fence(PG_FUNCTION_ARGS)
-{
-	Xip83__V1__LiveNotice *notice = NoticeArg(fcinfo);
-	TupleDesc	tupdesc = ResultType(fcinfo);
-	Datum		values[3];
-	bool		nulls[3] = {false};
-
+	/* the fence: NULLs for a notice without one (from 0.1.0's notifier) */
 	if (notice->fence_lsn == 0)
-		nulls[0] = nulls[1] = nulls[2] = true;
-	values[0] = LSNGetDatum((XLogRecPtr) notice->fence_lsn);
-	values[1] = Int32GetDatum((int32) Min(notice->timeline_id, (uint32) PG_INT32_MAX));
-	values[2] = Int64GetDatum((int64) notice->system_identifier);
+		nulls[7] = nulls[8] = nulls[9] = true;
+	values[7] = LSNGetDatum((XLogRecPtr) notice->fence_lsn);
+	values[8] = Int32GetDatum((int32) Min(notice->timeline_id, (uint32) PG_INT32_MAX));
+	values[9] = Int64GetDatum((int64) notice->system_identifier);
 	xip83__v1__live_notice__free_unpacked(notice, PbAllocator());
+
+	/* 0.1.0's signature, still installed until an update, has no fence columns */
+	Assert(tupdesc->natts == 7 || tupdesc->natts == 10);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
