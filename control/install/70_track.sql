@@ -6,7 +6,7 @@
 -- (BEFORE UPDATE) go on the table and on the blob table, xip83_reset_positions
 -- (AFTER TRUNCATE) on the table; untrack restores the default and drops them.
 
--- The tracking index (src/track_am.c): stores nothing, is never scanned; its
+-- The tracking index (src/feed/track_am.c): stores nothing, is never scanned; its
 -- insert callback registers each new row of a tracked table. Its operator
 -- classes have no operators, so no query can use it. The handler is internal.
 CREATE FUNCTION xip83.track_am_handler(internal) RETURNS index_am_handler
