@@ -321,7 +321,6 @@ h2_conn_flush(H2Conn *c)
 void
 h2_conn_event(H2Conn *c, uint32_t events)
 {
-	unsigned char buf[READ_CHUNK];
 	size_t		budget = READ_BUDGET;
 
 	if (c->handshaking)
@@ -333,6 +332,8 @@ h2_conn_event(H2Conn *c, uint32_t events)
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR) || (c->ssl && events & EPOLLOUT))
 	{
+		unsigned char buf[READ_CHUNK];
+
 		while (budget > 0)
 		{
 			ssize_t		n = SockRead(c, buf, sizeof(buf));

@@ -160,6 +160,7 @@ Respond(Xip83H2Stream *s, const nghttp2_nv *nva, size_t n, const nghttp2_data_pr
 static void
 SubmitResponse(Xip83H2Stream *s, bool trailers, const char *accept_encoding)
 {
+	/* cppcheck-suppress variableScope ; nva points into it until Respond below */
 	char		status[12];
 	nghttp2_nv	nva[5] = {
 		NV(":status", "200", 3),
