@@ -27,8 +27,10 @@ typedef enum MergeStrategy
 extern int	xip83_wave_strategy;
 
 /*
- * A wave as a row iterator (wave_v3.c), for the scans and for callers that
- * encode its rows (frames.c). WaveOpen reads topics, floors, scan_cursor and
+ * A wave as a row iterator (wave_v3.c), for the scans' entry points
+ * (src/sql/waves.c) and for callers that encode its rows (frames.c). It
+ * takes the FunctionCallInfo of the SQL call because its arguments are the
+ * wave's: WaveOpen reads topics, floors, scan_cursor and
  * ceiling from arguments 0..3 of fcinfo and the source from source_arg,
  * checks them, and registers its snapshot on CurrentResourceOwner; row_goal
  * is the rows the caller expects to read (0: the whole wave). WaveNext
@@ -40,12 +42,12 @@ extern Wave *WaveOpen(FunctionCallInfo fcinfo, const SourceSpec *spec, int sourc
 					  int64 row_goal);
 extern bool WaveNext(Wave *wave, Datum *values, bool *nulls);
 extern void WaveClose(Wave *wave);
-extern FuncCallContext *WaveRowsFirstCall(FunctionCallInfo fcinfo, MemoryContext *old);
 
 
 /*
- * A d14n wave as a row iterator (wave_d14n.c), for the scan, the stream and
- * callers that encode its rows (frames.c). WaveRunBegin reads the wave's
+ * A d14n wave as a row iterator (wave_d14n.c), for the scan and the stream
+ * (src/sql/waves.c) and callers that encode its rows (frames.c). As WaveOpen,
+ * it takes the SQL call's FunctionCallInfo: WaveRunBegin reads the wave's
  * arguments 0..6 of fcinfo (cursor_topics .. scan_sequence_id), the source
  * at source_arg and the blob source at source_arg + 1, and returns at most
  * limit rows (-1: all). WaveRunNext fills the 5 columns
