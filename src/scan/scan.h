@@ -13,6 +13,8 @@
 #include "fmgr.h"
 #include "funcapi.h"
 
+#include "base/base.h"
+#include "core/core.h"
 #include "rel/rel.h"
 
 /* How a merge produces rows. */
@@ -59,5 +61,15 @@ typedef struct WaveRun WaveRun;
 extern WaveRun *WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg);
 extern bool WaveRunNext(WaveRun *run, Datum *values, bool *nulls);
 extern void WaveRunEnd(WaveRun *run);
+
+/*
+ * Ceilings (ceilings.c, ceilings_d14n.c): what a wave may pin. V3Ceiling is
+ * the highest id of a v3 source of the kind (KIND_GROUP, KIND_WELCOME).
+ * OriginatorCeilings puts one row (originator, ceiling) per originator, the
+ * listed ones or with nodes NULL every one present, into the materialized
+ * result of rsinfo, which the caller set up.
+ */
+extern int64 V3Ceiling(Oid relid, PositionKind kind);
+extern void OriginatorCeilings(ReturnSetInfo *rsinfo, Oid relid, const ArgArray *nodes);
 
 #endif							/* XIP83_SCAN_H */
