@@ -72,4 +72,20 @@ extern void WaveRunEnd(WaveRun *run);
 extern int64 V3Ceiling(Oid relid, PositionKind kind);
 extern void OriginatorCeilings(ReturnSetInfo *rsinfo, Oid relid, const ArgArray *nodes);
 
+/*
+ * Live fetch (live.c): the rows of a live consumer's fetch, late rows first,
+ * into the materialized result of the SQL call whose fcinfo they are given.
+ * The caller reads the arguments, resolves the feed (HorizonFeedArg), starts
+ * the notifier and, when horizons to read up to are given, waits on a
+ * standby for their fence; LiveRequireFeedBlob checks an envelope feed's
+ * blob table before that. See live.c for the order of reads.
+ */
+extern void LiveFetchMessages(FunctionCallInfo fcinfo, PositionKind kind, RegistryDb *feed,
+							  int64 after, int limit, int64 late_after, bool up_to_given,
+							  int64 up_to);
+extern void LiveRequireFeedBlob(RegistryDb *feed, Oid blob);
+extern void LiveFetchEnvelopes(FunctionCallInfo fcinfo, RegistryDb *feed, Oid blob,
+							   const ArgArray *nodes, const ArgArray *afters,
+							   const ArgArray *up_tos, int limit, int64 late_after);
+
 #endif							/* XIP83_SCAN_H */
