@@ -157,6 +157,10 @@ extern bool TrackedFind(Oid relid, TrackedSource *out);
 
 /* The relcache callback that keeps TrackedFind's cache honest (from _PG_init). */
 extern void TrackInstallHooks(void);
+
+/* The callbacks of the index access method xip83_track (track_am.c). */
+struct IndexAmRoutine;
+extern struct IndexAmRoutine *TrackAmRoutine(void);
 /*
  * xip83.track and xip83.untrack: makes a node's table a feed of its own
  * (kind: 'group', 'welcome' or 'envelope'; blob: envelopes' payload table,

@@ -1,6 +1,8 @@
 /*
  * track_am.c: the index access method xip83_track, through which a tracked
  * table's inserts are registered (track.c creates one such index per table).
+ * Its handler, xip83.track_am_handler, is in src/sql/writes.c and hands out
+ * TrackAmRoutine.
  *
  * Why an index and not a row trigger: PostgreSQL calls an index's aminsert
  * for every new row (INSERT, COPY, a row moved to another partition) with the
@@ -39,8 +41,6 @@
 
 #include "core/core.h"
 #include "feed_internal.h"
-
-PG_FUNCTION_INFO_V1(track_am_handler);
 
 /* Reads no row; a tracked table's index must be on the columns track names. */
 static IndexBuildResult *
@@ -145,9 +145,9 @@ TrackAmEndScan(IndexScanDesc scan)
 {
 }
 
-/* xip83.track_am_handler(internal): the access method xip83_track. */
-Datum
-track_am_handler(PG_FUNCTION_ARGS)
+/* The callbacks of the access method xip83_track (xip83.track_am_handler). */
+IndexAmRoutine *
+TrackAmRoutine(void)
 {
 	IndexAmRoutine *am = makeNode(IndexAmRoutine);
 
@@ -166,5 +166,5 @@ track_am_handler(PG_FUNCTION_ARGS)
 	am->ambeginscan = TrackAmBeginScan;
 	am->amrescan = TrackAmRescan;
 	am->amendscan = TrackAmEndScan;
-	PG_RETURN_POINTER(am);
+	return am;
 }

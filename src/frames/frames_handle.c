@@ -1,7 +1,9 @@
 /*
  * frames_handle.c: wave handles: open a wave once (xip83.wave_open), fetch
  * its rows or frames page by page in later statements (the *_wave_scan
- * overloads that take a handle), close it (xip83.wave_close).
+ * overloads that take a handle), close it (xip83.wave_close). The SQL
+ * functions are in src/sql/wave_handles.c; the handles, their memory and
+ * resource owners are kept here.
  *
  * Why: a cursor over xip83.*_wave_stream streams only while PostgreSQL
  * inlines the SQL wrapper, and it refuses to when an argument holds a
@@ -30,25 +32,9 @@
 #include "utils/resowner.h"
 #include "utils/tuplestore.h"
 
-#include "base/base.h"
 #include "frames.h"
-#include "rel/rel.h"
 
-PG_FUNCTION_INFO_V1(wave_open);
-PG_FUNCTION_INFO_V1(wave_open_d14n);
-PG_FUNCTION_INFO_V1(group_wave_fetch);
-PG_FUNCTION_INFO_V1(welcome_wave_fetch);
-PG_FUNCTION_INFO_V1(envelope_wave_fetch);
-PG_FUNCTION_INFO_V1(group_wave_frames_fetch);
-PG_FUNCTION_INFO_V1(welcome_wave_frames_fetch);
-PG_FUNCTION_INFO_V1(envelope_wave_frames_fetch);
-PG_FUNCTION_INFO_V1(wave_close);
-/* 0.1.0's per-kind open: a 0.1.0 install (the start of every update) names them */
-PG_FUNCTION_INFO_V1(group_wave_open);
-PG_FUNCTION_INFO_V1(welcome_wave_open);
-PG_FUNCTION_INFO_V1(envelope_wave_open);
-
-typedef struct WaveHandle
+struct WaveHandle
 {
 	int32		id;
 	FrameKind	kind;
@@ -56,7 +42,7 @@ typedef struct WaveHandle
 	MemoryContext cxt;
 	ResourceOwner owner;
 	bool		broken;			/* an error interrupted it */
-} WaveHandle;
+};
 
 static const char *const kind_names[] = {"group", "welcome", "envelope"};
 
@@ -110,12 +96,13 @@ HandlesXactCallback(XactEvent event, void *arg)
 }
 
 /*
- * Opens a wave of `kind` from fcinfo's wave arguments; returns its handle.
- * The first narrays arguments are arrays the wave keeps pointers into: they
- * are copied into the handle's memory, as the statement's go with it.
+ * Opens a wave of `kind` from the wave arguments of the SQL call's fcinfo
+ * (as FrameWaveOpen reads them); returns its handle. The first narrays
+ * arguments are arrays the wave keeps pointers into: they are copied into
+ * the handle's memory, as the statement's go with it.
  */
-static Datum
-HandleOpen(FunctionCallInfo fcinfo, FrameKind kind, int narrays, int source_arg)
+int32
+WaveHandleOpen(FunctionCallInfo fcinfo, FrameKind kind, int narrays, int source_arg)
 {
 	MemoryContext old;
 	ResourceOwner save = CurrentResourceOwner;
@@ -151,18 +138,15 @@ HandleOpen(FunctionCallInfo fcinfo, FrameKind kind, int narrays, int source_arg)
 	}
 	PG_END_TRY();
 	h->broken = false;
-	PG_RETURN_INT32(h->id);
+	return h->id;
 }
 
-/* The open handle `id` (argument 0) of the given kind, or an error. */
-static WaveHandle *
-HandleGet(FunctionCallInfo fcinfo, FrameKind kind, bool any_kind)
+/* The open handle `id` of the given kind (of any with any_kind), or an error. */
+WaveHandle *
+WaveHandleGet(int32 id, FrameKind kind, bool any_kind)
 {
-	int32		id;
 	ListCell   *lc;
 
-	ArgRequire(fcinfo, 0, "handle");
-	id = PG_GETARG_INT32(0);
 	foreach(lc, handles)
 	{
 		WaveHandle *h = (WaveHandle *) lfirst(lc);
@@ -193,17 +177,15 @@ HandleGet(FunctionCallInfo fcinfo, FrameKind kind, bool any_kind)
 }
 
 /*
- * Fetches from a handle into a materialized result: at most `limit` rows
- * (argument 1), as rows or, with frames, as frames (mutate_id and
- * max_frame_bytes in arguments 2 and 3).
+ * Fetches from a handle into the materialized result of the SQL call whose
+ * fcinfo it is given: at most `budget` rows, as rows or, with frames, as
+ * frames tagged mutate_id of at most max_bytes.
  */
-static Datum
-HandleFetch(FunctionCallInfo fcinfo, FrameKind kind, bool frames)
+void
+WaveHandleFetch(WaveHandle *h, FunctionCallInfo fcinfo, int64 budget, bool frames,
+				uint64 mutate_id, int32 max_bytes)
 {
-	WaveHandle *h = HandleGet(fcinfo, kind, false);
-	int64		budget = ArgGetPageLimit(fcinfo, 1, frames ? "page_limit" : "row_limit");
-	uint64		mutate_id = frames ? FrameArgMutateId(fcinfo, 2, true) : 0;
-	int32		max_bytes = frames ? FrameArgMaxBytes(fcinfo, 3) : 0;
+	FrameKind	kind = h->kind;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ResourceOwner save = CurrentResourceOwner;
 	MemoryContext old;
@@ -243,124 +225,13 @@ HandleFetch(FunctionCallInfo fcinfo, FrameKind kind, bool frames)
 	}
 	PG_END_TRY();
 	h->broken = false;
-	return (Datum) 0;
 }
 
-/*
- * Opens a wave from fcinfo's arguments: a kind, then that kind's wave
- * arguments as HandleOpen takes them. A v3 wave without a source reads the
- * kind's own table (one signature serves both v3 kinds, so no SQL default).
- */
-static Datum
-HandleOpenKind(FunctionCallInfo fcinfo, bool d14n)
+/* Closes a handle: releases the wave's scans, relations and snapshot. */
+void
+WaveHandleClose(WaveHandle *h)
 {
-	FrameKind	kind = FrameArgKind(fcinfo, 0, d14n);
-	int			nargs = PG_NARGS() - 1;
-
-	/* cppcheck-suppress unusedStructMember ; the union only reserves the space */
-	LOCAL_FCINFO(wave, 10);
-
-	if (nargs > 10)
-		elog(ERROR, "wave_open takes at most 11 arguments");
-	InitFunctionCallInfoData(*wave, fcinfo->flinfo, nargs, fcinfo->fncollation,
-							 fcinfo->context, fcinfo->resultinfo);
-	for (int i = 0; i < nargs; i++)
-		wave->args[i] = fcinfo->args[i + 1];
-	if (!d14n && wave->args[4].isnull)
-	{
-		wave->args[4].value = ObjectIdGetDatum(SourceOwnTable(kind == FRAME_GROUP ?
-															  "group_messages" :
-															  "welcome_messages"));
-		wave->args[4].isnull = false;
-	}
-	return HandleOpen(wave, kind, d14n ? 5 : 2, d14n ? 7 : 4);
-}
-
-/* xip83.wave_open(kind, topics, floors, scan_cursor, ceiling, source) -> handle */
-Datum
-wave_open(PG_FUNCTION_ARGS)
-{
-	return HandleOpenKind(fcinfo, false);
-}
-
-/* xip83.wave_open('envelope', cursor ..., scan position, source, blob_source) -> handle */
-Datum
-wave_open_d14n(PG_FUNCTION_ARGS)
-{
-	return HandleOpenKind(fcinfo, true);
-}
-
-/* 0.1.0's group_wave_open(topics, floors, scan_cursor, ceiling, source) */
-Datum
-group_wave_open(PG_FUNCTION_ARGS)
-{
-	return HandleOpen(fcinfo, FRAME_GROUP, 2, 4);
-}
-
-/* 0.1.0's welcome_wave_open(topics, floors, scan_cursor, ceiling, source) */
-Datum
-welcome_wave_open(PG_FUNCTION_ARGS)
-{
-	return HandleOpen(fcinfo, FRAME_WELCOME, 2, 4);
-}
-
-/* 0.1.0's envelope_wave_open(cursor ..., scan position, source, blob_source) */
-Datum
-envelope_wave_open(PG_FUNCTION_ARGS)
-{
-	return HandleOpen(fcinfo, FRAME_ENVELOPE, 5, 7);
-}
-
-/* xip83.group_wave_scan(handle, row_limit): the next rows of a group wave. */
-Datum
-group_wave_fetch(PG_FUNCTION_ARGS)
-{
-	return HandleFetch(fcinfo, FRAME_GROUP, false);
-}
-
-/* xip83.welcome_wave_scan(handle, row_limit): the next rows of a welcome wave. */
-Datum
-welcome_wave_fetch(PG_FUNCTION_ARGS)
-{
-	return HandleFetch(fcinfo, FRAME_WELCOME, false);
-}
-
-/* xip83.envelope_wave_scan(handle, row_limit): the next rows of a d14n wave. */
-Datum
-envelope_wave_fetch(PG_FUNCTION_ARGS)
-{
-	return HandleFetch(fcinfo, FRAME_ENVELOPE, false);
-}
-
-/* xip83.group_wave_scan(handle, page_limit, mutate_id, max_frame_bytes) */
-Datum
-group_wave_frames_fetch(PG_FUNCTION_ARGS)
-{
-	return HandleFetch(fcinfo, FRAME_GROUP, true);
-}
-
-/* xip83.welcome_wave_scan(handle, page_limit, mutate_id, max_frame_bytes) */
-Datum
-welcome_wave_frames_fetch(PG_FUNCTION_ARGS)
-{
-	return HandleFetch(fcinfo, FRAME_WELCOME, true);
-}
-
-/* xip83.envelope_wave_scan(handle, row_limit, mutate_id, max_frame_bytes) */
-Datum
-envelope_wave_frames_fetch(PG_FUNCTION_ARGS)
-{
-	return HandleFetch(fcinfo, FRAME_ENVELOPE, true);
-}
-
-/* xip83.wave_close(handle): releases the wave's scans, relations and snapshot. */
-Datum
-wave_close(PG_FUNCTION_ARGS)
-{
-	WaveHandle *h = HandleGet(fcinfo, FRAME_GROUP, true);
-
 	handles = list_delete_ptr(handles, h);
 	HandleRelease(h);
 	pfree(h);
-	PG_RETURN_VOID();
 }

@@ -1,5 +1,6 @@
 /*
- * ceilings.c: the highest id a v3 wave may pin as its ceiling.
+ * ceilings.c: the highest id a v3 wave may pin as its ceiling
+ * (xip83.group_ceiling and welcome_ceiling, src/sql/ceilings.c).
  *
  * Over xip83's own tables that is the kind's horizon (feed.h): every id at
  * or below it is committed or will never exist, so a wave pinned there leaves
@@ -17,16 +18,12 @@
 #include "access/skey.h"
 #include "access/tableam.h"
 #include "executor/tuptable.h"
-#include "fmgr.h"
 #include "utils/snapmgr.h"
 
 #include "base/base.h"
 #include "rel/rel.h"
 #include "feed/feed.h"
 #include "scan.h"
-
-PG_FUNCTION_INFO_V1(group_ceiling);
-PG_FUNCTION_INFO_V1(welcome_ceiling);
 
 /*
  * The highest visible id in one leaf, or 0 when it has none. A node's table
@@ -58,22 +55,23 @@ LeafMaxId(SourceLeaf *leaf, Snapshot snapshot)
 }
 
 /*
- * The ceiling of a v3 source: the horizon for xip83's own table of the kind
- * or a table tracked as that kind, else its highest visible id (0 when empty).
+ * The ceiling of a v3 source of kind KIND_GROUP or KIND_WELCOME: the horizon
+ * for xip83's own table of the kind or a table tracked as that kind, else
+ * its highest visible id (0 when empty).
  */
-static int64
-SourceCeiling(FunctionCallInfo fcinfo, const SourceSpec *spec, PositionKind kind)
+int64
+V3Ceiling(Oid relid, PositionKind kind)
 {
+	const SourceSpec *spec = kind == KIND_GROUP ? &WaveV3GroupSource : &WaveV3WelcomeSource;
 	Source	   *source;
 	int64		ceiling = 0;
 	RegistryDb *feed;
 
-	ArgRequire(fcinfo, 0, "source");
-	(void) SourceCheckReadable(PG_GETARG_OID(0), spec);
-	feed = HorizonFeedFor(PG_GETARG_OID(0), kind);
+	(void) SourceCheckReadable(relid, spec);
+	feed = HorizonFeedFor(relid, kind);
 	if (feed != NULL)
 		return HorizonOfLine(feed, kind == KIND_GROUP ? LINE_GROUP : LINE_WELCOME);
-	source = SourceOpen(PG_GETARG_OID(0), spec);
+	source = SourceOpen(relid, spec);
 	for (int i = 0; i < source->nleaves; i++)
 		if (source->leaves[i].walk_index == NULL)
 			ereport(ERROR,
@@ -86,18 +84,4 @@ SourceCeiling(FunctionCallInfo fcinfo, const SourceSpec *spec, PositionKind kind
 		ceiling = Max(ceiling, LeafMaxId(&source->leaves[i], GetActiveSnapshot()));
 	SourceClose(source);
 	return ceiling;
-}
-
-/* xip83.group_ceiling: the highest group-message id a wave may pin. */
-Datum
-group_ceiling(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_INT64(SourceCeiling(fcinfo, &WaveV3GroupSource, KIND_GROUP));
-}
-
-/* xip83.welcome_ceiling: the highest welcome id a wave may pin. */
-Datum
-welcome_ceiling(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_INT64(SourceCeiling(fcinfo, &WaveV3WelcomeSource, KIND_WELCOME));
 }

@@ -1,7 +1,7 @@
 /*
  * ceilings_d14n.c: probes of the (originator_node_id, originator_sequence_id)
- * key: xip83.originator_ceilings, the per-originator ceilings a d14n wave pins
- * when it starts, and the key probes the wave scan uses to find payloads in a
+ * key: the rows of xip83.originator_ceilings (src/sql/ceilings.c), the
+ * per-originator ceilings a d14n wave pins when it starts, and the key probes the wave scan uses to find payloads in a
  * blob table.
  *
  * With a list of originators, each gets one backward probe of the key index:
@@ -39,9 +39,8 @@
 
 #include "base/base.h"
 #include "feed/feed.h"
+#include "scan.h"
 #include "wave_d14n.h"
-
-PG_FUNCTION_INFO_V1(originator_ceilings);
 
 /* One leaf's probe scan, opened on first use. */
 typedef struct LeafProbe
@@ -407,40 +406,33 @@ EmitCeilings(ReturnSetInfo *rsinfo, const OriginatorCeiling *ceilings, int n)
 }
 
 /*
- * originator_ceilings(node_ids int[] DEFAULT NULL, source regclass)
- * One row per originator (the listed ones, or every one present) with its
- * ceiling (horizon over xip83.envelopes, else highest stored sequence), or -1
- * for a listed originator without rows.
+ * The rows of originator_ceilings(node_ids, source) into rsinfo's
+ * materialized result (set up by the caller): one per originator, the
+ * listed ones (nodes) or with nodes NULL every one present, with its ceiling
+ * (horizon over xip83.envelopes, else highest stored sequence), or -1 for a
+ * listed originator without rows.
  */
-Datum
-originator_ceilings(PG_FUNCTION_ARGS)
+void
+OriginatorCeilings(ReturnSetInfo *rsinfo, Oid relid, const ArgArray *nodes)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ArgArray	nodes = {0};
 	Source	   *source;
 	KeyProbes  *probes;
 	OriginatorCeiling *ceilings;
 	RegistryDb *feed;
 	int			n;
 
-	if (!PG_ARGISNULL(0))
-		nodes = ArgGetArray(fcinfo, 0, "node_ids", INT4OID);
-	ArgRequire(fcinfo, 1, "source");
-
-	InitMaterializedSRF(fcinfo, 0);
-	(void) SourceCheckReadable(PG_GETARG_OID(1), &ceilings_spec);
-	feed = HorizonFeedFor(PG_GETARG_OID(1), KIND_ENVELOPE);
+	(void) SourceCheckReadable(relid, &ceilings_spec);
+	feed = HorizonFeedFor(relid, KIND_ENVELOPE);
 	if (feed != NULL)
 	{
-		ceilings = PG_ARGISNULL(0) ? AllHorizons(feed, &n) : ListedHorizons(feed, &nodes, &n);
+		ceilings = nodes == NULL ? AllHorizons(feed, &n) : ListedHorizons(feed, nodes, &n);
 		EmitCeilings(rsinfo, ceilings, n);
-		return (Datum) 0;
+		return;
 	}
-	source = SourceOpen(PG_GETARG_OID(1), &ceilings_spec);
+	source = SourceOpen(relid, &ceilings_spec);
 	probes = KeyProbesBegin(source, GetActiveSnapshot(), 2);
-	ceilings = PG_ARGISNULL(0) ? AllCeilings(probes, &n) : ListedCeilings(probes, &nodes, &n);
+	ceilings = nodes == NULL ? AllCeilings(probes, &n) : ListedCeilings(probes, nodes, &n);
 	EmitCeilings(rsinfo, ceilings, n);
 	KeyProbesEnd(probes);
 	SourceClose(source);
-	return (Datum) 0;
 }

@@ -1,7 +1,10 @@
 /*
  * live.c: live fetch, the rows a live consumer reads after a notice: late
  * rows it has passed, then (cursor, horizon] of one position line, straight
- * off the primary key.
+ * off the primary key. The SQL functions (live_group_messages,
+ * live_welcome_messages, live_envelopes) are in src/sql/live.c, which reads
+ * the arguments, resolves the feed, starts the notifier and waits for a
+ * standby's fence before calling in here.
  *
  * Order of operations is the whole point: the horizon is read FIRST, then a
  * new snapshot S is taken (HorizonReadSnapshot), then the late ring is read,
@@ -64,7 +67,6 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -75,10 +77,6 @@
 #include "feed/feed.h"
 #include "scan.h"
 #include "wave_d14n.h"
-
-PG_FUNCTION_INFO_V1(live_group_messages);
-PG_FUNCTION_INFO_V1(live_welcome_messages);
-PG_FUNCTION_INFO_V1(live_envelopes);
 
 #define LIVE_MAX_COLUMNS 8
 
@@ -434,30 +432,6 @@ LiveFetchEnd(LiveFetch *f)
 	MemoryContextDelete(f->row_cxt);
 }
 
-/*
- * Whether a fetch was given horizons to read up to (argument up_to_arg), after
- * waiting, on a standby, for replay to pass the fence they came with
- * (fence_arg). A standby cannot vouch for horizons without their fence (22023).
- */
-static bool
-LiveFetchFence(FunctionCallInfo fcinfo, int up_to_arg, int fence_arg)
-{
-	bool		up_to = PG_NARGS() > up_to_arg && !PG_ARGISNULL(up_to_arg);
-	bool		fence = PG_NARGS() > fence_arg && !PG_ARGISNULL(fence_arg);
-
-	if (!RecoveryInProgress())
-		return up_to;
-	if (up_to && !fence)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("on a standby, up_to needs the fence it was read with"),
-				 errdetail("Rows at or below a primary's horizon are visible here only once replay has passed its fence."),
-				 errhint("Pass the fence xip83.horizon_fence() returned with the horizons, or leave up_to out to read up to this standby's own horizons.")));
-	if (fence)
-		StandbyWaitForFence(PG_GETARG_LSN(fence_arg));
-	return up_to;
-}
-
 /* A v3 consumer's cursor: one for the whole kind. */
 static int64
 V3Cursor(const LateEntry *e, void *arg)
@@ -465,64 +439,45 @@ V3Cursor(const LateEntry *e, void *arg)
 	return *(const int64 *) arg;
 }
 
-/* One v3 kind: late rows, then (after_id, horizon] by id. */
-static Datum
-LiveFetchMessages(FunctionCallInfo fcinfo, const char *const *columns, int n_columns,
-				  PositionKind kind)
+/*
+ * The rows of xip83.live_group_messages or live_welcome_messages (kind) into
+ * the materialized result of the SQL call whose fcinfo it is given: late
+ * rows, then (after, horizon] by id, at most limit rows. The caller resolved
+ * the feed and, with up_to given, waited for its fence on a standby.
+ */
+void
+LiveFetchMessages(FunctionCallInfo fcinfo, PositionKind kind, RegistryDb *feed, int64 after,
+				  int limit, int64 late_after, bool up_to_given, int64 up_to)
 {
+	static const char *const group_columns[] = {
+		"id", "created_at", "group_id", "data", "is_commit", "sender_hmac", "should_push"
+	};
+	static const char *const welcome_columns[] = {
+		"id", "created_at", "installation_key", "data", "hpke_public_key",
+		"wrapper_algorithm", "welcome_metadata", "message_type"
+	};
 	LiveFetch	f;
-	int64		after;
-	int64		late_after;
-	int			limit;
 	int64		horizon;
 
-	ArgRequire(fcinfo, 0, "after_id");
-	ArgRequire(fcinfo, 2, "late_after");
-	after = PG_GETARG_INT64(0);
-	limit = ArgGetPageLimit(fcinfo, 1, "row_limit");
-	late_after = PG_GETARG_INT64(2);
-	f.feed = HorizonFeedArg(fcinfo, 3, kind);
+	f.feed = feed;
 	f.feed_relid = FeedTable(f.feed, kind);
-	NotifierEnsureRunning();
-	if (LiveFetchFence(fcinfo, 4, 5))
+	if (up_to_given)
 	{
-		int64		up_to = PG_GETARG_INT64(4);
-
 		/* on the primary, never past what it vouches for now */
 		horizon = RecoveryInProgress() ? up_to
 			: Min(up_to, HorizonOfLine(f.feed, kind == KIND_WELCOME ? LINE_WELCOME : LINE_GROUP));
 	}
 	else
 		horizon = HorizonOfLine(f.feed, kind == KIND_WELCOME ? LINE_WELCOME : LINE_GROUP);
-	LiveFetchBegin(&f, fcinfo, kind == KIND_GROUP ? &WaveV3GroupSource : &WaveV3WelcomeSource,
-				   InvalidOid, columns, n_columns, limit);
+	if (kind == KIND_GROUP)
+		LiveFetchBegin(&f, fcinfo, &WaveV3GroupSource, InvalidOid, group_columns,
+					   lengthof(group_columns), limit);
+	else
+		LiveFetchBegin(&f, fcinfo, &WaveV3WelcomeSource, InvalidOid, welcome_columns,
+					   lengthof(welcome_columns), limit);
 	LiveFetchLate(&f, kind, late_after, V3Cursor, &after, after > 0);
 	LiveFetchScan(&f, 0, after, horizon, EmitRangeRow, NULL);
 	LiveFetchEnd(&f);
-	return (Datum) 0;
-}
-
-/* xip83.live_group_messages(after_id, row_limit, late_after). */
-Datum
-live_group_messages(PG_FUNCTION_ARGS)
-{
-	static const char *const columns[] = {
-		"id", "created_at", "group_id", "data", "is_commit", "sender_hmac", "should_push"
-	};
-
-	return LiveFetchMessages(fcinfo, columns, lengthof(columns), KIND_GROUP);
-}
-
-/* xip83.live_welcome_messages(after_id, row_limit, late_after). */
-Datum
-live_welcome_messages(PG_FUNCTION_ARGS)
-{
-	static const char *const columns[] = {
-		"id", "created_at", "installation_key", "data", "hpke_public_key",
-		"wrapper_algorithm", "welcome_metadata", "message_type"
-	};
-
-	return LiveFetchMessages(fcinfo, columns, lengthof(columns), KIND_WELCOME);
 }
 
 /* A requested originator and its cursor. */
@@ -577,8 +532,8 @@ EnvelopeCursor(const LateEntry *e, void *arg)
  * A tracked envelope table is read with the blob table it was tracked with,
  * and no other (22023): the blob's writes are the ones registered.
  */
-static void
-RequireFeedBlob(RegistryDb *feed, Oid blob)
+void
+LiveRequireFeedBlob(RegistryDb *feed, Oid blob)
 {
 	TrackedSource t;
 	Oid			want = InvalidOid;
@@ -595,62 +550,49 @@ RequireFeedBlob(RegistryDb *feed, Oid blob)
 }
 
 /*
- * xip83.live_envelopes(node_ids, after_sequence_ids, row_limit, late_after):
- * late envelopes of listed originators, then per listed originator envelopes
- * in (after, its horizon], ordered (originator, sequence). An originator
- * listed twice counts once, with its lowest cursor.
+ * The rows of xip83.live_envelopes into the materialized result of the SQL
+ * call whose fcinfo it is given: late envelopes of listed originators
+ * (nodes), then per listed originator envelopes in (after, its horizon],
+ * ordered (originator, sequence), at most limit rows. An originator listed
+ * twice counts once, with its lowest cursor. afters and, when not NULL,
+ * up_tos are as long as nodes. The caller resolved the feed, checked its
+ * blob table (LiveRequireFeedBlob) and, with up_tos given, waited for their
+ * fence on a standby.
  */
-Datum
-live_envelopes(PG_FUNCTION_ARGS)
+void
+LiveFetchEnvelopes(FunctionCallInfo fcinfo, RegistryDb *feed, Oid blob, const ArgArray *nodes,
+				   const ArgArray *afters, const ArgArray *up_tos, int limit,
+				   int64 late_after)
 {
 	static const char *const columns[] = {
 		"originator_node_id", "originator_sequence_id", "gateway_time", "topic",
 		"originator_envelope"
 	};
-	ArgArray	nodes = ArgGetArray(fcinfo, 0, "node_ids", INT4OID);
-	ArgArray	afters = ArgGetArray(fcinfo, 1, "after_sequence_ids", INT8OID);
-	ArgArray	up_tos = {0};
-	int			limit;
-	int64		late_after;
 	OriginatorCursors cs;
 	int64	   *horizons;
 	bool		any_set = false;
+	bool		given = up_tos != NULL;
 	HorizonSet	set;
 	LiveFetch	f;
-	Oid			blob;
-	bool		given;
 	int			j = 0;
 
-	ArgRequireSameLength(&nodes, &afters);
-	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
-	{
-		up_tos = ArgGetArray(fcinfo, 6, "up_to_sequence_ids", INT8OID);
-		ArgRequireSameLength(&nodes, &up_tos);
-	}
-	limit = ArgGetPageLimit(fcinfo, 2, "row_limit");
-	ArgRequire(fcinfo, 3, "late_after");
-	late_after = PG_GETARG_INT64(3);
-	cs.c = palloc(sizeof(OriginatorCursor) * (nodes.n + 1));
+	cs.c = palloc(sizeof(OriginatorCursor) * (nodes->n + 1));
 	cs.n = 0;
-	for (int i = 0; i < nodes.n; i++)
+	for (int i = 0; i < nodes->n; i++)
 	{
-		cs.c[i].node = DatumGetInt32(nodes.values[i]);
-		cs.c[i].after = DatumGetInt64(afters.values[i]);
-		cs.c[i].up_to = up_tos.values != NULL ? DatumGetInt64(up_tos.values[i]) : -1;
+		cs.c[i].node = DatumGetInt32(nodes->values[i]);
+		cs.c[i].after = DatumGetInt64(afters->values[i]);
+		cs.c[i].up_to = given ? DatumGetInt64(up_tos->values[i]) : -1;
 		any_set |= cs.c[i].after > 0;
 	}
-	qsort(cs.c, nodes.n, sizeof(OriginatorCursor), CompareCursors);
-	for (int i = 0; i < nodes.n; i++)
+	qsort(cs.c, nodes->n, sizeof(OriginatorCursor), CompareCursors);
+	for (int i = 0; i < nodes->n; i++)
 		if (i == 0 || cs.c[i].node != cs.c[cs.n - 1].node)
 			cs.c[cs.n++] = cs.c[i];
 
 	/* every horizon before the snapshot; an originator without envelopes has 0 */
-	f.feed = HorizonFeedArg(fcinfo, 4, KIND_ENVELOPE);
+	f.feed = feed;
 	f.feed_relid = FeedTable(f.feed, KIND_ENVELOPE);
-	blob = PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_OID(5) : InvalidOid;
-	RequireFeedBlob(f.feed, blob);
-	NotifierEnsureRunning();
-	given = LiveFetchFence(fcinfo, 6, 7);
 	if (given && RecoveryInProgress())
 	{
 		set.n_originators = 0;
@@ -677,5 +619,4 @@ live_envelopes(PG_FUNCTION_ARGS)
 	for (int i = 0; i < cs.n && f.rows < f.limit; i++)
 		LiveFetchScan(&f, cs.c[i].node, cs.c[i].after, horizons[i], EmitRangeRow, NULL);
 	LiveFetchEnd(&f);
-	return (Datum) 0;
 }

@@ -13,6 +13,8 @@
 #include "fmgr.h"
 #include "funcapi.h"
 
+#include "base/base.h"
+#include "core/core.h"
 #include "rel/rel.h"
 
 /* How a merge produces rows. */
@@ -27,8 +29,10 @@ typedef enum MergeStrategy
 extern int	xip83_wave_strategy;
 
 /*
- * A wave as a row iterator (wave_v3.c), for the scans and for callers that
- * encode its rows (frames.c). WaveOpen reads topics, floors, scan_cursor and
+ * A wave as a row iterator (wave_v3.c), for the scans' entry points
+ * (src/sql/waves.c) and for callers that encode its rows (frames.c). It
+ * takes the FunctionCallInfo of the SQL call because its arguments are the
+ * wave's: WaveOpen reads topics, floors, scan_cursor and
  * ceiling from arguments 0..3 of fcinfo and the source from source_arg,
  * checks them, and registers its snapshot on CurrentResourceOwner; row_goal
  * is the rows the caller expects to read (0: the whole wave). WaveNext
@@ -40,12 +44,12 @@ extern Wave *WaveOpen(FunctionCallInfo fcinfo, const SourceSpec *spec, int sourc
 					  int64 row_goal);
 extern bool WaveNext(Wave *wave, Datum *values, bool *nulls);
 extern void WaveClose(Wave *wave);
-extern FuncCallContext *WaveRowsFirstCall(FunctionCallInfo fcinfo, MemoryContext *old);
 
 
 /*
- * A d14n wave as a row iterator (wave_d14n.c), for the scan, the stream and
- * callers that encode its rows (frames.c). WaveRunBegin reads the wave's
+ * A d14n wave as a row iterator (wave_d14n.c), for the scan and the stream
+ * (src/sql/waves.c) and callers that encode its rows (frames.c). As WaveOpen,
+ * it takes the SQL call's FunctionCallInfo: WaveRunBegin reads the wave's
  * arguments 0..6 of fcinfo (cursor_topics .. scan_sequence_id), the source
  * at source_arg and the blob source at source_arg + 1, and returns at most
  * limit rows (-1: all). WaveRunNext fills the 5 columns
@@ -57,5 +61,31 @@ typedef struct WaveRun WaveRun;
 extern WaveRun *WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg);
 extern bool WaveRunNext(WaveRun *run, Datum *values, bool *nulls);
 extern void WaveRunEnd(WaveRun *run);
+
+/*
+ * Ceilings (ceilings.c, ceilings_d14n.c): what a wave may pin. V3Ceiling is
+ * the highest id of a v3 source of the kind (KIND_GROUP, KIND_WELCOME).
+ * OriginatorCeilings puts one row (originator, ceiling) per originator, the
+ * listed ones or with nodes NULL every one present, into the materialized
+ * result of rsinfo, which the caller set up.
+ */
+extern int64 V3Ceiling(Oid relid, PositionKind kind);
+extern void OriginatorCeilings(ReturnSetInfo *rsinfo, Oid relid, const ArgArray *nodes);
+
+/*
+ * Live fetch (live.c): the rows of a live consumer's fetch, late rows first,
+ * into the materialized result of the SQL call whose fcinfo they are given.
+ * The caller reads the arguments, resolves the feed (HorizonFeedArg), starts
+ * the notifier and, when horizons to read up to are given, waits on a
+ * standby for their fence; LiveRequireFeedBlob checks an envelope feed's
+ * blob table before that. See live.c for the order of reads.
+ */
+extern void LiveFetchMessages(FunctionCallInfo fcinfo, PositionKind kind, RegistryDb *feed,
+							  int64 after, int limit, int64 late_after, bool up_to_given,
+							  int64 up_to);
+extern void LiveRequireFeedBlob(RegistryDb *feed, Oid blob);
+extern void LiveFetchEnvelopes(FunctionCallInfo fcinfo, RegistryDb *feed, Oid blob,
+							   const ArgArray *nodes, const ArgArray *afters,
+							   const ArgArray *up_tos, int limit, int64 late_after);
 
 #endif							/* XIP83_SCAN_H */

@@ -1,6 +1,7 @@
 /*
- * wave_d14n.c: a d14n wave: xip83.envelope_wave_scan returns one page of it,
- * or with row_limit NULL all of it past the scan cursor, one row per call
+ * wave_d14n.c: a d14n wave as a row iterator (WaveRun, scan.h):
+ * xip83.envelope_wave_scan (src/sql/waves.c) returns one page of it, or with
+ * row_limit NULL all of it past the scan cursor, one row per call
  * (envelope_wave_stream puts that in a target list, for cursors).
  *
  * A page is the envelopes after each (topic, originator) floor, up to the
@@ -52,9 +53,6 @@
 #include "merge.h"
 #include "scan.h"
 #include "wave_d14n.h"
-
-PG_FUNCTION_INFO_V1(envelope_wave_scan);
-PG_FUNCTION_INFO_V1(envelope_wave_rows);
 
 /* Columns of the meta source, in spec order (the key columns first). */
 #define META_COL_TOPIC			2
@@ -610,93 +608,4 @@ WaveRunEnd(WaveRun *run)
 	SourceClose(run->meta);
 	UnregisterSnapshot(run->snapshot);
 	MemoryContextDelete(run->cxt);
-}
-
-/* Ends a stream's run when its query stops reading before the end. */
-static void
-WaveRunShutdown(Datum arg)
-{
-	WaveRun   **slot = (WaveRun **) DatumGetPointer(arg);
-
-	if (*slot != NULL)
-		WaveRunEnd(*slot);
-	*slot = NULL;
-}
-
-/*
- * The whole wave past the scan cursor, one row per call: the pages
- * concatenated, the source at source_arg. In a target list
- * (envelope_wave_stream) it runs only as far as its reader fetches; the merge
- * carries over from call to call.
- */
-static Datum
-EnvelopeWaveRows(FunctionCallInfo fcinfo, int source_arg)
-{
-	FuncCallContext *funcctx;
-	WaveRun   **run;
-	Datum		values[5];
-	bool		nulls[5];
-
-	if (SRF_IS_FIRSTCALL())
-	{
-		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-		MemoryContext old;
-
-		funcctx = WaveRowsFirstCall(fcinfo, &old);
-		run = palloc(sizeof(WaveRun *));
-		*run = WaveRunBegin(fcinfo, -1, source_arg);
-		funcctx->user_fctx = run;
-		RegisterExprContextCallback(rsinfo->econtext, WaveRunShutdown, PointerGetDatum(run));
-		MemoryContextSwitchTo(old);
-	}
-	funcctx = SRF_PERCALL_SETUP();
-	run = (WaveRun **) funcctx->user_fctx;
-	if (*run != NULL && WaveRunNext(*run, values, nulls))
-		SRF_RETURN_NEXT(funcctx,
-						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc, values, nulls)));
-	/* the run's slot goes with multi_call_memory_ctx: no callback may see it after */
-	UnregisterExprContextCallback(((ReturnSetInfo *) fcinfo->resultinfo)->econtext,
-								  WaveRunShutdown, PointerGetDatum(run));
-	WaveRunShutdown(PointerGetDatum(run));
-	SRF_RETURN_DONE(funcctx);
-}
-
-/*
- * envelope_wave_scan(cursor_topics, cursor_node_ids, cursor_sequence_ids,
- *                    ceiling_node_ids, ceiling_sequence_ids, scan_node_id,
- *                    scan_sequence_id, row_limit, source, blob_source)
- * One page of a d14n wave (see the file header for the semantics), or with
- * row_limit NULL the whole wave one row per call: whether to stream is the
- * caller's to say, as a function cannot tell a target list from FROM.
- */
-Datum
-envelope_wave_scan(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int32		row_limit;
-	WaveRun    *run;
-	Datum		values[5];
-	bool		nulls[5];
-
-	if (PG_ARGISNULL(7))
-		return EnvelopeWaveRows(fcinfo, 8);
-	row_limit = ArgGetPageLimit(fcinfo, 7, "row_limit");
-
-	InitMaterializedSRF(fcinfo, 0);
-	run = WaveRunBegin(fcinfo, row_limit, 8);
-	while (WaveRunNext(run, values, nulls))
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	WaveRunEnd(run);
-	return (Datum) 0;
-}
-
-/*
- * 0.1.0's envelope_wave_rows (no row_limit argument): the 0.1.0 install
- * script names this symbol (CREATE EXTENSION ... VERSION '0.1.0', where an
- * update from it starts), and a 0.1.0 database calls it until it is updated.
- */
-Datum
-envelope_wave_rows(PG_FUNCTION_ARGS)
-{
-	return EnvelopeWaveRows(fcinfo, 7);
 }

@@ -1,5 +1,6 @@
 /*
- * wave_v3.c: the v3 wave scans, group and welcome messages, as SQL functions.
+ * wave_v3.c: the v3 wave scans, group and welcome messages, as a row
+ * iterator (Wave, scan.h); src/sql/waves.c serves it as SQL functions:
  *
  *   *_wave_scan   one stateless page: the rows m of source with, for some i,
  *                 m.topic = topics[i] and m.id > floors[i], and m.id > scan_cursor
@@ -22,7 +23,8 @@
  * Resources: a page opens, scans and closes within one call. A stream keeps
  * its source, merge and a registered snapshot across calls and releases them
  * when the rows run out or when its expression context shuts down (cursor
- * closed, query ended early); on ERROR the resource owner releases them.
+ * closed, query ended early: src/sql/waves.c registers the callback); on
+ * ERROR the resource owner releases them.
  */
 #include "postgres.h"
 
@@ -39,11 +41,6 @@
 #include "feed/feed.h"
 #include "merge.h"
 #include "scan.h"
-
-PG_FUNCTION_INFO_V1(group_wave_scan);
-PG_FUNCTION_INFO_V1(welcome_wave_scan);
-PG_FUNCTION_INFO_V1(group_wave_rows);
-PG_FUNCTION_INFO_V1(welcome_wave_rows);
 
 /* A distinct topic of the wave and its stream (the first of them, per leaf). */
 typedef struct WaveTopic
@@ -427,135 +424,4 @@ WaveClose(Wave *wave)
 	if (wave->owner != NULL)
 		UnregisterSnapshotFromOwner(wave->snapshot, wave->owner);
 	wave->owner = NULL;
-}
-
-/* One stateless page of a wave into the caller's tuplestore. */
-static Datum
-WaveScanPage(FunctionCallInfo fcinfo, const SourceSpec *spec)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int32		limit = ArgGetPageLimit(fcinfo, 4, "page_limit");
-	Datum		values[8];
-	bool		nulls[8];
-	Wave	   *wave;
-
-	Assert(spec->ncolumns <= lengthof(values));
-	InitMaterializedSRF(fcinfo, 0);
-	wave = WaveOpen(fcinfo, spec, 5, limit);
-	while (WaveNext(wave, values, nulls))
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	WaveClose(wave);
-	return (Datum) 0;
-}
-
-/* Releases a stream's wave when its query ends before the rows do. */
-static void
-WaveShutdown(Datum arg)
-{
-	WaveClose((Wave *) DatumGetPointer(arg));
-}
-
-/*
- * The first call of a value-per-call function returning rows of a wave (or
- * frames of one): checks the caller takes a set, sets up the call context and
- * its row type, and switches to multi_call_memory_ctx (*old: the context to
- * switch back to).
- */
-FuncCallContext *
-WaveRowsFirstCall(FunctionCallInfo fcinfo, MemoryContext *old)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	FuncCallContext *funcctx;
-	TupleDesc	tupdesc;
-
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("set-valued function called in context that cannot accept a set")));
-	funcctx = SRF_FIRSTCALL_INIT();
-	*old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	funcctx->tuple_desc = BlessTupleDesc(tupdesc);
-	return funcctx;
-}
-
-/*
- * The rows of a wave one per call, for a cursor (value-per-call SRF); the
- * source is argument source_arg.
- */
-static Datum
-WaveRows(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	FuncCallContext *funcctx;
-	Wave	   *wave;
-	Datum		values[8];
-	bool		nulls[8];
-
-	if (SRF_IS_FIRSTCALL())
-	{
-		MemoryContext old;
-
-		funcctx = WaveRowsFirstCall(fcinfo, &old);
-		/* the rows come over many calls: the wave keeps its snapshot registered */
-		wave = WaveOpen(fcinfo, spec, source_arg, 0);
-		funcctx->user_fctx = wave;
-		RegisterExprContextCallback(rsinfo->econtext, WaveShutdown, PointerGetDatum(wave));
-		MemoryContextSwitchTo(old);
-	}
-	funcctx = SRF_PERCALL_SETUP();
-	wave = (Wave *) funcctx->user_fctx;
-	if (WaveNext(wave, values, nulls))
-		SRF_RETURN_NEXT(funcctx,
-						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc, values, nulls)));
-	UnregisterExprContextCallback(rsinfo->econtext, WaveShutdown, PointerGetDatum(wave));
-	WaveClose(wave);
-	SRF_RETURN_DONE(funcctx);
-}
-
-/*
- * A page, or with page_limit NULL the whole wave one row per call (what
- * *_wave_stream reads). Whether to stream is the caller's to say: a function
- * cannot tell a target list, where value-per-call streams, from FROM, where
- * the executor drains it into a tuplestore first.
- */
-static Datum
-WaveScan(FunctionCallInfo fcinfo, const SourceSpec *spec)
-{
-	if (PG_ARGISNULL(4))
-		return WaveRows(fcinfo, spec, 5);
-	return WaveScanPage(fcinfo, spec);
-}
-
-/* xip83.group_wave_scan: one page of a group-message wave, or all of it. */
-Datum
-group_wave_scan(PG_FUNCTION_ARGS)
-{
-	return WaveScan(fcinfo, &WaveV3GroupSource);
-}
-
-/* xip83.welcome_wave_scan: one page of a welcome wave, or all of it. */
-Datum
-welcome_wave_scan(PG_FUNCTION_ARGS)
-{
-	return WaveScan(fcinfo, &WaveV3WelcomeSource);
-}
-
-/*
- * 0.1.0's group_wave_rows and welcome_wave_rows (no page_limit argument). The
- * 0.1.0 install script names these symbols (CREATE EXTENSION ... VERSION
- * '0.1.0', where an update from it starts), and a 0.1.0 database calls them
- * until it is updated.
- */
-Datum
-group_wave_rows(PG_FUNCTION_ARGS)
-{
-	return WaveRows(fcinfo, &WaveV3GroupSource, 4);
-}
-
-Datum
-welcome_wave_rows(PG_FUNCTION_ARGS)
-{
-	return WaveRows(fcinfo, &WaveV3WelcomeSource, 4);
 }

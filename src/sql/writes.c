@@ -1,8 +1,9 @@
 /*
  * writes.c: the SQL functions of the write path: the id defaults
  * (next_group_id, next_welcome_id, next_id), the triggers register_position
- * and reset_positions, and xip83.track / xip83.untrack. What they do is in
- * src/feed (positions.c, track.c); here the arguments are read.
+ * and reset_positions, xip83.track / xip83.untrack, and track_am_handler,
+ * the handler of the tracking index's access method. What they do is in
+ * src/feed (positions.c, track.c, track_am.c); here the arguments are read.
  */
 #include "postgres.h"
 
@@ -20,6 +21,7 @@ PG_FUNCTION_INFO_V1(register_position);
 PG_FUNCTION_INFO_V1(reset_positions);
 PG_FUNCTION_INFO_V1(xip83_track);
 PG_FUNCTION_INFO_V1(xip83_untrack);
+PG_FUNCTION_INFO_V1(track_am_handler);
 
 /* xip83.next_group_id(seq regclass): the id default of xip83.group_messages. */
 Datum
@@ -100,4 +102,11 @@ xip83_untrack(PG_FUNCTION_ARGS)
 	ArgRequire(fcinfo, 0, "source");
 	UntrackTable(PG_GETARG_OID(0));
 	PG_RETURN_VOID();
+}
+
+/* xip83.track_am_handler(internal): the access method xip83_track. */
+Datum
+track_am_handler(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_POINTER(TrackAmRoutine());
 }

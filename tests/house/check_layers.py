@@ -8,7 +8,11 @@ and exits 1 on any breach:
   - a file includes another subsystem's private header: across folders only
     the folder's API header, <folder>/<folder>.h, may be named;
   - the subsystems' include graph has a cycle;
-  - a .c file is longer than MAX_LINES lines.
+  - a .c file is longer than MAX_LINES lines;
+  - an fmgr entry point (PG_FUNCTION_INFO_V1, a PG_FUNCTION_ARGS function)
+    is outside src/sql, the one floor that touches fmgr;
+  - NotifierEnsureRunning is called outside src/sql and src/feed/notifier.c:
+    a read starts the notifier only at its SQL entry point.
 
 When the extension's objects sit beside their sources (an in-tree build) and
 nm is at hand, the same floor rule is applied to the symbols each object
@@ -33,6 +37,13 @@ CLIENT_FLOORS = ["include/xip83", "client/grpc", "client/lib", "client/bin"]
 MAX_LINES = 900
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+# fmgr entry points, and starting the notifier, belong to the SQL floor.
+ENTRY_FLOOR = "src/sql"
+ENTRY_POINT = re.compile(r'\bPG_FUNCTION_INFO_V1\s*\(|\(\s*PG_FUNCTION_ARGS\s*\)')
+NOTIFIER_START = re.compile(r'\bNotifierEnsureRunning\s*\(')
+NOTIFIER_FILE = "src/feed/notifier.c"
+COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 
 
 def folder_floors():
@@ -99,6 +110,10 @@ def main():
             text = f.read()
         if path.endswith(".c") and text.count("\n") > MAX_LINES:
             errors.append("%s: %d lines, more than %d" % (path, text.count("\n"), MAX_LINES))
+        if tree == "server" and folder != ENTRY_FLOOR:
+            # comments go, their line breaks stay: reported lines are the file's
+            errors += entry_breaches(path, COMMENT.sub(
+                lambda m: "\n" * m.group(0).count("\n") or " ", text))
         for inc in INCLUDE.findall(text):
             fold = resolve(inc, tree, folder)
             if fold is None or fold == folder:
@@ -124,6 +139,21 @@ def main():
     print("house_layers: %d files, %d include edges between subsystems" % (len(files), n_edges))
     print("test house_layers ... " + ("FAILED" if errors else "ok"))
     return 1 if errors else 0
+
+
+def entry_breaches(path, code):
+    """Entry points and notifier starts in a server file below src/sql."""
+    errors = []
+    for m in ENTRY_POINT.finditer(code):
+        errors.append("%s:%d: fmgr entry point %s outside %s"
+                      % (path, code.count("\n", 0, m.start()) + 1, m.group(0).strip(),
+                         ENTRY_FLOOR))
+    if path.endswith(".c") and path != NOTIFIER_FILE:
+        for m in NOTIFIER_START.finditer(code):
+            errors.append("%s:%d: NotifierEnsureRunning called outside %s and %s"
+                          % (path, code.count("\n", 0, m.start()) + 1, ENTRY_FLOOR,
+                             NOTIFIER_FILE))
+    return errors
 
 
 def find_cycle(edges):

@@ -1,8 +1,8 @@
 /*
- * frames_live.c: the live lane as ready-to-send frames, tagged mutate_id 0
+ * live_frames.c: the live lane as ready-to-send frames, tagged mutate_id 0
  * (xip83.live_frames, by kind): the rows of xip83.live_group_messages,
  * live_welcome_messages and live_envelopes (same arguments, same horizon, snapshot and late-lane rules)
- * encoded as the wave frames are (frames.c), in the order the live fetch
+ * encoded as the wave frames are (src/frames), in the order the live fetch
  * returns them (late rows first).
  *
  * Each frame comes with what the consumer advances by: the late cursor of its
@@ -24,7 +24,8 @@
 #include "utils/tuplestore.h"
 
 #include "base/base.h"
-#include "frames.h"
+#include "frames/frames.h"
+#include "entry.h"
 
 PG_FUNCTION_INFO_V1(live_frames);
 PG_FUNCTION_INFO_V1(live_frames_d14n);
