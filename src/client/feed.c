@@ -207,6 +207,12 @@ xip83_feed_is_live(const Xip83Feed *f)
 	return f->live;
 }
 
+int
+xip83_feed_socket(const Xip83Feed *f)
+{
+	return f->conn ? PQsocket(f->conn) : -1;
+}
+
 int64_t
 xip83_feed_rows(const Xip83Feed *f)
 {

@@ -351,8 +351,12 @@ ScanPage(Xip83Session *s, Xip83Wave *w, int p)
 	}
 	else if (s->ahead == w && s->ahead_pass == p)
 		res = Collect(s);
+	else if (!s->ops->page(s, w, p))
+		return false;
+	else if (s->async_pages)
+		return true;			/* the caller collects the page once it is in */
 	else
-		res = s->ops->page(s, w, p) ? Collect(s) : NULL;
+		res = Collect(s);
 	if (res == NULL)
 		return false;
 	n = PQntuples(res);
