@@ -176,15 +176,32 @@ GW_CFLAGS    = -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-f
                -std=gnu11 -I$(S)client/lib $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
                $(SANITIZE_FLAGS)
 GW_LIBS      = $(shell pkg-config --libs $(GW_PKGS) 2>/dev/null)
-GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/lib/*.c))
+GW_CORE_SRC  = $(call srcfiles,client/lib/gw_*.c)
+GW_CORE_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(GW_CORE_SRC))
+GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(GW_CORE_SRC),$(call srcfiles,client/lib/*.c)))
 GW_ECHO      = $(if $(GW_OK),$(BUILD)/client/xip83-grpc-echo)
 GRPC_TESTS   = $(call srcfiles,tests/grpc/t_*.py)
+# The gateway: its multiplexed core (client/lib/gw_*.c) joins the transport to
+# the session engine (libpq, protobuf-c); headers are found by base name.
+GATEWAY      = $(if $(GW_OK),$(if $(call srcfiles,client/bin/xip83_gateway.c),$(BUILD)/xip83-gateway))
+TOOLS       += $(GATEWAY)
+ifneq ($(GW_OK),yes)
+$(info xip83-gateway and xip83-grpc-echo are not built: libnghttp2-dev or libssl-dev is missing)
+endif
 
-all: $(GW_ECHO)
+all: $(GW_ECHO) $(GATEWAY)
 
 $(BUILD)/client/lib/%.o: client/lib/%.c $(call srcfiles,client/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(GW_CFLAGS) -c -o $@ $<
+
+$(GW_CORE_OBJ): GW_CFLAGS += -I$(shell $(PG_CONFIG) --includedir) -I$(BUILD)/proto -I$(S)src/client \
+                             $(PROTOBUF_CFLAGS)
+$(GW_CORE_OBJ): $(PROTO_H) $(call srcfiles,src/client/*.h)
+
+$(BUILD)/xip83-gateway: client/bin/xip83_gateway.c $(GW_CORE_OBJ) $(GW_LIB_OBJ) $(CLIENT_OBJ) \
+                        $(call srcfiles,client/lib/*.h)
+	$(CC) $(GW_CFLAGS) -I$(S)src/client -o $@ $(filter %.c %.o,$^) $(GW_LIBS) $(PQ_LIBS)
 
 $(BUILD)/client/xip83-grpc-echo: tests/grpc/xip83_grpc_echo.c $(GW_LIB_OBJ) $(call srcfiles,client/lib/*.h)
 	@mkdir -p $(dir $@)
