@@ -264,9 +264,11 @@ tempcheck:
 	$(MAKE) installcheck EXTRA_REGRESS_OPTS='--temp-instance=$(CURDIR)/tmp_instance $(EXTRA_REGRESS_OPTS)'
 
 # One program, one test: each gets a fresh database with the extension.
-# The gRPC tests (tests/grpc/t_*.py) need no database; they run here too.
-installcheck-libpq: $(LIBPQ_TESTS) $(GW_ECHO)
+# The gRPC tests (tests/grpc/t_*.py) run here too; the transport's need no
+# database, the gateway's (t_gateway_*.py) get one like the others.
+installcheck-libpq: $(LIBPQ_TESTS) $(GW_ECHO) $(GATEWAY)
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
+		XIP83_GATEWAY=$(abspath $(BUILD)/xip83-gateway) \
 		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
 
 test:
