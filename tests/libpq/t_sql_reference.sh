@@ -38,8 +38,10 @@ if [ -n "$missing" ]; then
 	fail=1
 fi
 
-# Every program a user runs (a main under src/client/xip83_*.c) has a manual page.
-for c in "$top"/src/client/xip83_*.c; do
+# Every program a user runs (a main under src/client/xip83_*.c or
+# client/bin/xip83_*.c) has a manual page.
+for c in "$top"/src/client/xip83_*.c "$top"/client/bin/xip83_*.c; do
+	[ -f "$c" ] || continue
 	prog=$(basename "$c" .c | tr _ -)
 	[ -f "$top/man/$prog.1" ] || { echo "program $prog has no manual page man/$prog.1"; fail=1; }
 done
