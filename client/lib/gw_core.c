@@ -193,14 +193,26 @@ Release(PoolConn *c)
 	xip83_h2_unwatch(gw->srv, &c->watch);
 	c->owner = NULL;
 	c->busy = false;
-	/* a broken connection is reset before its next use (blocking, and rare) */
-	if (PQstatus(c->conn) != CONNECTION_OK)
-		PQreset(c->conn);
 	c->next_free = gw->free_conns;
 	gw->free_conns = c;
 }
 
 static void PoolReady(void *arg, uint32_t events);
+
+/*
+ * Makes an idle connection usable: a server that restarted left it an EOF
+ * only reading notices, so it is reset here rather than failing the next
+ * query (waits for the reconnect, as the feed's reconnects do).
+ */
+static void
+Revive(PGconn *conn)
+{
+	/* the first read may take the server's goodbye (an error), the second its EOF */
+	for (int i = 0; i < 2 && PQstatus(conn) == CONNECTION_OK; i++)
+		(void) PQconsumeInput(conn);
+	if (PQstatus(conn) != CONNECTION_OK)
+		PQreset(conn);
+}
 
 /* One wave page of st on c: sent, and c watched until its result is in. */
 static void
@@ -282,6 +294,7 @@ Schedule(Xip83Gateway *gw)
 		}
 		c = gw->free_conns;
 		gw->free_conns = c->next_free;
+		Revive(c->conn);
 		Step(st, c);
 		Enqueue(st);
 	}
@@ -506,8 +519,7 @@ Request(GwStream *st, const unsigned char *msg, size_t len)
 	Xip83Wave  *ahead = s->ahead;
 	int			ahead_pass = s->ahead_pass;
 
-	if (PQstatus(st->gw->control) != CONNECTION_OK)
-		PQreset(st->gw->control);
+	Revive(st->gw->control);
 	/* a page in flight on a wave connection stays there, untouched */
 	s->wave_conn = st->gw->control;
 	s->ahead = NULL;
