@@ -35,7 +35,7 @@ xip83_topics_get(const Xip83Topics *set, const unsigned char *t, size_t len)
 static bool
 Grow(Xip83Topics *set)
 {
-	size_t		n = set->n_slots ? set->n_slots * 2 : 1024;
+	size_t		n = set->n_slots ? set->n_slots * 2 : 16;
 	Xip83Topic **slots = calloc(n, sizeof(*slots));
 
 	if (slots == NULL)
