@@ -132,7 +132,9 @@ TESTLIB_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,tests/libpq/lib/*.c))
 LIBPQ_TESTS  = $(patsubst tests/libpq/%.c,$(BUILD)/tests/%,$(call srcfiles,tests/libpq/t_*.c))
 # shell tests (t_*.sh) run as they are, in the same fresh database
 LIBPQ_SCRIPTS = $(addprefix $(S),$(call srcfiles,tests/libpq/t_*.sh))
-BENCHES      = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests/bench/*.c))
+# bench_gateway is a gRPC load client: built with the gateway (below)
+BENCHES      = $(filter-out $(BUILD)/bench/bench_gateway,\
+               $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests/bench/*.c)))
 TOOLS        = $(if $(call srcfiles,src/client/xip83_tail.c),$(BUILD)/xip83-tail) \
                $(if $(call srcfiles,src/client/xip83_session.c),$(BUILD)/xip83-session)
 
@@ -189,7 +191,12 @@ ifneq ($(GW_OK),yes)
 $(info xip83-gateway and xip83-grpc-echo are not built: libnghttp2-dev or libssl-dev is missing)
 endif
 
-all: $(GW_ECHO) $(GATEWAY)
+GW_BENCH     = $(if $(GATEWAY),$(if $(call srcfiles,tests/bench/bench_gateway.c),$(BUILD)/bench/bench_gateway))
+
+all: $(GW_ECHO) $(GATEWAY) $(GW_BENCH)
+
+$(BUILD)/bench/bench_gateway: PQ_LIBS += $(GW_LIBS)
+$(BUILD)/bench/bench_gateway: PQ_CFLAGS += -Wno-unused-parameter
 
 $(BUILD)/client/lib/%.o: client/lib/%.c $(call srcfiles,client/lib/*.h)
 	@mkdir -p $(dir $@)
