@@ -50,6 +50,7 @@ struct GwStream
 	bool		dirty;			/* its live batch may hold rows */
 	bool		queued;			/* in the wave queue */
 	bool		paused;			/* waves wait for the client to read */
+	bool		at_seam;		/* a wave waits for the next seam fetch */
 	PoolConn   *conn;			/* holding a wave connection */
 	Xip83Timer	keepalive;
 	GwStream   *q_prev,
@@ -65,6 +66,13 @@ struct Xip83Gateway
 	Xip83Feed  *feed;
 	Xip83Watch	feed_watch;
 	Xip83Timer	feed_timer;
+	Xip83Timer	seam_timer;
+	bool		seam_armed;
+	uint64_t	seam_started;	/* seam fetches started */
+	uint64_t	seam_done;		/* the last one that completed */
+	GwStream  **seam_waiters;
+	size_t		n_seam_waiters;
+	size_t		cap_seam_waiters;
 	PGconn	   *control;
 	PoolConn   *pool;
 	PoolConn   *free_conns;
@@ -163,7 +171,8 @@ Enqueue(GwStream *st)
 {
 	Xip83Gateway *gw = st->gw;
 
-	if (st->queued || st->finished || st->conn || st->s->n_waves == 0 || gw->draining)
+	if (st->queued || st->finished || st->conn || st->at_seam || st->s->n_waves == 0
+		|| gw->draining)
 		return;
 	st->queued = true;
 	st->q_next = NULL;
@@ -424,6 +433,89 @@ FeedTick(void *arg)
 	(void) xip83_h2_timer_start(gw->srv, &gw->feed_timer, FEED_TICK_MS, FeedTick, gw);
 }
 
+/* ------------------------------------------------------------ the seam */
+
+/*
+ * A wave's seam needs a feed fetch that starts after its scans reached the
+ * ceilings. One fetch serves every wave that got there before it started:
+ * they wait for the next turn of the loop, where one fetch runs for all of
+ * them, instead of one fetch each.
+ */
+static void
+SeamFetch(void *arg)
+{
+	Xip83Gateway *gw = arg;
+	int			rc;
+
+	gw->seam_armed = false;
+	gw->seam_started++;
+	rc = xip83_feed_fetch(gw->feed);
+	FlushDirty(gw);
+	if (rc == -1)
+	{
+		/* the feed is reconnecting: the waves wait for a fetch that works */
+		gw->seam_armed = xip83_h2_timer_start(gw->srv, &gw->seam_timer, FEED_TICK_MS, SeamFetch, gw);
+		return;
+	}
+	if (rc < 0)
+		fprintf(stderr, "xip83-gateway: the live feed failed a fetch\n");
+	else
+		gw->seam_done = gw->seam_started;
+	for (size_t i = 0; i < gw->n_seam_waiters; i++)
+	{
+		GwStream   *st = gw->seam_waiters[i];
+
+		st->at_seam = false;
+		if (rc < 0)
+			xip83_session_fail(st->s, "UNAVAILABLE", "live feed failed");
+		Check(st);
+		Enqueue(st);
+	}
+	gw->n_seam_waiters = 0;
+	Schedule(gw);
+}
+
+static uint64_t
+SeamTicket(void *arg)
+{
+	GwStream   *st = arg;
+	Xip83Gateway *gw = st->gw;
+
+	if (!st->at_seam)
+	{
+		if (gw->n_seam_waiters == gw->cap_seam_waiters)
+		{
+			size_t		cap = gw->cap_seam_waiters ? gw->cap_seam_waiters * 2 : 64;
+			GwStream  **w = realloc(gw->seam_waiters, cap * sizeof(*w));
+
+			if (w == NULL)
+			{
+				xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
+				return gw->seam_started + 1;
+			}
+			gw->seam_waiters = w;
+			gw->cap_seam_waiters = cap;
+		}
+		gw->seam_waiters[gw->n_seam_waiters++] = st;
+		st->at_seam = true;
+	}
+	if (!gw->seam_armed)
+		gw->seam_armed = xip83_h2_timer_start(gw->srv, &gw->seam_timer, 0, SeamFetch, gw);
+	return gw->seam_started + 1;
+}
+
+static bool
+SeamDone(void *arg, uint64_t ticket)
+{
+	GwStream   *st = arg;
+
+	if (st->gw->seam_done >= ticket)
+		return true;
+	/* stepped again before its fetch (another wave's turn): wait on */
+	(void) SeamTicket(st);
+	return false;
+}
+
 /* ------------------------------------------------------------ streams */
 
 static void
@@ -490,6 +582,9 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	st->kind = kind;
 	st->method = method;
 	st->s->async_pages = true;
+	st->s->seam_ticket = SeamTicket;
+	st->s->seam_done = SeamDone;
+	st->s->seam_arg = st;
 	st->s->feed = gw->feed;
 	st->s->out.write = WriteFrame;
 	st->s->out.write_arg = st;
@@ -596,6 +691,9 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 	for (size_t i = 0; st->dirty && i < gw->n_dirty; i++)
 		if (gw->dirty[i] == st)
 			gw->dirty[i] = gw->dirty[--gw->n_dirty];
+	for (size_t i = 0; st->at_seam && i < gw->n_seam_waiters; i++)
+		if (gw->seam_waiters[i] == st)
+			gw->seam_waiters[i] = gw->seam_waiters[--gw->n_seam_waiters];
 	*(st->prev ? &st->prev->next : &gw->streams) = st->next;
 	if (st->next)
 		st->next->prev = st->prev;
@@ -764,5 +862,6 @@ xip83_gateway_free(Xip83Gateway *gw)
 	for (int b = 0; b < 2; b++)
 		gw_router_free(&gw->routers[b]);
 	free(gw->dirty);
+	free(gw->seam_waiters);
 	free(gw);
 }

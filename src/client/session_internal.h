@@ -79,6 +79,7 @@ typedef struct Xip83Wave
 	size_t		held;			/* bytes of its topics and scan parameters */
 	PGresult   *prefetched;		/* the next page of pass prefetched_pass, read ahead */
 	int			prefetched_pass;
+	uint64_t	seam;			/* the caller's fetch round it waits for (seam_ticket); 0: none */
 } Xip83Wave;
 
 typedef struct Xip83Session Xip83Session;
@@ -134,6 +135,16 @@ struct Xip83Session
 	 * many sessions over a few connections.
 	 */
 	bool		async_pages;
+	/*
+	 * The seam's feed fetch done by the caller, once for many sessions: when
+	 * set, a wave whose scans are done asks seam_ticket for the round of
+	 * fetch that will do (the caller runs one soon), and finishes once
+	 * seam_done says that round has completed; its steps until then do
+	 * nothing. NULL: the wave step fetches the feed itself.
+	 */
+	uint64_t	(*seam_ticket) (void *arg);
+	bool		(*seam_done) (void *arg, uint64_t ticket);
+	void	   *seam_arg;
 	/* the first stream error wins; later ones are consequences */
 	char		status[512];
 	bool		failed;
