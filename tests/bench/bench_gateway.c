@@ -14,7 +14,8 @@
  * latency from the insert to the frame's arrival. Prints: time to open and
  * catch up every stream, the gateway's RSS and its database connections
  * (pg_stat_activity) with them open, rows expected and received, latency
- * p50/p99, and the gateway's CPU during the live phase.
+ * p50/p99, and the gateway's CPU during the live phase. Keepalive Pings are
+ * answered.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -93,6 +94,32 @@ NowMs(clockid_t clock)
 	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
 }
 
+/* Answers a keepalive Ping: a Pong joins what the stream's request body sends. */
+static void
+Pong(Call *c, uint64_t nonce)
+{
+	Xmtp__Mls__Api__V1__SubscribeRequest req = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__INIT;
+	Xmtp__Mls__Api__V1__SubscribeRequest__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__INIT;
+	Xmtp__Mls__Api__V1__Pong pong = XMTP__MLS__API__V1__PONG__INIT;
+	size_t		len;
+
+	pong.nonce = nonce;
+	v1.request_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_PONG;
+	v1.pong = &pong;
+	req.version_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__VERSION_V1;
+	req.v1 = &v1;
+	len = xmtp__mls__api__v1__subscribe_request__get_packed_size(&req);
+	c->req = realloc(c->req, c->req_len + 5 + len);
+	c->req[c->req_len] = 0;
+	c->req[c->req_len + 1] = (unsigned char) (len >> 24);
+	c->req[c->req_len + 2] = (unsigned char) (len >> 16);
+	c->req[c->req_len + 3] = (unsigned char) (len >> 8);
+	c->req[c->req_len + 4] = (unsigned char) len;
+	xmtp__mls__api__v1__subscribe_request__pack(&req, c->req + c->req_len + 5);
+	c->req_len += 5 + len;
+	nghttp2_session_resume_data(c->conn->h2, c->id);
+}
+
 static void
 Frame(Call *c, const unsigned char *msg, size_t len)
 {
@@ -107,6 +134,9 @@ Frame(Call *c, const unsigned char *msg, size_t len)
 		case XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_STARTED:
 			c->started = true;
 			started++;
+			break;
+		case XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_PING:
+			Pong(c, r->v1->ping->nonce);
 			break;
 		case XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE:
 			c->caught_up = true;
