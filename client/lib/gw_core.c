@@ -1,12 +1,13 @@
 /*
  * gw_core.c: the gateway's multiplexed session core (see gw_core.h).
  *
- * Threading: none; everything runs on the transport's loop. The engine's
- * calls that still wait on the database are short single-row queries: the
- * ceilings a wave pins when it starts (control connection) and the feed's
- * fetches (its own connection). Wave pages, the bulk of the reading, never
- * block the loop: a page is sent, the connection's socket is watched, and
- * the result is collected when it is whole.
+ * Threading: none; everything runs on the transport's loop. What still
+ * waits on the database is the feed's fetches (its own connection; one round
+ * per notice, and one per turn for the waves at their seam) and the reset of
+ * a broken connection. A wave's ceilings are the feed's cursors when it
+ * starts (no query). Wave pages, the bulk of the reading, never block the
+ * loop: a page is sent, the connection's socket is watched, and the result
+ * is collected when it is whole.
  */
 #include "gw_core.h"
 
@@ -73,7 +74,6 @@ struct Xip83Gateway
 	GwStream  **seam_waiters;
 	size_t		n_seam_waiters;
 	size_t		cap_seam_waiters;
-	PGconn	   *control;
 	PoolConn   *pool;
 	PoolConn   *free_conns;
 	GwRouter	routers[2];		/* v3, d14n: their topic bytes overlap */
@@ -582,6 +582,7 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	st->kind = kind;
 	st->method = method;
 	st->s->async_pages = true;
+	st->s->ceilings_from_feed = true;
 	st->s->seam_ticket = SeamTicket;
 	st->s->seam_done = SeamDone;
 	st->s->seam_arg = st;
@@ -605,7 +606,11 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	return XIP83_GRPC_OK;
 }
 
-/* Runs one request on the control connection (a wave's start pins its ceilings there). */
+/*
+ * Runs one request. A wave's start needs no connection (its ceilings are the
+ * feed's cursors); a page in flight on a wave connection stays there,
+ * untouched.
+ */
 static void
 Request(GwStream *st, const unsigned char *msg, size_t len)
 {
@@ -614,9 +619,7 @@ Request(GwStream *st, const unsigned char *msg, size_t len)
 	Xip83Wave  *ahead = s->ahead;
 	int			ahead_pass = s->ahead_pass;
 
-	Revive(st->gw->control);
-	/* a page in flight on a wave connection stays there, untouched */
-	s->wave_conn = st->gw->control;
+	s->wave_conn = NULL;
 	s->ahead = NULL;
 	(void) xip83_session_request(s, msg, len);
 	s->wave_conn = conn;
@@ -753,8 +756,6 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	if ((gw->control = Connect(gw->opt.conninfo, err, errlen)) == NULL)
-		goto fail;
 	for (int i = 0; i < gw->opt.pool; i++)
 	{
 		PoolConn   *c = &gw->pool[i];
@@ -837,8 +838,7 @@ xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
 		out->wave_queue += st->queued;
 	}
 	out->pool = (size_t) gw->opt.pool;
-	out->db_connections = (gw->control && PQstatus(gw->control) == CONNECTION_OK)
-		+ (xip83_feed_socket(gw->feed) >= 0);
+	out->db_connections = xip83_feed_socket(gw->feed) >= 0;
 	for (int i = 0; i < gw->opt.pool; i++)
 	{
 		out->pool_busy += gw->pool[i].busy;
@@ -855,7 +855,6 @@ xip83_gateway_free(Xip83Gateway *gw)
 		return;
 	if (gw->feed)
 		xip83_feed_free(gw->feed);
-	PQfinish(gw->control);
 	for (int i = 0; gw->pool && i < gw->opt.pool; i++)
 		PQfinish(gw->pool[i].conn);
 	free(gw->pool);

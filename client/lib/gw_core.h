@@ -12,7 +12,12 @@
  *   connection; streams with wave pages to read take turns (a FIFO: a
  *   stream goes to the back after each page), so a large catch-up never
  *   holds back the others;
- * - one control connection for the ceilings a wave pins when it starts.
+ * - a wave's ceilings are the feed's cursors when its Mutate arrives: rows
+ *   at or below them have passed the feed, rows above are still to come
+ *   through it (and are folded into the wave), so no query pins them;
+ * - one seam fetch of the feed per turn of the loop for every wave whose
+ *   scans reached their ceilings.
+ * Database connections: pool + 1.
  * A slow client stops its waves (no page is read for it while more than
  * WAVE_PAUSE bytes wait to be sent to it) and, when its live rows pile up
  * past 64 MiB, its stream alone ends RESOURCE_EXHAUSTED.
@@ -57,7 +62,7 @@ typedef struct Xip83GatewayStats
 	size_t		wave_queue;		/* streams waiting for a wave connection */
 	size_t		pool_busy;		/* wave connections with a page query in flight */
 	size_t		pool;
-	size_t		db_connections; /* connected now: feed, control, pool */
+	size_t		db_connections; /* connected now: feed and pool */
 	size_t		pending;		/* bytes queued to clients and live rows held in waves */
 	uint64_t	rows_sent;
 	uint64_t	frames_sent;
@@ -68,7 +73,7 @@ typedef struct Xip83GatewayStats
 } Xip83GatewayStats;
 
 /*
- * Connects (feed, control, pool), starts the feed at the current horizons
+ * Connects (feed, pool), starts the feed at the current horizons
  * and registers the five methods on srv. NULL with err set.
  */
 extern Xip83Gateway *xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt,

@@ -105,7 +105,7 @@ gw_metrics_page(Xip83Gateway *gw, size_t *len)
 	One(&pg, "pool_busy", "gauge", "Wave connections with a page query in flight.",
 		(double) st.pool_busy);
 	One(&pg, "pool_size", "gauge", "Wave connections (--pool).", (double) st.pool);
-	One(&pg, "db_connections", "gauge", "Database connections open: feed, control and pool.",
+	One(&pg, "db_connections", "gauge", "Database connections open: feed and pool.",
 		(double) st.db_connections);
 	One(&pg, "pending_bytes", "gauge",
 		"Bytes queued to clients and not yet sent, plus live rows held in waves.",

@@ -111,6 +111,13 @@ extern int	xip83_feed_step(Xip83Feed *feed, int timeout_ms);
  * again later), -2 after a fatal error (printed).
  */
 extern int	xip83_feed_fetch(Xip83Feed *feed);
+/*
+ * The originators the feed follows and their cursors: up to max of them into
+ * nodes and afters (which may be NULL when max is 0); returns how many there
+ * are.
+ */
+extern int	xip83_feed_originators(const Xip83Feed *feed, int32_t *nodes, int64_t *afters,
+								   int max);
 /* Whether the feed currently hears LIVE notices. */
 extern bool xip83_feed_is_live(const Xip83Feed *feed);
 /*

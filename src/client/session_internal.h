@@ -142,6 +142,13 @@ struct Xip83Session
 	 * seam_done says that round has completed; its steps until then do
 	 * nothing. NULL: the wave step fetches the feed itself.
 	 */
+	/*
+	 * A wave's ceilings are the feed's cursors when it starts, not horizons
+	 * read with a query: they are horizons the feed read, and every row above
+	 * them is still to come through the feed (and is folded). For a caller
+	 * whose feed is shared by many sessions, so a Mutate costs no query.
+	 */
+	bool		ceilings_from_feed;
 	uint64_t	(*seam_ticket) (void *arg);
 	bool		(*seam_done) (void *arg, uint64_t ticket);
 	void	   *seam_arg;
