@@ -4,14 +4,15 @@ mutate_id, then TopicsLive and CatchupComplete; live rows after it, tagged 0,
 exactly once, for subscribed topics only; a second Mutate adds a topic with
 its backlog; a remove stops a topic; rows written while a wave runs arrive
 exactly once across the seam; refusals end the stream with the engine's
-codes; half-close ends it OK; any other method is UNIMPLEMENTED."""
+codes; half-close ends it OK; any other method is UNIMPLEMENTED; TLS."""
 import os
+import tempfile
 import threading
 
 import grpc
 
 from gatewaytest import Stream, gateway, put_envelope, put_group, put_welcome
-from grpctest import check, expect_status, run
+from grpctest import check, expect_status, make_cert, run
 
 U = os.urandom(4).hex().encode()    # rows unique to this run (the tables dedupe by hash)
 
@@ -123,11 +124,32 @@ def d14n(ch):
     check(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT, "d14n kinds stop at 0x05")
 
 
+def tls():
+    """The same over TLS (--tls-cert, --tls-key; ALPN h2)."""
+    with tempfile.TemporaryDirectory() as d:
+        cert, key = make_cert(d)
+        g = gateway("--tls-cert", cert, "--tls-key", key)
+        with open(cert, "rb") as f:
+            creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+        ch = grpc.secure_channel("127.0.0.1:%d" % g.ports["tls"], creds)
+        t = b"TLS" + U
+        i = put_group(t, b"tls" + U)
+        s = Stream(ch)
+        check(s.next().WhichOneof("response") == "started", "Started over TLS")
+        s.mutate(1, adds=[(b"\x00" + t, 0)])
+        rows, _, _ = s.wave(1)
+        check(rows == [("g", i)], "a wave over TLS: %s" % rows)
+        s.close()
+        check(s.end() is None, "OK over TLS")
+        check(g.stop() == 0, "exit 0")
+
+
 def test():
     g = gateway("--pool", "2")
     ch = g.channel()
     v3(ch)
     d14n(ch)
+    tls()
     # other methods of the services, and unknown ones
     for path in ("/xmtp.mls.api.v1.MlsApi/QueryGroupMessages", "/xmtp.xmtpv4.message_api.QueryApi/QueryEnvelopes"):
         expect_status(lambda: ch.unary_unary(path)(b"", timeout=10), grpc.StatusCode.UNIMPLEMENTED, path)
