@@ -57,7 +57,7 @@ def test():
     check(ids[:3] == before and set(after) <= set(ids), "a new stream's wave after the restart: %s" % ids)
     x = put_group(t, b"x" + U)
     check(s2.live_rows(1) == [("g", x)], "live after the restart")
-    check(db_connections() <= 2 + 2, "connections after the restart: %d" % db_connections())
+    check(db_connections() <= 2 + 1, "connections after the restart: %d" % db_connections())
     check(g.stop() == 0, "exit 0")
 
 
