@@ -199,6 +199,9 @@ Release(PoolConn *c)
 {
 	Xip83Gateway *gw = c->gw;
 
+	/* a socket libpq closed (lost connection) left epoll by itself */
+	if (PQsocket(c->conn) != c->watch.fd)
+		c->watch.fd = -1;
 	xip83_h2_unwatch(gw->srv, &c->watch);
 	c->owner = NULL;
 	c->busy = false;
@@ -411,11 +414,18 @@ FeedStep(Xip83Gateway *gw)
 	if (xip83_feed_step(gw->feed, 0) > 0)
 		gw->stats.live_lag_s = (double) (xip83_now_ms() - t0) / 1000.0;
 	FlushDirty(gw);
-	/* a reconnect changes the socket (or reuses its number: watch re-adds it) */
-	if ((fd = xip83_feed_socket(gw->feed)) >= 0)
+
+	/*
+	 * A lost connection closed its socket, which left epoll with it; its
+	 * number may belong to a client connection by now, so it is forgotten,
+	 * never removed. A reconnect's socket is added (watch re-adds one that
+	 * got the old number).
+	 */
+	fd = xip83_feed_socket(gw->feed);
+	if (fd != gw->feed_watch.fd)
+		gw->feed_watch.fd = -1;
+	if (fd >= 0)
 		(void) xip83_h2_watch(gw->srv, &gw->feed_watch, fd, EPOLLIN, FeedReady, gw);
-	else
-		xip83_h2_unwatch(gw->srv, &gw->feed_watch);
 }
 
 static void
