@@ -607,7 +607,7 @@ main(int argc, char **argv)
 
 		for (int i = 0; i < n_streams; i++)
 		{
-			int			seen[64];
+			int			seen[256];
 			int			n_seen = 0;
 
 			for (int t = 0; t < n_topics; t++)
@@ -615,12 +615,12 @@ main(int argc, char **argv)
 				int			k = (int) (rand_r(&s2) % (unsigned) universe);
 				bool		dup = false;
 
-				for (int j = 0; j < n_seen && j < 64; j++)
+				for (int j = 0; j < n_seen; j++)
 					dup |= seen[j] == k;
 				if (!dup)
 				{
 					holders[k]++;
-					if (n_seen < 64)
+					if (n_seen < 256)
 						seen[n_seen++] = k;
 				}
 			}
