@@ -1,6 +1,12 @@
 # xip83: PGXS build of the extension, its protobuf code, the libpq tools and tests.
 #
-#   make                 extension library, xip83-tail and test programs
+#   make                 extension library and the programs users run
+#                        (xip83-tail, xip83-session; xip83-gateway where
+#                        libnghttp2-dev and libssl-dev are installed)
+#   make test-programs   the libpq test programs, and the Go example and the
+#                        libFuzzer harness when go and clang are at hand, and the
+#                        gRPC transport's test server
+#   make bench           the benchmarks (tests/bench)
 #   make install         into the PostgreSQL found by pg_config (with the tools'
 #                        man pages, man/*.1)
 #   make installcheck    regression, isolation and TAP tests (PGXS) against the
@@ -8,11 +14,14 @@
 #                        which must preload xip83 (tests/xip83.conf)
 #   make tempcheck       the same, regression and isolation in a temporary
 #                        instance (pg_regress --temp-instance), as a non-root user
-#   make installcheck-libpq  the libpq programs tests/libpq/t_*.c (and scripts t_*.sh)
-#                        against PGHOST, and the gRPC transport's tests tests/grpc/t_*.py
+#   make installcheck-libpq  builds and runs the libpq programs tests/libpq/t_*.c
+#                        (and scripts t_*.sh) against PGHOST, and the gRPC
+#                        tests tests/grpc/t_*.py (the gateway's, t_gateway_*,
+#                        on a fresh database too)
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
-#   make cppcheck        static analysis of src/ (tests/cppcheck.sh)
+#   make cppcheck        static analysis of include/, src/, client/ (tests/cppcheck.sh)
+#   make check-layers    the floors of the source tree (tests/house/check_layers.py)
 #   make SANITIZE=1      ASan + UBSan build; XIP83_SANITIZE=1 tests/driver.sh check runs it
 #
 # Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
@@ -35,7 +44,7 @@ PROTO_C      = $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.c,$(PROTOS))
 PROTO_H      = $(PROTO_C:.c=.h)
 
 MODULE_big   = xip83
-OBJS         = $(patsubst %.c,%.o,$(call srcfiles,src/*.c)) $(PROTO_C:.c=.o)
+OBJS         = $(patsubst %.c,%.o,$(call srcfiles,src/*/*.c)) $(PROTO_C:.c=.o)
 
 # The install script of the current version is assembled from one file per
 # concern under control/install/, in name order. Released versions' scripts
@@ -51,7 +60,7 @@ MODULEDIR    = extension
 
 PROTOBUF_CFLAGS := $(shell pkg-config --cflags libprotobuf-c)
 PROTOBUF_LIBS   := $(shell pkg-config --libs libprotobuf-c)
-PG_CPPFLAGS  = -I$(BUILD)/proto -I$(S)src $(PROTOBUF_CFLAGS)
+PG_CPPFLAGS  = -I$(BUILD)/proto -I$(S)include -I$(S)src $(PROTOBUF_CFLAGS)
 PG_CFLAGS    = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK   = $(PROTOBUF_LIBS)
 
@@ -87,7 +96,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies here (Debian builds without
 # --enable-depend): every object depends on every header, which is cheap at
 # this size and never leaves a stale object after a struct changes.
-$(OBJS) $(OBJS:.o=.bc): $(PROTO_H) $(call srcfiles,src/*.h)
+$(OBJS) $(OBJS:.o=.bc): $(PROTO_H) $(call srcfiles,src/*/*.h include/xip83/*.h)
 
 # Objects built against one PostgreSQL major version are never linked into
 # another's: when PG_CONFIG names another major than the last build's, the
@@ -120,13 +129,14 @@ $(BUILD)/xip83--%--$(EXTVERSION).sql: control/xip83--%--$(EXTVERSION).sql $(INST
 	awk -v top='$(S)' '/^-- include: / { f = top $$3; while ((getline l < f) > 0) print l; close(f); next } { print }' $< > $@
 
 # ---------------------------------------------------------------- client side
-# libpq programs: the feed library under src/client, tools, and test programs.
+# libpq programs: the feed library under client/lib, tools, and test programs.
 PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --includedir) \
-               -I$(BUILD)/proto -I$(S)src/client -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
+               -I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
                $(SANITIZE_FLAGS)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
-CLIENT_MAINS = src/client/xip83_tail.c src/client/xip83_session.c
-CLIENT_SRC   = $(filter-out $(CLIENT_MAINS),$(call srcfiles,src/client/*.c))
+CLIENT_MAINS = client/bin/xip83_tail.c client/bin/xip83_session.c
+# client/lib/gw_*.c is the gateway's core: it needs the gRPC transport (below)
+CLIENT_SRC   = $(filter-out $(CLIENT_MAINS) $(call srcfiles,client/lib/gw_*.c),$(call srcfiles,client/lib/*.c))
 CLIENT_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(CLIENT_SRC)) $(patsubst %.c,$(BUILD)/client/%.o,$(PROTO_C))
 TESTLIB_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,tests/libpq/lib/*.c))
 LIBPQ_TESTS  = $(patsubst tests/libpq/%.c,$(BUILD)/tests/%,$(call srcfiles,tests/libpq/t_*.c))
@@ -135,12 +145,16 @@ LIBPQ_SCRIPTS = $(addprefix $(S),$(call srcfiles,tests/libpq/t_*.sh))
 # bench_gateway is a gRPC load client: built with the gateway (below)
 BENCHES      = $(filter-out $(BUILD)/bench/bench_gateway,\
                $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests/bench/*.c)))
-TOOLS        = $(if $(call srcfiles,src/client/xip83_tail.c),$(BUILD)/xip83-tail) \
-               $(if $(call srcfiles,src/client/xip83_session.c),$(BUILD)/xip83-session)
+TOOLS        = $(if $(call srcfiles,client/bin/xip83_tail.c),$(BUILD)/xip83-tail) \
+               $(if $(call srcfiles,client/bin/xip83_session.c),$(BUILD)/xip83-session)
 
-all: $(TOOLS) $(LIBPQ_TESTS) $(BENCHES)
+all: $(TOOLS)
 
-$(BUILD)/src/client/%.o: src/client/%.c $(PROTO_H) $(call srcfiles,src/client/*.h)
+test-programs: $(LIBPQ_TESTS) go-example fuzzers
+
+bench: $(BENCHES)
+
+$(BUILD)/client/lib/%.o: client/lib/%.c $(PROTO_H) $(call srcfiles,client/lib/*.h include/xip83/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
@@ -149,81 +163,85 @@ $(BUILD)/client/$(BUILD)/proto/%.o: $(BUILD)/proto/%.c $(PROTO_H)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(PROTO_H) $(call srcfiles,tests/libpq/lib/*.h) \
-                              $(call srcfiles,src/client/*.h)
+                              $(call srcfiles,client/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
-$(BUILD)/xip83-tail: src/client/xip83_tail.c $(CLIENT_OBJ)
+$(BUILD)/xip83-tail: client/bin/xip83_tail.c $(CLIENT_OBJ)
 	$(CC) $(PQ_CFLAGS) -o $@ $^ $(PQ_LIBS)
 
-$(BUILD)/xip83-session: src/client/xip83_session.c $(CLIENT_OBJ)
+$(BUILD)/xip83-session: client/bin/xip83_session.c $(CLIENT_OBJ)
 	$(CC) $(PQ_CFLAGS) -o $@ $^ $(PQ_LIBS)
 
-$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h src/client/*.h)
+$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h client/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
-$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h src/client/*.h)
+$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h client/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
 # ---------------------------------------------------------------- gRPC transport
-# The gateway's gRPC transport (client/lib: HTTP/2 on nghttp2, TLS on OpenSSL),
+# The gateway's gRPC transport (client/grpc: HTTP/2 on nghttp2, TLS on OpenSSL),
 # no libpq, and its test server build/client/xip83-grpc-echo (tests/grpc, run
 # by tests/grpc/t_*.py through installcheck-libpq). Skipped when libnghttp2-dev
 # or libssl-dev is absent (those tests then fail); the driver installs both.
 GW_PKGS      = libnghttp2 openssl
 GW_OK        = $(shell pkg-config --exists $(GW_PKGS) && echo yes)
 GW_CFLAGS    = -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
-               -std=gnu11 -I$(S)client/lib $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
+               -std=gnu11 -I$(S)client/grpc $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
                $(SANITIZE_FLAGS)
 GW_LIBS      = $(shell pkg-config --libs $(GW_PKGS) 2>/dev/null)
-GW_CORE_SRC  = $(call srcfiles,client/lib/gw_*.c)
-GW_CORE_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(GW_CORE_SRC))
-GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(GW_CORE_SRC),$(call srcfiles,client/lib/*.c)))
+GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/grpc/*.c))
 GW_ECHO      = $(if $(GW_OK),$(BUILD)/client/xip83-grpc-echo)
 GRPC_TESTS   = $(call srcfiles,tests/grpc/t_*.py)
 # The gateway: its multiplexed core (client/lib/gw_*.c) joins the transport to
-# the session engine (libpq, protobuf-c); headers are found by base name.
+# the session engine (libpq, protobuf-c), and its program client/bin/xip83_gateway.c.
+GW_CORE_SRC  = $(call srcfiles,client/lib/gw_*.c)
+GW_CORE_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(GW_CORE_SRC))
 GATEWAY      = $(if $(GW_OK),$(if $(call srcfiles,client/bin/xip83_gateway.c),$(BUILD)/xip83-gateway))
+GW_BENCH     = $(if $(GATEWAY),$(if $(call srcfiles,tests/bench/bench_gateway.c),$(BUILD)/bench/bench_gateway))
 TOOLS       += $(GATEWAY)
 ifneq ($(GW_OK),yes)
 $(info xip83-gateway and xip83-grpc-echo are not built: libnghttp2-dev or libssl-dev is missing)
 endif
 
-GW_BENCH     = $(if $(GATEWAY),$(if $(call srcfiles,tests/bench/bench_gateway.c),$(BUILD)/bench/bench_gateway))
+all: $(GATEWAY)
 
-all: $(GW_ECHO) $(GATEWAY) $(GW_BENCH)
+test-programs: $(GW_ECHO) $(GATEWAY)
+
+bench: $(GW_BENCH)
+
+$(GW_CORE_OBJ): PQ_CFLAGS += -I$(S)client/grpc $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
+                             -Wno-unused-parameter -Wno-missing-field-initializers
+$(GW_CORE_OBJ): $(call srcfiles,client/grpc/*.h)
+
+$(BUILD)/xip83-gateway: client/bin/xip83_gateway.c $(GW_CORE_OBJ) $(GW_LIB_OBJ) $(CLIENT_OBJ) \
+                        $(call srcfiles,client/lib/*.h client/grpc/*.h)
+	$(CC) $(PQ_CFLAGS) -I$(S)client/grpc -o $@ $(filter %.c %.o,$^) $(GW_LIBS) $(PQ_LIBS)
 
 $(BUILD)/bench/bench_gateway: PQ_LIBS += $(GW_LIBS)
 $(BUILD)/bench/bench_gateway: PQ_CFLAGS += -Wno-unused-parameter
 
-$(BUILD)/client/lib/%.o: client/lib/%.c $(call srcfiles,client/lib/*.h)
+$(BUILD)/client/grpc/%.o: client/grpc/%.c $(call srcfiles,client/grpc/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(GW_CFLAGS) -c -o $@ $<
 
-$(GW_CORE_OBJ): GW_CFLAGS += -I$(shell $(PG_CONFIG) --includedir) -I$(BUILD)/proto -I$(S)src/client \
-                             $(PROTOBUF_CFLAGS)
-$(GW_CORE_OBJ): $(PROTO_H) $(call srcfiles,src/client/*.h)
-
-$(BUILD)/xip83-gateway: client/bin/xip83_gateway.c $(GW_CORE_OBJ) $(GW_LIB_OBJ) $(CLIENT_OBJ) \
-                        $(call srcfiles,client/lib/*.h)
-	$(CC) $(GW_CFLAGS) -I$(S)src/client -o $@ $(filter %.c %.o,$^) $(GW_LIBS) $(PQ_LIBS)
-
-$(BUILD)/client/xip83-grpc-echo: tests/grpc/xip83_grpc_echo.c $(GW_LIB_OBJ) $(call srcfiles,client/lib/*.h)
+$(BUILD)/client/xip83-grpc-echo: tests/grpc/xip83_grpc_echo.c $(GW_LIB_OBJ) $(call srcfiles,client/grpc/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(GW_CFLAGS) -o $@ $(filter %.c %.o,$^) $(GW_LIBS)
 
 # ---------------------------------------------------------------- Go example
 # examples/go (a node's live loop in Go, run by tests/libpq/t_node_feed), built
 # offline in GOPATH mode against Debian's packages golang-go and
-# golang-github-jackc-pgx-v4-dev: nothing is downloaded. Skipped when go is
-# absent (that test then fails).
+# golang-github-jackc-pgx-v4-dev: nothing is downloaded. Skipped with a
+# message when go is absent (that test then fails).
 GO           ?= go
 GO_PATH      ?= /usr/share/gocode
-GO_EXAMPLE    = $(if $(shell command -v $(GO) 2>/dev/null),$(BUILD)/xip83-go-node)
+GO_FOUND     := $(shell command -v $(GO) 2>/dev/null)
 
-all: $(GO_EXAMPLE)
+go-example: $(if $(GO_FOUND),$(BUILD)/xip83-go-node)
+	$(if $(GO_FOUND),,@echo "go-example: skipped, $(GO) not found (t_node_feed needs it)")
 
 $(BUILD)/xip83-go-node: $(call srcfiles,examples/go/*.go)
 	@mkdir -p $(BUILD)
@@ -233,17 +251,19 @@ $(BUILD)/xip83-go-node: $(call srcfiles,examples/go/*.go)
 # ---------------------------------------------------------------- fuzzing
 # libFuzzer harnesses over the decoders (tests/fuzz), built with clang and
 # AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer; run by
-# tests/libpq/t_frames_fuzz for a bounded time. Skipped when clang is absent
-# (that test then fails).
+# tests/libpq/t_frames_fuzz for a bounded time. Skipped with a message when
+# clang is absent (that test then fails).
 FUZZ_CC      ?= clang
-FUZZERS      = $(if $(shell command -v $(FUZZ_CC) 2>/dev/null),$(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/*.c)))
+FUZZ_FOUND   := $(shell command -v $(FUZZ_CC) 2>/dev/null)
+FUZZERS      = $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(call srcfiles,tests/fuzz/*.c))
 
-all: $(FUZZERS)
+fuzzers: $(if $(FUZZ_FOUND),$(FUZZERS))
+	$(if $(FUZZ_FOUND),,@echo "fuzzers: skipped, $(FUZZ_CC) not found (t_frames_fuzz needs them)")
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c src/frames_json.c src/frames_json.h $(PROTO_C) $(PROTO_H)
+$(BUILD)/fuzz/%: tests/fuzz/%.c src/frames/frames_json.c src/frames/frames_json.h $(PROTO_C) $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-I$(BUILD)/proto -Isrc $(PROTOBUF_CFLAGS) -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
+		-I$(BUILD)/proto -I$(S)src/frames $(PROTOBUF_CFLAGS) -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
 # The tools and their man pages (man/NAME.1, section 1) into PostgreSQL's
 # bindir and mandir, as the server's own programs are installed.
@@ -271,9 +291,7 @@ tempcheck:
 	$(MAKE) installcheck EXTRA_REGRESS_OPTS='--temp-instance=$(CURDIR)/tmp_instance $(EXTRA_REGRESS_OPTS)'
 
 # One program, one test: each gets a fresh database with the extension.
-# The gRPC tests (tests/grpc/t_*.py) run here too; the transport's need no
-# database, the gateway's (t_gateway_*.py) get one like the others.
-installcheck-libpq: $(LIBPQ_TESTS) $(GW_ECHO) $(GATEWAY)
+installcheck-libpq: test-programs
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
 		XIP83_GATEWAY=$(abspath $(BUILD)/xip83-gateway) \
 		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
@@ -284,9 +302,15 @@ test:
 demo:
 	bash tests/driver.sh demo
 
-# cppcheck over src/ with the PostgreSQL include paths (tests/cppcheck.sh)
+# cppcheck over include/, src/ and client/ with the PostgreSQL include paths
+# (tests/cppcheck.sh)
 cppcheck:
 	bash tests/cppcheck.sh
 
+# The floors of src/ and client/, their include lines and file sizes
+# (tests/house/check_layers.py; docs/design.md has the map).
+check-layers:
+	/usr/bin/python3 $(S)tests/house/check_layers.py $(S).
+
 .PHONY: test demo install-tools installcheck-regress installcheck-isolation installcheck-tap \
-        tempcheck installcheck-libpq cppcheck
+        tempcheck installcheck-libpq cppcheck check-layers test-programs bench go-example fuzzers

@@ -223,8 +223,8 @@ DROP FUNCTION xip83.check_batch_topics(bytea[], text);
 
 COMMENT ON FUNCTION xip83.insert_envelopes(int[], bigint[], bytea[], bytea[], bigint[], int[]) IS
 'Batch insert of d14n envelopes, all or nothing. One row per element in input order: the stored envelope of its (originator, sequence) and whether this call inserted it; a repeat returns the stored envelope unchanged, for the caller to compare. Raises 22004/22023 on bad arrays; a negative sequence id fails on the table (23514). Snapshot as for insert_group_messages. Runs as the caller: needs INSERT and SELECT on xip83.envelopes and EXECUTE on the batch helpers.';
-COMMENT ON FUNCTION xip83.originator_ceilings(int[], regclass) IS
-'Per originator (the listed ones, -1 for those without rows, or every one present when node_ids is NULL): the ceiling a d14n wave pins. Over xip83.envelopes the originators'' horizons; else the highest non-NULL sequence id visible to the statement''s snapshot. Executable by PUBLIC; needs USAGE on the source''s schema and SELECT on it.';
+-- originator_ceilings' new comment comes with control/install/40_wave_d14n.sql
+-- (the SQL surface, at the end).
 -- ================================================================ end schemas
 
 -- ===================================================================== import
@@ -275,7 +275,7 @@ COMMENT ON FUNCTION xip83.reset_positions() IS
 -- ---------------------------------------------------------------- read replicas
 -- Live fetch takes the table it follows (tracking) and, for hot standbys, the
 -- horizon and fence it reads up to; xip83.horizon_fence; LiveNotice's fence:
--- live_notice_encode takes it, live_notice_fence reads it. Both install parts
+-- live_notice_encode takes it, live_notice_decode reads it. Both install parts
 -- are made again whole (control/install/20_live_notice.sql, 55_live_fetch.sql).
 DROP FUNCTION xip83.live_notice_encode(bigint, text, bigint, bigint, bigint, int[], bigint[]);
 DROP FUNCTION xip83.live_notice_decode(text);
@@ -284,7 +284,61 @@ DROP FUNCTION xip83.live_notice_decode(text);
 COMMENT ON FUNCTION xip83.group_horizon(regclass) IS
   'Highest group message id H of source (xip83.group_messages or a table xip83.track follows as group) such that every id <= H is committed, will never exist, or is announced as a late write. Never decreases, across restarts. Read it before taking the snapshot the rows are read with. Needs USAGE on the source''s schema and SELECT on it; PARALLEL UNSAFE. On a standby: the horizons replayed from the primary (55000 until the first full record after a checkpoint).';
 
--- ---------------------------------------------------------------- documentation
--- The scan's comment points at the docs page that now holds its snapshot rule.
-COMMENT ON FUNCTION xip83.group_wave_scan(bytea[], bigint[], bigint, bigint, int, regclass) IS
-'One page of a group-message wave: rows of source with group_id = topics[i] and id > floors[i] for some i, id > scan_cursor, id <= ceiling, ascending id, at most page_limit rows. Snapshot: the statement''s, or one taken right after the horizon this session last read under it (docs/concepts.md, "What every scan and fetch checks"). Executable by PUBLIC; the caller needs USAGE on the source''s schema and SELECT on it (42501), and row-level security is refused.';
+-- ---------------------------------------------------------------- who holds a horizon
+-- feed_status shows, per horizon, the oldest position in flight and the pid of
+-- the backend holding it: the function and its view are made again; the id
+-- defaults check the writer's rights before they register an id.
+DROP VIEW xip83.feed_status;
+DROP FUNCTION xip83.feed_status();
+-- include: control/install/52_feed_status.sql
+COMMENT ON FUNCTION xip83.next_group_id(regclass) IS
+  'Id default of xip83.group_messages: draws from xip83.group_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs INSERT or UPDATE on the table and USAGE or UPDATE on the sequence, checked before the id is registered.';
+COMMENT ON FUNCTION xip83.next_welcome_id(regclass) IS
+  'Id default of xip83.welcome_messages: draws from xip83.welcome_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs INSERT or UPDATE on the table and USAGE or UPDATE on the sequence, checked before the id is registered.';
+
+-- ---------------------------------------------------------------- SQL surface
+-- 0.2.0 has fewer names (docs/design.md, "The SQL surface"): the row and
+-- frame forms of a wave, its handle and the live frames became arguments and
+-- overloads of the wave functions, wave_open, live_frames, control_frame and
+-- decode_frame. The replaced functions go; the three parts then run whole:
+-- what 0.1.0 already had there they write with CREATE OR REPLACE (same
+-- signature: grants kept), the rest is new.
+DROP FUNCTION xip83.group_wave_rows(bytea[], bigint[], bigint, bigint, regclass);
+DROP FUNCTION xip83.welcome_wave_rows(bytea[], bigint[], bigint, bigint, regclass);
+DROP FUNCTION xip83.envelope_wave_rows(bytea[], int[], bigint[], int[], bigint[], int, bigint,
+                                       regclass, regclass);
+DROP FUNCTION xip83.group_wave_frames(bytea[], bigint[], bigint, bigint, int, bigint, int, regclass);
+DROP FUNCTION xip83.welcome_wave_frames(bytea[], bigint[], bigint, bigint, int, bigint, int, regclass);
+DROP FUNCTION xip83.envelope_wave_frames(bytea[], int[], bigint[], int[], bigint[], int, bigint, int,
+                                         bigint, int, regclass, regclass);
+DROP FUNCTION xip83.group_wave_frames_rows(bytea[], bigint[], bigint, bigint, bigint, int, regclass);
+DROP FUNCTION xip83.welcome_wave_frames_rows(bytea[], bigint[], bigint, bigint, bigint, int, regclass);
+DROP FUNCTION xip83.envelope_wave_frames_rows(bytea[], int[], bigint[], int[], bigint[], int, bigint,
+                                              bigint, int, regclass, regclass);
+DROP FUNCTION xip83.group_wave_frames_stream(bytea[], bigint[], bigint, bigint, bigint, int, regclass);
+DROP FUNCTION xip83.welcome_wave_frames_stream(bytea[], bigint[], bigint, bigint, bigint, int, regclass);
+DROP FUNCTION xip83.envelope_wave_frames_stream(bytea[], int[], bigint[], int[], bigint[], int, bigint,
+                                                bigint, int, regclass, regclass);
+DROP FUNCTION xip83.group_wave_open(bytea[], bigint[], bigint, bigint, regclass);
+DROP FUNCTION xip83.welcome_wave_open(bytea[], bigint[], bigint, bigint, regclass);
+DROP FUNCTION xip83.envelope_wave_open(bytea[], int[], bigint[], int[], bigint[], int, bigint,
+                                       regclass, regclass);
+DROP FUNCTION xip83.group_wave_fetch(int, int);
+DROP FUNCTION xip83.welcome_wave_fetch(int, int);
+DROP FUNCTION xip83.envelope_wave_fetch(int, int);
+DROP FUNCTION xip83.group_wave_frames_fetch(int, int, bigint, int);
+DROP FUNCTION xip83.welcome_wave_frames_fetch(int, int, bigint, int);
+DROP FUNCTION xip83.envelope_wave_frames_fetch(int, int, bigint, int);
+DROP FUNCTION xip83.live_group_frames(bigint, int, bigint, int);
+DROP FUNCTION xip83.live_welcome_frames(bigint, int, bigint, int);
+DROP FUNCTION xip83.live_envelope_frames(int[], bigint[], int, bigint, int);
+DROP FUNCTION xip83.frame_started(int, text);
+DROP FUNCTION xip83.frame_topics_live(bytea[], text);
+DROP FUNCTION xip83.frame_catchup_complete(bigint, text);
+DROP FUNCTION xip83.frame_ping(bigint, text);
+DROP FUNCTION xip83.frame_pong(bigint, text);
+DROP FUNCTION xip83.decode_subscribe_request(bytea, text);
+DROP FUNCTION xip83.decode_subscribe_response(bytea, text);
+-- include: control/install/30_wave_v3.sql
+-- include: control/install/40_wave_d14n.sql
+-- include: control/install/60_frames.sql

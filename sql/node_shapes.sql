@@ -76,10 +76,10 @@ SELECT * FROM xip83.originator_ceilings('{0,83,84}', 'xip83.envelopes');
 -- Frames carry them too: the empty topic's messages, and sequence 0 with
 -- floor -1.
 SELECT messages
-  FROM xip83.group_wave_frames(ARRAY['']::bytea[], ARRAY[:g0]::bigint[], 0, :g0 + 1000, 100, 1);
+  FROM xip83.group_wave_scan(ARRAY['']::bytea[], ARRAY[:g0]::bigint[], 0, :g0 + 1000, 100, 1, 2097152);
 SELECT messages, last_node_id, last_sequence_id
-  FROM xip83.envelope_wave_frames(ARRAY['', '\x0a']::bytea[], '{0,83}', '{-1,-1}', '{0,83}', '{10,10}',
-                                  0, -1, 100, 1);
+  FROM xip83.envelope_wave_scan(ARRAY['', '\x0a']::bytea[], '{0,83}', '{-1,-1}', '{0,83}', '{10,10}',
+                                  0, -1, 100, 1, 2097152, 'xip83.envelopes');
 
 -- Live fetch: the same shapes come out of the live lane.
 SELECT row_number() OVER (ORDER BY id) AS n, group_id, data, is_commit, sender_hmac, should_push

@@ -1,6 +1,7 @@
 -- What a role with nothing but USAGE on schema xip83 may execute. The batch
--- helpers are internal (no EXECUTE for PUBLIC); the *_wave_rows functions stay
--- executable because the inlined *_wave_stream wrappers run them as the caller.
+-- helpers, the index access method handler and import_step are internal (no
+-- EXECUTE for PUBLIC); the *_wave_scan functions stay executable, and the
+-- inlined *_wave_stream wrappers run them as the caller.
 CREATE ROLE regress_usage_only;
 GRANT USAGE ON SCHEMA xip83 TO regress_usage_only;
 SELECT p.oid::regprocedure AS function,

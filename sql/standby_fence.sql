@@ -30,9 +30,9 @@ SELECT count(*) FROM xip83.live_group_messages(:top - 5, 100, 0, 'fence_groups',
 SELECT count(*) FROM xip83.live_envelopes('{}', '{}', 10, 0, up_to_sequence_ids => '{}');
 
 -- the notice's fence, both ways
-SELECT * FROM xip83.live_notice_fence(
+SELECT fence, timeline_id, system_identifier FROM xip83.live_notice_decode(
     xip83.live_notice_encode(7, 'live', 3, 0, 0, '{}', '{}', '0/1A2B3C4', 2, 7000000000000000001));
-SELECT * FROM xip83.live_notice_fence(xip83.live_notice_encode(7, 'live', 3, 0, 0, '{}', '{}'));
+SELECT fence, timeline_id, system_identifier FROM xip83.live_notice_decode(xip83.live_notice_encode(7, 'live', 3, 0, 0, '{}', '{}'));
 
 -- bad arguments
 \set VERBOSITY sqlstate
@@ -41,7 +41,7 @@ SELECT * FROM xip83.horizon_fence('pg_class');
 SELECT count(*) FROM xip83.live_envelopes(ARRAY[1], ARRAY[0::bigint], 10, 0,
                                           up_to_sequence_ids => ARRAY[1, 2]::bigint[]);
 SELECT xip83.live_notice_encode(7, 'live', 3, 0, 0, '{}', '{}', '0/1', -1);
-SELECT * FROM xip83.live_notice_fence('');
+SELECT fence, timeline_id, system_identifier FROM xip83.live_notice_decode('');
 \set VERBOSITY default
 SELECT xip83.untrack('fence_groups');
 DROP TABLE fence_groups;

@@ -73,8 +73,8 @@ SELECT * FROM xip83.group_wave_scan('{"\\x01"}', '{0}', NULL, 30, 10);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM xip83.group_wave_scan('{"\\x01"}', '{0}', 0, NULL, 10);
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM xip83.group_wave_scan('{"\\x01"}', '{0}', 0, 30, NULL);
-\echo :LAST_ERROR_SQLSTATE
+-- (page_limit NULL is no limit: the whole wave, one row per call)
+SELECT count(*), min(id), max(id) FROM xip83.group_wave_scan('{"\\x01"}', '{0}', 0, 30, NULL);
 SELECT * FROM xip83.group_wave_scan('{"\\x01"}', '{0}', 0, 30, 10, NULL);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM xip83.group_wave_scan('{"\\x01","\\x02"}', '{0}', 0, 30, 10);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cppcheck over src/ (the extension and the client library), with the
+# cppcheck over include/, src/ and client/ (the extension and the client library), with the
 # PostgreSQL include paths: `make cppcheck` or `bash tests/cppcheck.sh`.
 # Exits 1 on any finding. Takes about a minute on two cores.
 set -euo pipefail
@@ -37,11 +37,11 @@ cppcheck --error-exitcode=1 -q -j2 --std=c11 \
 	--enable=warning,style,performance,portability \
 	--max-configs=1 -D__GNUC__=12 -D__x86_64__ \
 	-DPROTOBUF_C_VERSION_NUMBER="$protobuf_version" \
-	-I src -I src/client -I build/proto -I "$PGINC_SERVER" -I "$PGINC" \
+	-I include -I src -I client/lib -I client/grpc -I build/proto -I "$PGINC_SERVER" -I "$PGINC" \
 	--suppress=missingIncludeSystem \
 	--suppress="*:$PGINC_SERVER/*" \
 	--suppress="*:build/proto/*" \
 	--suppress=shadowFunction \
 	--inline-suppr \
-	src
-echo "cppcheck: src/ clean"
+	include src client
+echo "cppcheck: include/, src/ and client/ clean"

@@ -60,7 +60,7 @@ need_pkgs() {
 	# examples/go, built offline against Debian's Go packages (t_node_feed runs it)
 	command -v go >/dev/null || missing+=(golang-go)
 	[ -d /usr/share/gocode/src/github.com/jackc/pgx/v4 ] || missing+=(golang-github-jackc-pgx-v4-dev)
-	# the gateway's gRPC transport (client/lib) and its tests (tests/grpc)
+	# the gateway's gRPC transport (client/grpc) and its tests (tests/grpc)
 	[ -f /usr/include/nghttp2/nghttp2.h ] || missing+=(libnghttp2-dev)
 	[ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
 	command -v openssl >/dev/null || missing+=(openssl)
@@ -115,9 +115,11 @@ else
 fi
 
 # ------------------------------------------------------------------ build
+# The extension, the tools and the test programs (the test targets build
+# them; `make` alone does not).
 build() {
 	log "building against $PG_CONFIG"
-	make -s -j2 PG_CONFIG="$PG_CONFIG" all >"$RUN/build.log" 2>&1 \
+	make -s -j2 PG_CONFIG="$PG_CONFIG" all test-programs >"$RUN/build.log" 2>&1 \
 		|| { cat "$RUN/build.log"; die "build failed"; }
 }
 
@@ -203,7 +205,7 @@ FAILED_NAMES=()
 # Counts result lines: pg_regress up to 15 ("test name ... ok" / "... FAILED"),
 # pg_regress from 16 ("ok 1 - name" / "not ok 2 - name"), prove ("t/x.pl .. ok"
 # per file; a failed file is named in its summary, "t/x.pl (Wstat: ..."),
-# tests/libpq/run.sh ("test name ... ok").
+# tests/libpq/run.sh and tests/house/check_layers.py ("test name ... ok").
 count_output() {
 	local out=$1 line
 	while IFS= read -r line; do
@@ -268,6 +270,9 @@ case "$mode" in
 		done
 		build
 		temp_install
+		# the floors of the source tree (docs/design.md), after the build: it
+		# also reads the symbols of the objects
+		run_target as_root check-layers
 		cluster_init
 		cluster_start
 		run_target as_server installcheck-regress
@@ -283,6 +288,8 @@ case "$mode" in
 		;;
 	bench)
 		build
+		make -s -j2 PG_CONFIG="$PG_CONFIG" bench >>"$RUN/build.log" 2>&1 \
+			|| { cat "$RUN/build.log"; die "building the benchmarks failed"; }
 		temp_install
 		cluster_init
 		cluster_start

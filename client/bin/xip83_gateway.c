@@ -38,12 +38,14 @@ Usage(void)
 static void
 OnSignal(int sig)
 {
+	(void) sig;
 	xip83_h2_drain_async(server);
 }
 
 static void
 OnDrain(void *arg)
 {
+	(void) arg;
 	gw_metrics_close(metrics);
 	xip83_gateway_drain(gateway);
 }

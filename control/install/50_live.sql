@@ -1,5 +1,5 @@
 -- The live feed: commit-order-safe horizons, the id defaults and triggers that
--- register every written position, live fetch, and the feed's status.
+-- register every written position and live fetch (the feed's status: 52_feed_status.sql).
 -- Needs shared_preload_libraries = 'xip83' (the functions fail with 55000
 -- otherwise; writes go on unregistered).
 
@@ -7,6 +7,8 @@
 -- reader can see the id. A sequence with a cache would hand ids out of order.
 -- Writers run them as the default of the id column, so they keep EXECUTE for
 -- everyone; each refuses any sequence but its table's own.
+-- Each checks the writer's rights on the table and the sequence before it
+-- registers anything, so a call that fails cannot hold the horizon.
 CREATE FUNCTION xip83.next_group_id(seq regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'next_group_id' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION xip83.next_welcome_id(seq regclass) RETURNS bigint
@@ -78,29 +80,10 @@ AS 'MODULE_PATHNAME', 'envelope_horizons' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION xip83.late_cursor(source regclass DEFAULT NULL) RETURNS bigint
 AS 'MODULE_PATHNAME', 'late_cursor' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
--- The feed at a glance: horizons (NULL where the caller may not read the
--- table), the notifier, its last notice, late writes, the NOTIFY queue.
-CREATE FUNCTION xip83.feed_status(
-    OUT group_horizon bigint, OUT welcome_horizon bigint,
-    OUT originator_node_ids int[], OUT originator_horizons bigint[],
-    OUT notifier_pid int, OUT epoch bigint, OUT state text, OUT ticks bigint,
-    OUT last_notice_at timestamptz, OUT notifier_starting boolean,
-    OUT late_writes bigint, OUT late_cursor bigint, OUT late_ring_size int,
-    OUT group_low_water bigint, OUT group_recent bigint,
-    OUT welcome_low_water bigint, OUT welcome_recent bigint,
-    OUT envelope_low_water bigint, OUT envelope_recent bigint,
-    OUT recent_entries int)
-RETURNS record
-AS 'MODULE_PATHNAME', 'feed_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-
-CREATE VIEW xip83.feed_status AS
-    SELECT s.*, pg_catalog.pg_notification_queue_usage() AS notification_queue_usage
-      FROM xip83.feed_status() s;
-
 COMMENT ON FUNCTION xip83.next_group_id(regclass) IS
-  'Id default of xip83.group_messages: draws from xip83.group_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs USAGE on the sequence.';
+  'Id default of xip83.group_messages: draws from xip83.group_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs INSERT or UPDATE on the table and USAGE or UPDATE on the sequence, checked before the id is registered.';
 COMMENT ON FUNCTION xip83.next_welcome_id(regclass) IS
-  'Id default of xip83.welcome_messages: draws from xip83.welcome_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs USAGE on the sequence.';
+  'Id default of xip83.welcome_messages: draws from xip83.welcome_messages_id_seq only, registering the id before any reader can see it. EXECUTE for every writer; needs INSERT or UPDATE on the table and USAGE or UPDATE on the sequence, checked before the id is registered.';
 COMMENT ON FUNCTION xip83.register_position() IS
   'BEFORE INSERT OR UPDATE row trigger of the xip83 tables: notes each row''s topic and position for reconnect waves and registers each written position; positions at or below the published horizon are stored and announced in the late ring. Also the trigger xip83.track adds to a node''s table. Refuses the write on any other table.';
 COMMENT ON FUNCTION xip83.reset_positions() IS
@@ -113,8 +96,3 @@ COMMENT ON FUNCTION xip83.envelope_horizons(regclass) IS
   'Per originator of source (xip83.envelopes or a table xip83.track follows as envelope), the highest sequence id such that every one at or below is committed, will never exist, or is announced as a late write. Needs SELECT on source.';
 COMMENT ON FUNCTION xip83.late_cursor(regclass) IS
   'Sequence number of the newest late write a feed remembers (source NULL: xip83''s own tables; else a tracked table): the late cursor a consumer following "from now" passes to its first live fetch (read it before the horizons). Returns once every late write up to it has ended, waiting for those still running.';
-COMMENT ON FUNCTION xip83.feed_status() IS
-  'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size; per kind the recent-writes table''s low-water position (a wave skips a topic whose floor is at or above it and that has no recent write above its floor) and entries in use (NULL like the horizons), and its capacity per kind (xip83.recent_entries).';
-GRANT SELECT ON xip83.feed_status TO PUBLIC;
-COMMENT ON VIEW xip83.feed_status IS
-  'xip83.feed_status() with the NOTIFY queue usage.';

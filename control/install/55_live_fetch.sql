@@ -31,7 +31,7 @@ AS 'MODULE_PATHNAME', 'live_envelopes' LANGUAGE C VOLATILE PARALLEL UNSAFE
 ROWS 100;
 
 -- Read replicas: a feed's horizons with the fence a standby must replay to
--- see every row at or below them (src/standby.c).
+-- see every row at or below them (src/feed/standby.c).
 CREATE FUNCTION xip83.horizon_fence(source regclass DEFAULT 'xip83.group_messages',
     OUT horizon bigint, OUT originator_node_ids int[], OUT originator_horizons bigint[],
     OUT fence pg_lsn, OUT timeline_id int, OUT system_identifier bigint)

@@ -6,7 +6,7 @@
 -- (BEFORE UPDATE) go on the table and on the blob table, xip83_reset_positions
 -- (AFTER TRUNCATE) on the table; untrack restores the default and drops them.
 
--- The tracking index (src/track_am.c): stores nothing, is never scanned; its
+-- The tracking index (src/feed/track_am.c): stores nothing, is never scanned; its
 -- insert callback registers each new row of a tracked table. Its operator
 -- classes have no operators, so no query can use it. The handler is internal.
 CREATE FUNCTION xip83.track_am_handler(internal) RETURNS index_am_handler
@@ -54,7 +54,9 @@ AS 'MODULE_PATHNAME', 'next_id' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION xip83.tracked_status(source regclass,
     OUT horizon bigint, OUT originator_node_ids int[], OUT originator_horizons bigint[],
     OUT registered bigint, OUT late_writes bigint, OUT late_cursor bigint,
-    OUT low_water bigint, OUT recent bigint)
+    OUT low_water bigint, OUT recent bigint,
+    OUT in_flight bigint, OUT in_flight_pid int,
+    OUT originator_in_flight bigint[], OUT originator_in_flight_pids int[])
 RETURNS record
 AS 'MODULE_PATHNAME', 'tracked_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
@@ -70,8 +72,8 @@ COMMENT ON FUNCTION xip83.track(regclass, text, regclass) IS
 COMMENT ON FUNCTION xip83.untrack(regclass) IS
   'Restores what xip83.track changed: the nextval id default, no xip83_track index, no xip83 triggers; the table''s registry entry is free once this commits. The caller must own the tables.';
 COMMENT ON FUNCTION xip83.next_id(regclass) IS
-  'The id default xip83.track gives a tracked v3 table: registers the id, then draws it from the table''s own sequence (needs USAGE on it, as nextval).';
+  'The id default xip83.track gives a tracked v3 table: registers the id, then draws it from the table''s own sequence. Needs INSERT or UPDATE on the table and USAGE or UPDATE on the sequence, checked before the id is registered.';
 COMMENT ON FUNCTION xip83.tracked_status(regclass) IS
-  'One row about a tracked table''s feed (NULL unless the caller may SELECT it): horizon or originator horizons, positions registered and late writes since it was loaded, late cursor, recent-writes low-water position and entries.';
+  'One row about a tracked table''s feed (NULL unless the caller may SELECT it): horizon or originator horizons, positions registered and late writes since it was loaded, late cursor, recent-writes low-water position and entries; who holds the horizon (per line the lowest position an open transaction may still write and its backend''s pid, NULL when none).';
 COMMENT ON VIEW xip83.tracked IS
   'Every tracked table with xip83.tracked_status.';

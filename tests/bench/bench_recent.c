@@ -1,5 +1,5 @@
 /*
- * bench_recent: reconnect waves with the recent-writes tables (src/recent.h),
+ * bench_recent: reconnect waves with the recent-writes tables (src/core/recent.c),
  * and what the tables cost writers; the targets and the figures from before the
  * tables printed alongside.
  *

@@ -13,7 +13,8 @@
  * JSON.
  *
  * Run by tests/libpq/t_frames_fuzz.c for a bounded time from seeds of real
- * frames; by hand: build/fuzz/fuzz_decoders -max_total_time=60 CORPUS_DIR
+ * frames; by hand, after make fuzzers:
+ * build/fuzz/fuzz_decoders -max_total_time=60 CORPUS_DIR
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * xip83_grpc_echo.c: a gRPC test server on the gateway's transport
- * (client/lib/h2_server.h), for tests/grpc/t_*.py. No database.
+ * (client/grpc/h2_server.h), for tests/grpc/t_*.py. No database.
  *
  *   xip83-grpc-echo [--h2c HOST:PORT] [--tls HOST:PORT --cert PEM --key PEM]
  *                   [--max-message BYTES] [--max-streams N] [--drain-ms MS]

@@ -1,5 +1,5 @@
 /*
- * t_frame_reader: the bounded frame reader (src/client/frame_reader.h) on
+ * t_frame_reader: the bounded frame reader (client/lib/frame_reader.h) on
  * its own, both ways in: bytes handed over in pieces (as a gateway's
  * transport would) and a pipe. No server is needed.
  *

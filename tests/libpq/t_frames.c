@@ -410,7 +410,7 @@ v3_waves(bool welcome)
 				int			got = 0;
 
 				snprintf(sql, sizeof(sql),
-						 "SELECT frame, messages, last_id FROM xip83.%s_wave_frames($1, $2, $3, $4, $5, "
+						 "SELECT frame, messages, last_id FROM xip83.%s_wave_scan($1, $2, $3, $4, $5, "
 						 "$6, $7, '%s')", welcome ? "welcome" : "group", welcome ? "wm" : "gm");
 				res = tl_exec(conn, sql, 7, p);
 				for (int f = 0; f < PQntuples(res); f++)
@@ -439,7 +439,7 @@ v3_waves(bool welcome)
 			if (mode == 1)
 			{
 				snprintf(sql, sizeof(sql),
-						 "DECLARE w CURSOR FOR SELECT * FROM xip83.%s_wave_frames_stream($1, $2, 0, $3, "
+						 "DECLARE w CURSOR FOR SELECT * FROM xip83.%s_wave_stream($1, $2, 0, $3, "
 						 "$4, $5, '%s')", welcome ? "welcome" : "group", welcome ? "wm" : "gm");
 				PQclear(tl_exec(conn, sql, 5, p));
 				snprintf(fetch, sizeof(fetch), "FETCH 3 FROM w");
@@ -448,11 +448,11 @@ v3_waves(bool welcome)
 			{
 				PGresult   *h;
 
-				snprintf(sql, sizeof(sql), "SELECT xip83.%s_wave_open($1, $2, 0, $3, '%s')",
+				snprintf(sql, sizeof(sql), "SELECT xip83.wave_open('%s', $1, $2, 0, $3, '%s')",
 						 welcome ? "welcome" : "group", welcome ? "wm" : "gm");
 				h = tl_exec(conn, sql, 3, p);
 				snprintf(fetch, sizeof(fetch),
-						 "SELECT * FROM xip83.%s_wave_frames_fetch(%s, %d, %s, %d)",
+						 "SELECT * FROM xip83.%s_wave_scan(%s, %d, %s, %d)",
 						 welcome ? "welcome" : "group", PQgetvalue(h, 0, 0), page_limit, mutate_s,
 						 max_bytes);
 				PQclear(h);
@@ -559,7 +559,7 @@ d14n_waves(void)
 			limit_s, mutate_s, max_s};
 			PGresult   *res = tl_exec(conn,
 									  "SELECT frame, messages, last_node_id, last_sequence_id "
-									  "FROM xip83.envelope_wave_frames($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+									  "FROM xip83.envelope_wave_scan($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
 									  "'meta', 'blob')", 10, p);
 			int			got = 0;
 
@@ -665,11 +665,11 @@ protoc_golden(void)
 	res = tl_exec(conn,
 				  "SELECT f.frame, (SELECT min(id) FROM wm WHERE message_type = 1) AS pid, "
 				  "  (SELECT wrapper_algorithm FROM wm WHERE id = (SELECT min(id) FROM wm WHERE message_type = 1)) "
-				  "FROM xip83.welcome_wave_frames("
+				  "FROM xip83.welcome_wave_scan("
 				  "  ARRAY(SELECT DISTINCT installation_key FROM wm), "
 				  "  ARRAY(SELECT 0::bigint FROM (SELECT DISTINCT installation_key FROM wm) k), "
 				  "  (SELECT min(id) FROM wm WHERE message_type = 1) - 1, 100000, 1, 424242, "
-				  "  source => 'wm') f", 0, NULL);
+				  "  2097152, source => 'wm') f", 0, NULL);
 	frame = tl_bytea(res, 0, 0, &len);
 	text = protoc_decode("xmtp.mls.api.v1.SubscribeResponse", "xip83/mls_api.proto", frame, len);
 	TL_CHECK(strstr(text, "mutate_id: 424242") != NULL, "protoc sees mutate_id: %s", text);
@@ -690,8 +690,8 @@ protoc_golden(void)
 
 	res = tl_exec(conn,
 				  "SELECT f.frame, g.id, (extract(epoch FROM g.created_at) * 1000000000)::numeric(30,0) "
-				  "FROM gm g, xip83.group_wave_frames(ARRAY[g.group_id], '{0}', g.id - 1, g.id, 1, 77, "
-				  "  source => 'gm') f WHERE g.id = (SELECT min(id) FROM gm)", 0, NULL);
+				  "FROM gm g, xip83.group_wave_scan(ARRAY[g.group_id], '{0}', g.id - 1, g.id, 1, 77, "
+				  "  2097152, source => 'gm') f WHERE g.id = (SELECT min(id) FROM gm)", 0, NULL);
 	frame = tl_bytea(res, 0, 0, &len);
 	text = protoc_decode("xmtp.mls.api.v1.SubscribeResponse", "xip83/mls_api.proto", frame, len);
 	snprintf(want, sizeof(want), "created_ns: %s\n", PQgetvalue(res, 0, 2));
@@ -702,10 +702,10 @@ protoc_golden(void)
 	PQclear(res);
 
 	res = tl_exec(conn,
-				  "SELECT frame FROM xip83.envelope_wave_frames(ARRAY(SELECT DISTINCT topic FROM meta), "
+				  "SELECT frame FROM xip83.envelope_wave_scan(ARRAY(SELECT DISTINCT topic FROM meta), "
 				  "  ARRAY(SELECT 1 FROM (SELECT DISTINCT topic FROM meta) t), "
 				  "  ARRAY(SELECT 0::bigint FROM (SELECT DISTINCT topic FROM meta) t), "
-				  "  '{1}', '{1000}', 0, 0, 3, 5, source => 'meta', blob_source => 'blob')", 0, NULL);
+				  "  '{1}', '{1000}', 0, 0, 3, 5, 2097152, source => 'meta', blob_source => 'blob')", 0, NULL);
 	frame = tl_bytea(res, 0, 0, &len);
 	text = protoc_decode("xmtp.xmtpv4.message_api.SubscribeResponse", "xip83/d14n_message_api.proto",
 						 frame, len);
@@ -717,8 +717,8 @@ protoc_golden(void)
 	PQclear(res);
 
 	res = tl_exec(conn,
-				  "SELECT xip83.frame_started(25000, 'd14n'), xip83.frame_catchup_complete(31, 'd14n'), "
-				  "  xip83.frame_topics_live(ARRAY['\\x00aa'::bytea]), xip83.frame_pong(12)", 0, NULL);
+				  "SELECT xip83.control_frame('started', 25000, 'd14n'), xip83.control_frame('catchup_complete', 31, 'd14n'), "
+				  "  xip83.control_frame('topics_live', topics => ARRAY['\\x00aa'::bytea]), xip83.control_frame('pong', 12)", 0, NULL);
 	{
 		static const char *const expect[] = {
 			"started {\n    keepalive_interval_ms: 25000", "catchup_complete {\n    mutate_id: 31",
@@ -750,16 +750,16 @@ static void
 fuzz_decoders(void)
 {
 	PGresult   *seeds = tl_exec(conn,
-								"SELECT frame, 'v3', 0 FROM xip83.group_wave_frames("
+								"SELECT frame, 'v3', 0 FROM xip83.group_wave_scan("
 								"  ARRAY(SELECT DISTINCT group_id FROM gm), "
 								"  ARRAY(SELECT 0::bigint FROM (SELECT DISTINCT group_id FROM gm) t), 0, 400, 20, 3, 600, 'gm') "
-								"UNION ALL SELECT frame, 'v3', 0 FROM xip83.welcome_wave_frames("
+								"UNION ALL SELECT frame, 'v3', 0 FROM xip83.welcome_wave_scan("
 								"  ARRAY(SELECT DISTINCT installation_key FROM wm), "
 								"  ARRAY(SELECT 0::bigint FROM (SELECT DISTINCT installation_key FROM wm) t), 0, 400, 20, 3, 600, 'wm') "
-								"UNION ALL SELECT frame, 'd14n', 0 FROM xip83.envelope_wave_frames("
+								"UNION ALL SELECT frame, 'd14n', 0 FROM xip83.envelope_wave_scan("
 								"  ARRAY(SELECT DISTINCT topic FROM meta), ARRAY(SELECT 2 FROM (SELECT DISTINCT topic FROM meta) t), "
 								"  ARRAY(SELECT 0::bigint FROM (SELECT DISTINCT topic FROM meta) t), '{2}', '{400}', 0, 0, 4, 9, "
-								"  source => 'meta', blob_source => 'blob') "
+								"  2097152, source => 'meta', blob_source => 'blob') "
 								"UNION ALL SELECT '\\x0a1a0a180a070a02000a1080010a040a0200bb12020101180120ea07'::bytea, 'v3', 1 "
 								"UNION ALL SELECT '\\x0a190a170a130a02000a120d0a0508071080010a04080910012003'::bytea, 'd14n', 1 "
 								"UNION ALL (SELECT originator_envelope, 'd14n', 2 FROM blob LIMIT 5)",
@@ -812,14 +812,14 @@ fuzz_decoders(void)
 		{
 			desc = d14n ? &xmtp__xmtpv4__message_api__subscribe_response__descriptor
 				: &xmtp__mls__api__v1__subscribe_response__descriptor;
-			res = PQexecParams(conn, "SELECT xip83.decode_subscribe_response($1, $2)", 2, NULL,
+			res = PQexecParams(conn, "SELECT xip83.decode_frame($1, $2)", 2, NULL,
 							   params, NULL, NULL, 0);
 		}
 		else if (what == 1)
 		{
 			desc = d14n ? &xmtp__xmtpv4__message_api__subscribe_request__descriptor
 				: &xmtp__mls__api__v1__subscribe_request__descriptor;
-			res = PQexecParams(conn, "SELECT xip83.decode_subscribe_request($1, $2)", 2, NULL,
+			res = PQexecParams(conn, "SELECT xip83.decode_frame($1, $2, 'request')", 2, NULL,
 							   params, NULL, NULL, 0);
 		}
 		else
@@ -894,7 +894,7 @@ live_envelope_frames(void)
 	res = tl_exec(conn,
 				  "SELECT frame, messages, originator_node_ids, sequence_ids, late_cursor, "
 				  "  array_length(originator_node_ids, 1) "
-				  "FROM xip83.live_envelope_frames('{1,2,3,4,5}', '{0,0,0,0,0}', 1000, 0, 4000)", 0, NULL);
+				  "FROM xip83.live_frames('envelope', '{1,2,3,4,5}', '{0,0,0,0,0}', 1000, 0, 4000)", 0, NULL);
 	TL_CHECK(PQntuples(res) > 1 && PQntuples(ref) > 100, "live envelope frames: %d for %d rows",
 			 PQntuples(res), PQntuples(ref));
 	for (int f = 0; f < PQntuples(res); f++)
@@ -982,7 +982,7 @@ live_frames(void)
 				 "coalesce(should_push, false), late_cursor", welcome ? "welcome" : "group");
 		ref = tl_exec(conn, sql, 0, NULL);
 		snprintf(sql, sizeof(sql),
-				 "SELECT frame, messages, last_id, late_cursor FROM xip83.live_%s_frames(0, 1000, 0, 900)",
+				 "SELECT frame, messages, last_id, late_cursor FROM xip83.live_frames('%s', 0, 1000, 0, 900)",
 				 welcome ? "welcome" : "group");
 		res = tl_exec(conn, sql, 0, NULL);
 		TL_CHECK(PQntuples(res) > 1, "live %s frames: %d", welcome ? "welcome" : "group", PQntuples(res));

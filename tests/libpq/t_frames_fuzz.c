@@ -31,18 +31,18 @@ static const struct
 	int			selector;
 	const char *sql;
 }			seeds[] = {
-	{V3_RESPONSE, "SELECT xip83.frame_started(30000) UNION ALL SELECT xip83.frame_ping(7) "
-	"UNION ALL SELECT xip83.frame_topics_live(ARRAY['\\x00aa'::bytea, '\\x01bb']) "
-	"UNION ALL SELECT xip83.frame_catchup_complete(12)"},
-	{V3_RESPONSE, "SELECT frame FROM xip83.group_wave_frames(ARRAY['\\x0a'::bytea, '\\x0b'], "
+	{V3_RESPONSE, "SELECT xip83.control_frame('started', 30000) UNION ALL SELECT xip83.control_frame('ping', 7) "
+	"UNION ALL SELECT xip83.control_frame('topics_live', topics => ARRAY['\\x00aa'::bytea, '\\x01bb']) "
+	"UNION ALL SELECT xip83.control_frame('catchup_complete', 12)"},
+	{V3_RESPONSE, "SELECT frame FROM xip83.group_wave_scan(ARRAY['\\x0a'::bytea, '\\x0b'], "
 	"'{0,0}', 0, 1000, 10, 7, 200, 'fz_gm')"},
-	{V3_RESPONSE, "SELECT frame FROM xip83.welcome_wave_frames(ARRAY['\\x01aa'::bytea], '{0}', 0, "
+	{V3_RESPONSE, "SELECT frame FROM xip83.welcome_wave_scan(ARRAY['\\x01aa'::bytea], '{0}', 0, "
 	"1000, 10, 3, 2097152, 'fz_wm')"},
 	{V3_REQUEST, "SELECT '\\x0a1a0a180a070a02000a1080010a040a0200bb12020101180120ea07'::bytea"},
 	{D14N_REQUEST, "SELECT '\\x0a190a170a130a02000a120d0a0508071080010a04080910012003'::bytea "
 	"UNION ALL SELECT '\\x0a0412020805'::bytea"},
-	{D14N_RESPONSE, "SELECT frame FROM xip83.envelope_wave_frames(ARRAY['\\x00aa'::bytea], '{7}', "
-	"'{0}', '{7}', '{10}', 0, 0, 10, 11, source => 'fz_meta', blob_source => 'fz_blob')"},
+	{D14N_RESPONSE, "SELECT frame FROM xip83.envelope_wave_scan(ARRAY['\\x00aa'::bytea], '{7}', "
+	"'{0}', '{7}', '{10}', 0, 0, 10, 11, 2097152, source => 'fz_meta', blob_source => 'fz_blob')"},
 	{ENVELOPE, "SELECT originator_envelope FROM fz_blob"},
 };
 
@@ -85,7 +85,7 @@ main(void)
 	struct stat st;
 
 	if (stat(HARNESS, &st) != 0)
-		tl_fatal("%s is missing: build it with clang (make)", HARNESS);
+		tl_fatal("%s is missing: build it with clang (make test-programs)", HARNESS);
 	wd_exec_script(conn, setup_sql);
 	if (mkdtemp(dir) == NULL)
 		tl_fatal("mkdtemp");

@@ -464,7 +464,7 @@ main(int argc, char **argv)
 	snprintf(tail_path, sizeof(tail_path), "%s/../xip83-tail", bindir);
 	snprintf(go_path, sizeof(go_path), "%s/../xip83-go-node", bindir);
 	if (access(go_path, X_OK) != 0)
-		tl_fatal("%s is missing: make builds it only where go is installed "
+		tl_fatal("%s is missing: make test-programs builds it only where go is installed "
 				 "(golang-go, golang-github-jackc-pgx-v4-dev)", go_path);
 	if (mkdtemp(dir) == NULL)
 		tl_fatal("mkdtemp: %s", strerror(errno));

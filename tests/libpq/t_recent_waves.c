@@ -1,13 +1,13 @@
 /*
  * t_recent_waves: reconnect waves over xip83's own tables, which skip topics
- * by the recent-writes table (src/recent.h), return exactly the rows of the
+ * by the recent-writes table (src/core/recent.c), return exactly the rows of the
  * plain-SQL definition of a page, whatever happened since the floors were
  * taken: writers committing between waves, open transactions holding
  * positions (committed after a wave's snapshot, then found by the next wave
  * with the same floors), explicit ids above the sequence, late writes (a row
  * deleted and written again below the horizon), a row moved to a quiet topic, a TRUNCATE, clean and crash
  * restarts, and more distinct topics than the table holds (low-water rises).
- * Topics the table knows exactly (src/recent.h, RecentExact) are read by
+ * Topics the table knows exactly (src/core/recent.c, RecentExact) are read by
  * position: floors at their own ids, more and fewer rows above them than it
  * retains, rows rolled back, deleted, moved or written below the sequence.
  *

@@ -9,7 +9,7 @@
 # executables: a report aborts them and the driver counts them failed.
 #
 # Without XIP83_SANITIZE=1 it only makes sure a plain run does not reuse
-# objects built with the sanitizers (PGXS keeps src/*.o beside the sources and
+# objects built with the sanitizers (PGXS keeps src/*/*.o beside the sources and
 # does not track flags).
 #
 # Sourced after the driver's functions are defined; it wraps build,
@@ -40,7 +40,7 @@ build() {
 	fi
 	mkdir -p build && touch "$SANITIZE_STAMP"
 	log "building with SANITIZE=1"
-	make -s -j2 PG_CONFIG="$PG_CONFIG" SANITIZE=1 all >"$RUN/build.log" 2>&1 \
+	make -s -j2 PG_CONFIG="$PG_CONFIG" SANITIZE=1 all test-programs >"$RUN/build.log" 2>&1 \
 		|| { cat "$RUN/build.log"; die "sanitizer build failed"; }
 	# temp_install's `make install` must see the same flags
 	export SANITIZE=1

@@ -1,0 +1,61 @@
+/*
+ * feed_internal.h, private to the live feed (feed.c, feed_fetch.c): the
+ * feed's state and what the two halves call of each other.
+ */
+#ifndef XIP83_FEED_INTERNAL_H
+#define XIP83_FEED_INTERNAL_H
+
+#include "feed.h"
+
+/* How often the notifier's pid may be looked up after a notice from another pid. */
+#define PID_RECHECK_MS 100
+
+typedef struct OriginatorCursor
+{
+	int32_t		node;
+	int64_t		after;
+} OriginatorCursor;
+
+/* The horizons a round reads up to on a standby, and their fence. */
+typedef struct FencedHorizons
+{
+	int64_t		horizon;		/* group or welcome */
+	int			n;				/* envelopes: originators with a horizon */
+	OriginatorCursor *originators;	/* (node, horizon) */
+	char		fence[32];
+} FencedHorizons;
+
+struct Xip83Feed
+{
+	Xip83FeedOptions opt;
+	PGconn	   *conn;
+	PGconn	   *standby;		/* rows come from here when set */
+	FencedHorizons fenced;		/* of the kind being read from the standby */
+	int64_t		group_after;
+	int64_t		welcome_after;
+	int64_t		late[3];		/* late cursor per kind: group, welcome, envelope */
+	int			n_originators;
+	int			cap_originators;
+	OriginatorCursor *originators;
+	int			notifier_pid;	/* the real notifier's backend, 0 when unknown */
+	int64_t		pid_checked_ms; /* when notifier_pid was last looked up */
+	bool		live;			/* hearing LIVE notices */
+	bool		ever_live;		/* reported "live" once */
+	bool		offline_reported;
+	uint64_t	epoch;			/* of the last notice, 0 before any */
+	int64_t		last_notice_ms; /* monotonic time of the last LIVE notice */
+	int64_t		last_poll_ms;	/* monotonic time of the last offline poll */
+	int64_t		next_connect_ms;	/* earliest reconnect attempt */
+	int			backoff_ms;
+	int64_t		rows;
+	unsigned char *scratch;		/* kind-prefixed topic */
+	size_t		scratch_len;
+};
+
+extern OriginatorCursor *FeedOriginator(Xip83Feed *f, int32_t node);
+extern const char *FeedSourceOf(const Xip83Feed *f, int kind);
+extern int FeedFetchAll(Xip83Feed *f, bool discover);
+extern int FeedQueryFailed(Xip83Feed *f, PGresult *res);
+extern void FeedStatus(Xip83Feed *f, const char *status, const char *detail);
+
+#endif							/* XIP83_FEED_INTERNAL_H */

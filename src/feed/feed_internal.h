@@ -1,0 +1,68 @@
+/*
+ * feed_internal.h: what the files of src/feed share and nothing else uses.
+ */
+#ifndef XIP83_FEED_INTERNAL_H
+#define XIP83_FEED_INTERNAL_H
+
+#include "postgres.h"
+
+#include "utils/rel.h"
+
+#include "feed.h"
+
+/* ---------------------------------------------------------------- tracking */
+
+/* What an xip83_track index of a table does (track_am.c, positions.c). */
+typedef enum TrackIndexUse
+{
+	TRACK_INDEX_INERT,			/* the table is not tracked: nothing */
+	TRACK_INDEX_LIVE,			/* registers the table's inserts */
+	TRACK_INDEX_MISMATCH		/* tracked, but not on the columns track names */
+} TrackIndexUse;
+
+/*
+ * The use of an index of a table, with the tracking that covers the table
+ * and whether it is the blob side (no topic column in the index).
+ */
+extern TrackIndexUse TrackIndexOf(Relation heap, Relation index, TrackedSource *t,
+								  bool *blob_side);
+
+/* An xip83_track index being built: refused when a tracked table would misread it. */
+extern void TrackCheckIndex(Relation heap, Relation index);
+
+/* The xip83_track index through which a leaf's inserts are registered, or InvalidOid. */
+extern Oid	TrackLiveIndex(Relation heap);
+
+/* Whether a column of a tracked table (or partition) holds positions or the topic. */
+extern bool TrackedColumn(Oid relid, const char *column);
+
+/* ProcessUtility hook: DDL that would move rows past the write path (track_ddl.c). */
+extern void TrackDdlInstallHook(void);
+
+/* A tracked table or its blob table is being dropped: its row goes too. */
+extern void TrackedDropped(Oid relid);
+
+/* ---------------------------------------------------------------- writes */
+
+/*
+ * A new row of a tracked table, from its xip83_track index (track_am.c):
+ * values are the index's columns, positions first and then the topic (none
+ * on a blob table). A table no longer tracked is left alone. Returns whether
+ * the write is late.
+ */
+extern bool PositionsIndexInsert(Relation heap, Relation index, Datum *values, bool *isnull);
+/* Whether such an insert may be an UPDATE's new row version (false: surely a new row). */
+extern bool PositionsInsertMayBeUpdate(Relation heap);
+/* A sequence's last value, read off its page (bookkeeping: no privilege check). */
+extern int64 FeedSequenceLastValue(Oid seqid);
+
+/* ---------------------------------------------------------------- standby */
+
+
+/*
+ * The notifier: logs a feed's horizons for standbys, only the lines that
+ * moved since its last record of that feed, or every line when full.
+ */
+extern void StandbyLogHorizons(RegistryDb *db, const HorizonSet *set, bool full);
+
+#endif							/* XIP83_FEED_INTERNAL_H */

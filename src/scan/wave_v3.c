@@ -1,0 +1,561 @@
+/*
+ * wave_v3.c: the v3 wave scans, group and welcome messages, as SQL functions.
+ *
+ *   *_wave_scan   one stateless page: the rows m of source with, for some i,
+ *                 m.topic = topics[i] and m.id > floors[i], and m.id > scan_cursor
+ *                 and m.id <= ceiling; ascending id; at most page_limit rows.
+ *                 With page_limit NULL: the same rows without a limit, one per
+ *                 call (value per call), for a cursor: the SQL wrapper
+ *                 *_wave_stream puts it in a target list so FETCH n reads n
+ *                 rows and no more.
+ *
+ * Invariants: a topic listed twice is one stream with its lowest floor; a
+ * topic whose floor (raised to the scan cursor) is at or above the ceiling is
+ * never read, so a caught-up wave touches no index. The merge engine does the
+ * reading; this file only turns arguments into streams and rows into tuples.
+ *
+ * Visibility: a wave reads with one snapshot taken after its arguments (the
+ * ceiling among them) were evaluated, HorizonReadSnapshot (feed.h), so a
+ * ceiling pinned from the horizon in the same statement, or inside a
+ * REPEATABLE READ transaction, still finds every row at or below it.
+ *
+ * Resources: a page opens, scans and closes within one call. A stream keeps
+ * its source, merge and a registered snapshot across calls and releases them
+ * when the rows run out or when its expression context shuts down (cursor
+ * closed, query ended early); on ERROR the resource owner releases them.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+
+#include "base/base.h"
+#include "core/core.h"
+#include "rel/rel.h"
+#include "feed/feed.h"
+#include "merge.h"
+#include "scan.h"
+
+PG_FUNCTION_INFO_V1(group_wave_scan);
+PG_FUNCTION_INFO_V1(welcome_wave_scan);
+PG_FUNCTION_INFO_V1(group_wave_rows);
+PG_FUNCTION_INFO_V1(welcome_wave_rows);
+
+/* A distinct topic of the wave and its stream (the first of them, per leaf). */
+typedef struct WaveTopic
+{
+	bytea	   *topic;
+	int32		stream;			/* -1: nothing to read */
+	char		status;
+} WaveTopic;
+
+/* Hash of a topic's bytes: its recent-writes key (one hash function for both). */
+static inline uint32
+TopicHash(const bytea *topic)
+{
+	return RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
+}
+
+/* Whether two topics have the same bytes. */
+static inline bool
+TopicEqual(const bytea *a, const bytea *b)
+{
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+#define SH_PREFIX		wavetopics
+#define SH_ELEMENT_TYPE	WaveTopic
+#define SH_KEY_TYPE		bytea *
+#define SH_KEY			topic
+#define SH_HASH_KEY(tb, key)	TopicHash(key)
+#define SH_EQUAL(tb, a, b)		TopicEqual(a, b)
+#define SH_SCOPE		static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
+
+/* One wave being read: its source, its topics and the merge over them. */
+struct Wave
+{
+	const SourceSpec *spec;
+	Source	   *source;
+	SourceLeaf **leaves;		/* the source's leaves, as the merge takes them */
+	wavetopics_hash *topics;	/* the topics of the streams admitted so far */
+	MergeScan  *merge;
+	Snapshot	snapshot;
+	ResourceOwner owner;		/* holds the snapshot registration, when one */
+};
+
+/* Whether the leaves hold disjoint id ranges in ascending order. */
+static bool
+LeavesInIdOrder(const Source *source)
+{
+	for (int i = 1; i < source->nleaves; i++)
+		if (source->leaves[i - 1].position_hi > source->leaves[i].position_lo)
+			return false;
+	return true;
+}
+
+/* Maps a tuple met by the dense walk to the stream of its topic, or -1. */
+static int
+ClassifyByTopic(void *arg, const SourceLeaf *leaf, TupleTableSlot *slot)
+{
+	Wave	   *wave = (Wave *) arg;
+	bool		isnull;
+	Datum		d = slot_getattr(slot, leaf->attnos[V3_COL_TOPIC], &isnull);
+	bytea	   *topic;
+	WaveTopic  *entry;
+
+	if (isnull)
+		return -1;
+	topic = (bytea *) PG_DETOAST_DATUM_PACKED(d);
+	entry = wavetopics_lookup(wave->topics, topic);
+	if ((Pointer) topic != DatumGetPointer(d))
+		pfree(topic);
+	return entry != NULL ? entry->stream : -1;
+}
+
+/*
+ * Admits a stream the merge has reached (in floor order) into the topic set:
+ * false when its topic is already there, from a listing with a floor at or
+ * below this one, whose stream reads every row this one would.
+ */
+static bool
+AdmitTopic(void *arg, int stream)
+{
+	Wave	   *wave = (Wave *) arg;
+	bool		found;
+	WaveTopic  *entry = wavetopics_insert(wave->topics,
+										  (bytea *) DatumGetPointer(MergeStreamTopic(wave->merge,
+																					 stream)),
+										  &found);
+
+	if (found)
+		return false;
+	entry->stream = stream;
+	return true;
+}
+
+/* Listings walked and asked about at a time, on the stack. */
+#define ASK_CHUNK 256
+
+/* The recent-writes key of a topic element, read in place. */
+static inline uint32
+ElementKey(Datum element)
+{
+	const char *p = DatumGetPointer(element);
+	bytea	   *topic;
+
+	if (likely(VARATT_IS_4B_U(p)))
+	{
+		Size		len = VARSIZE(p) - VARHDRSZ;
+
+		/* the common topic sizes get a copy of the hash with the length fixed */
+		if (likely(len == 16))
+			return RecentKey(VARDATA(p), 16, 0);
+		if (len == 32)
+			return RecentKey(VARDATA(p), 32, 0);
+		return RecentKey(VARDATA(p), len, 0);
+	}
+	topic = DatumGetByteaPP(element);
+	return RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
+}
+
+/* Marks listing i of topics->n read: allocates *read with the first. */
+static inline void
+MarkRead(bool **read, int n, int i, int *count)
+{
+	if (*read == NULL)
+		*read = palloc0(sizeof(bool) * n);
+	*count += !(*read)[i];
+	(*read)[i] = true;
+}
+
+/*
+ * Decides per listing whether the wave reads it (*read, allocated with the
+ * first listing read; NULL when none is); returns how many. A listing is
+ * read when its floor, raised to the scan cursor, is below the ceiling and,
+ * over a table with recent writes, a write of its topic above that floor
+ * may be registered (asked after the snapshot was taken: a topic with no
+ * such write has no row the snapshot sees above its floor). A topic listed
+ * twice is then read from the lowest floor among its listings that are
+ * read: rows between a lower floor whose answer was "no" and that one were
+ * registered after the question, so after the snapshot.
+ *
+ * This is the whole cost of a caught-up reconnect, so it walks the topics in
+ * place (no deconstruct_array), a chunk at a time: hashes them, loading each
+ * one's slot, then asks; it allocates nothing unless a listing is read. A
+ * partition that changed under the questions (rare: an eviction) is found
+ * at the end, and its topics are walked again and read.
+ */
+static int
+ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray *floors,
+			   int64 scan_cursor, int64 ceiling, bool **read)
+{
+	Datum		chunk_topics[ASK_CHUNK];
+	uint32		chunk_keys[ASK_CHUNK];
+	int64		chunk_floors[ASK_CHUNK];
+	int			chunk_listing[ASK_CHUNK];
+	int			count = 0;
+	ArgWalk		walk = ArgWalkBegin(topics);
+	RecentAsk	ask;
+	uint64		moved;
+
+	*read = NULL;
+	if (recent != NULL)
+		RecentAskBegin(recent, &ask);
+	for (int start = 0; start < topics->n; start += ASK_CHUNK)
+	{
+		int			end = start + ArgNextVarlenas(topics, &walk, ASK_CHUNK, chunk_topics);
+		int			n = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		for (int i = start; i < end; i++)
+		{
+			int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
+
+			if (floor >= ceiling)
+				continue;
+			chunk_keys[n] = ElementKey(chunk_topics[i - start]);
+			chunk_floors[n] = floor;
+			chunk_listing[n++] = i;
+			if (recent != NULL)
+				RecentAskPrefetch(&ask, chunk_keys[n - 1]);
+		}
+		for (int j = 0; j < n; j++)
+		{
+			/* below position 0 the table answers nothing: read */
+			if (recent == NULL || chunk_floors[j] < 0 ||
+				RecentAskMay(&ask, chunk_keys[j], (uint64) chunk_floors[j]))
+				MarkRead(read, topics->n, chunk_listing[j], &count);
+		}
+	}
+	moved = recent != NULL ? RecentAskMoved(&ask) : 0;
+	if (moved != 0)
+	{
+		/* a partition changed under the questions: its topics may have */
+		walk = ArgWalkBegin(topics);
+		for (int start = 0; start < topics->n; start += ASK_CHUNK)
+		{
+			int			end = start + ArgNextVarlenas(topics, &walk, ASK_CHUNK, chunk_topics);
+
+			for (int i = start; i < end; i++)
+				if (Max(DatumGetInt64(floors->values[i]), scan_cursor) < ceiling &&
+					RecentAskInMoved(&ask, moved, ElementKey(chunk_topics[i - start])))
+					MarkRead(read, topics->n, i, &count);
+		}
+	}
+	return count;
+}
+
+/*
+ * Adds the streams of the listings read, a topic listed twice once with its
+ * lowest floor (raised to the cursor). Over leaves in id order, one stream per
+ * listing, each admitted into the topic set (what the dense walk classifies
+ * rows with) only when the merge reaches it, a repeated topic's later
+ * listings dropped then (AdmitTopic): a page sets up the topics it gets to.
+ * Otherwise one stream per (topic, leaf), consecutive, set up here.
+ */
+static void
+AddStreams(Wave *wave, ArgArray *topics, const ArgArray *floors, int64 scan_cursor,
+		   int64 ceiling, const bool *read, int nread, bool in_order)
+{
+	int			nleaves = wave->source->nleaves;
+	Datum	   *values = ArgValues(topics);
+
+	/* lazily admitted topics grow the set as the merge reaches them */
+	wave->topics = wavetopics_create(CurrentMemoryContext,
+									 in_order ? Min(nread, 256) : Max(nread, 16), NULL);
+	MergeReserveStreams(wave->merge, nread);
+	for (int i = 0; i < topics->n; i++)
+	{
+		int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
+		bool		found;
+		WaveTopic  *entry;
+
+		if ((i % 4096) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (!read[i])
+			continue;
+		if (in_order)
+		{
+			(void) MergeAddStream(wave->merge, PointerGetDatum(DatumGetByteaPP(values[i])),
+								  0, floor, ceiling, wave->leaves, nleaves);
+			continue;
+		}
+		entry = wavetopics_insert(wave->topics, DatumGetByteaPP(values[i]), &found);
+		if (found)
+		{
+			for (int l = 0; entry->stream >= 0 && l < nleaves; l++)
+				MergeLowerFloor(wave->merge, entry->stream + l, floor);
+			continue;
+		}
+		entry->stream = -1;
+		for (int l = 0; l < nleaves; l++)
+		{
+			int			sno = MergeAddStream(wave->merge, PointerGetDatum(entry->topic), 0,
+											 floor, ceiling, &wave->leaves[l], 1);
+
+			if (l == 0)
+				entry->stream = sno;
+		}
+	}
+	if (in_order)
+		MergeSetAdmit(wave->merge, AdmitTopic, wave);
+}
+
+/* Whether some floor, raised to the scan cursor, is below the ceiling. */
+static bool
+AnyTopicBelow(const ArgArray *floors, int64 scan_cursor, int64 ceiling)
+{
+	if (scan_cursor >= ceiling)
+		return false;
+	for (int i = 0; i < floors->n; i++)
+		if (DatumGetInt64(floors->values[i]) < ceiling)
+			return true;
+	return false;
+}
+
+/*
+ * Reads the wave arguments (topics, floors, scan_cursor, ceiling at 0..3 and
+ * the source at source_arg), opens the source and sets up the merge.
+ */
+static Wave *
+WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int64 row_goal,
+		   Snapshot snapshot)
+{
+	Wave	   *wave = palloc0(sizeof(Wave));
+	ArgArray	topics = ArgGetVarlenaArray(fcinfo, 0, "topics", BYTEAOID);
+	ArgArray	floors = ArgGetArray(fcinfo, 1, "floors", INT8OID);
+	int64		scan_cursor;
+	int64		ceiling;
+	bool		in_order;
+	RecentTable *recent;
+	bool	   *read;
+	int			nread;
+
+	ArgRequireSameLength(&topics, &floors);
+	ArgRequire(fcinfo, 2, "scan_cursor");
+	ArgRequire(fcinfo, 3, "ceiling");
+	ArgRequire(fcinfo, source_arg, "source");
+	scan_cursor = PG_GETARG_INT64(2);
+	ceiling = PG_GETARG_INT64(3);
+
+	wave->spec = spec;
+	wave->snapshot = snapshot;
+	if (!AnyTopicBelow(&floors, scan_cursor, ceiling))
+	{
+		/* caught up: refuse whom SQL would refuse, then read nothing */
+		(void) SourceCheckReadable(PG_GETARG_OID(source_arg), spec);
+		return wave;
+	}
+
+	recent = RecentForSource(PG_GETARG_OID(source_arg),
+							 spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME);
+	nread = ChooseListings(recent, &topics, &floors, scan_cursor, ceiling, &read);
+	if (nread == 0)
+	{
+		/* nothing new: the same as caught up */
+		(void) SourceCheckReadable(PG_GETARG_OID(source_arg), spec);
+		return wave;
+	}
+	wave->source = SourceOpen(PG_GETARG_OID(source_arg), spec);
+	wave->leaves = palloc(sizeof(SourceLeaf *) * Max(wave->source->nleaves, 1));
+	for (int i = 0; i < wave->source->nleaves; i++)
+		wave->leaves[i] = &wave->source->leaves[i];
+
+	/*
+	 * Leaves in id order make one stream per topic and allow the dense walk;
+	 * otherwise each (topic, leaf) is a stream of its own.
+	 */
+	in_order = LeavesInIdOrder(wave->source);
+	wave->merge = MergeBegin(1, snapshot, (MergeStrategy) xip83_wave_strategy, row_goal);
+	/* topics the table knows exactly are fetched by id, not descended */
+	if (recent != NULL)
+		MergeSetRecent(wave->merge, recent);
+	AddStreams(wave, &topics, &floors, scan_cursor, ceiling, read, nread, in_order);
+	pfree(read);
+	if (in_order)
+		MergeSetDenseWalk(wave->merge, wave->leaves, wave->source->nleaves, 0,
+						  ClassifyByTopic, wave);
+	return wave;
+}
+
+/*
+ * Opens a wave read with its own snapshot, registered on the current resource
+ * owner (which must outlive the wave): the row iterator the scans, the streams
+ * and the frame encoders (frames.c) share. See WaveOpenOn for the arguments.
+ */
+Wave *
+WaveOpen(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int64 row_goal)
+{
+	Snapshot	snapshot = RegisterSnapshotOnOwner(HorizonReadSnapshot(), CurrentResourceOwner);
+	Wave	   *wave = WaveOpenOn(fcinfo, spec, source_arg, row_goal, snapshot);
+
+	wave->owner = CurrentResourceOwner;
+	return wave;
+}
+
+/* Projects the wave's next row into values/nulls; false at its end. */
+bool
+WaveNext(Wave *wave, Datum *values, bool *nulls)
+{
+	MergeRow	row;
+
+	if (wave->merge == NULL || !MergeNext(wave->merge, &row))
+		return false;
+	for (int i = 0; i < wave->spec->ncolumns; i++)
+		values[i] = slot_getattr(row.slot, row.leaf->attnos[i], &nulls[i]);
+	return true;
+}
+
+/* Ends the merge, closes the source and drops the snapshot registration. */
+void
+WaveClose(Wave *wave)
+{
+	if (wave->merge != NULL)
+		MergeEnd(wave->merge);
+	wave->merge = NULL;
+	if (wave->source != NULL)
+		SourceClose(wave->source);
+	wave->source = NULL;
+	if (wave->owner != NULL)
+		UnregisterSnapshotFromOwner(wave->snapshot, wave->owner);
+	wave->owner = NULL;
+}
+
+/* One stateless page of a wave into the caller's tuplestore. */
+static Datum
+WaveScanPage(FunctionCallInfo fcinfo, const SourceSpec *spec)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int32		limit = ArgGetPageLimit(fcinfo, 4, "page_limit");
+	Datum		values[8];
+	bool		nulls[8];
+	Wave	   *wave;
+
+	Assert(spec->ncolumns <= lengthof(values));
+	InitMaterializedSRF(fcinfo, 0);
+	wave = WaveOpen(fcinfo, spec, 5, limit);
+	while (WaveNext(wave, values, nulls))
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	WaveClose(wave);
+	return (Datum) 0;
+}
+
+/* Releases a stream's wave when its query ends before the rows do. */
+static void
+WaveShutdown(Datum arg)
+{
+	WaveClose((Wave *) DatumGetPointer(arg));
+}
+
+/*
+ * The first call of a value-per-call function returning rows of a wave (or
+ * frames of one): checks the caller takes a set, sets up the call context and
+ * its row type, and switches to multi_call_memory_ctx (*old: the context to
+ * switch back to).
+ */
+FuncCallContext *
+WaveRowsFirstCall(FunctionCallInfo fcinfo, MemoryContext *old)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	FuncCallContext *funcctx;
+	TupleDesc	tupdesc;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	funcctx = SRF_FIRSTCALL_INIT();
+	*old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	funcctx->tuple_desc = BlessTupleDesc(tupdesc);
+	return funcctx;
+}
+
+/*
+ * The rows of a wave one per call, for a cursor (value-per-call SRF); the
+ * source is argument source_arg.
+ */
+static Datum
+WaveRows(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	FuncCallContext *funcctx;
+	Wave	   *wave;
+	Datum		values[8];
+	bool		nulls[8];
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		MemoryContext old;
+
+		funcctx = WaveRowsFirstCall(fcinfo, &old);
+		/* the rows come over many calls: the wave keeps its snapshot registered */
+		wave = WaveOpen(fcinfo, spec, source_arg, 0);
+		funcctx->user_fctx = wave;
+		RegisterExprContextCallback(rsinfo->econtext, WaveShutdown, PointerGetDatum(wave));
+		MemoryContextSwitchTo(old);
+	}
+	funcctx = SRF_PERCALL_SETUP();
+	wave = (Wave *) funcctx->user_fctx;
+	if (WaveNext(wave, values, nulls))
+		SRF_RETURN_NEXT(funcctx,
+						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc, values, nulls)));
+	UnregisterExprContextCallback(rsinfo->econtext, WaveShutdown, PointerGetDatum(wave));
+	WaveClose(wave);
+	SRF_RETURN_DONE(funcctx);
+}
+
+/*
+ * A page, or with page_limit NULL the whole wave one row per call (what
+ * *_wave_stream reads). Whether to stream is the caller's to say: a function
+ * cannot tell a target list, where value-per-call streams, from FROM, where
+ * the executor drains it into a tuplestore first.
+ */
+static Datum
+WaveScan(FunctionCallInfo fcinfo, const SourceSpec *spec)
+{
+	if (PG_ARGISNULL(4))
+		return WaveRows(fcinfo, spec, 5);
+	return WaveScanPage(fcinfo, spec);
+}
+
+/* xip83.group_wave_scan: one page of a group-message wave, or all of it. */
+Datum
+group_wave_scan(PG_FUNCTION_ARGS)
+{
+	return WaveScan(fcinfo, &WaveV3GroupSource);
+}
+
+/* xip83.welcome_wave_scan: one page of a welcome wave, or all of it. */
+Datum
+welcome_wave_scan(PG_FUNCTION_ARGS)
+{
+	return WaveScan(fcinfo, &WaveV3WelcomeSource);
+}
+
+/*
+ * 0.1.0's group_wave_rows and welcome_wave_rows (no page_limit argument). The
+ * 0.1.0 install script names these symbols (CREATE EXTENSION ... VERSION
+ * '0.1.0', where an update from it starts), and a 0.1.0 database calls them
+ * until it is updated.
+ */
+Datum
+group_wave_rows(PG_FUNCTION_ARGS)
+{
+	return WaveRows(fcinfo, &WaveV3GroupSource, 4);
+}
+
+Datum
+welcome_wave_rows(PG_FUNCTION_ARGS)
+{
+	return WaveRows(fcinfo, &WaveV3WelcomeSource, 4);
+}
