@@ -1,7 +1,8 @@
 # xip83: PGXS build of the extension, its protobuf code, the libpq tools and tests.
 #
 #   make                 extension library and the programs users run
-#                        (xip83-tail, xip83-session)
+#                        (xip83-tail, xip83-session; xip83-gateway where
+#                        libnghttp2-dev and libssl-dev are installed)
 #   make test-programs   the libpq test programs, and the Go example and the
 #                        libFuzzer harness when go and clang are at hand, and the
 #                        gRPC transport's test server
@@ -15,7 +16,8 @@
 #                        instance (pg_regress --temp-instance), as a non-root user
 #   make installcheck-libpq  builds and runs the libpq programs tests/libpq/t_*.c
 #                        (and scripts t_*.sh) against PGHOST, and the gRPC
-#                        transport's tests tests/grpc/t_*.py
+#                        tests tests/grpc/t_*.py (the gateway's, t_gateway_*,
+#                        on a fresh database too)
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
 #   make cppcheck        static analysis of include/, src/, client/ (tests/cppcheck.sh)
@@ -133,13 +135,16 @@ PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --
                $(SANITIZE_FLAGS)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
 CLIENT_MAINS = client/bin/xip83_tail.c client/bin/xip83_session.c
-CLIENT_SRC   = $(filter-out $(CLIENT_MAINS),$(call srcfiles,client/lib/*.c))
+# client/lib/gw_*.c is the gateway's core: it needs the gRPC transport (below)
+CLIENT_SRC   = $(filter-out $(CLIENT_MAINS) $(call srcfiles,client/lib/gw_*.c),$(call srcfiles,client/lib/*.c))
 CLIENT_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(CLIENT_SRC)) $(patsubst %.c,$(BUILD)/client/%.o,$(PROTO_C))
 TESTLIB_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,tests/libpq/lib/*.c))
 LIBPQ_TESTS  = $(patsubst tests/libpq/%.c,$(BUILD)/tests/%,$(call srcfiles,tests/libpq/t_*.c))
 # shell tests (t_*.sh) run as they are, in the same fresh database
 LIBPQ_SCRIPTS = $(addprefix $(S),$(call srcfiles,tests/libpq/t_*.sh))
-BENCHES      = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests/bench/*.c))
+# bench_gateway is a gRPC load client: built with the gateway (below)
+BENCHES      = $(filter-out $(BUILD)/bench/bench_gateway,\
+               $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(call srcfiles,tests/bench/*.c)))
 TOOLS        = $(if $(call srcfiles,client/bin/xip83_tail.c),$(BUILD)/xip83-tail) \
                $(if $(call srcfiles,client/bin/xip83_session.c),$(BUILD)/xip83-session)
 
@@ -190,8 +195,33 @@ GW_LIBS      = $(shell pkg-config --libs $(GW_PKGS) 2>/dev/null)
 GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/grpc/*.c))
 GW_ECHO      = $(if $(GW_OK),$(BUILD)/client/xip83-grpc-echo)
 GRPC_TESTS   = $(call srcfiles,tests/grpc/t_*.py)
+# The gateway: its multiplexed core (client/lib/gw_*.c) joins the transport to
+# the session engine (libpq, protobuf-c), and its program client/bin/xip83_gateway.c.
+GW_CORE_SRC  = $(call srcfiles,client/lib/gw_*.c)
+GW_CORE_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(GW_CORE_SRC))
+GATEWAY      = $(if $(GW_OK),$(if $(call srcfiles,client/bin/xip83_gateway.c),$(BUILD)/xip83-gateway))
+GW_BENCH     = $(if $(GATEWAY),$(if $(call srcfiles,tests/bench/bench_gateway.c),$(BUILD)/bench/bench_gateway))
+TOOLS       += $(GATEWAY)
+ifneq ($(GW_OK),yes)
+$(info xip83-gateway and xip83-grpc-echo are not built: libnghttp2-dev or libssl-dev is missing)
+endif
 
-test-programs: $(GW_ECHO)
+all: $(GATEWAY)
+
+test-programs: $(GW_ECHO) $(GATEWAY)
+
+bench: $(GW_BENCH)
+
+$(GW_CORE_OBJ): PQ_CFLAGS += -I$(S)client/grpc $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
+                             -Wno-unused-parameter -Wno-missing-field-initializers
+$(GW_CORE_OBJ): $(call srcfiles,client/grpc/*.h)
+
+$(BUILD)/xip83-gateway: client/bin/xip83_gateway.c $(GW_CORE_OBJ) $(GW_LIB_OBJ) $(CLIENT_OBJ) \
+                        $(call srcfiles,client/lib/*.h client/grpc/*.h)
+	$(CC) $(PQ_CFLAGS) -I$(S)client/grpc -o $@ $(filter %.c %.o,$^) $(GW_LIBS) $(PQ_LIBS)
+
+$(BUILD)/bench/bench_gateway: PQ_LIBS += $(GW_LIBS)
+$(BUILD)/bench/bench_gateway: PQ_CFLAGS += -Wno-unused-parameter
 
 $(BUILD)/client/grpc/%.o: client/grpc/%.c $(call srcfiles,client/grpc/*.h)
 	@mkdir -p $(dir $@)
@@ -263,6 +293,7 @@ tempcheck:
 # One program, one test: each gets a fresh database with the extension.
 installcheck-libpq: test-programs
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
+		XIP83_GATEWAY=$(abspath $(BUILD)/xip83-gateway) \
 		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
 
 test:

@@ -21,13 +21,14 @@ typedef enum H2PollKind
 {
 	H2_POLL_LISTENER,
 	H2_POLL_CONN,
-	H2_POLL_WAKE
+	H2_POLL_WAKE,
+	H2_POLL_WATCH				/* an Xip83Watch of the core's */
 } H2PollKind;
 
 /* The head of everything registered with epoll: data.ptr points at it. */
 typedef struct H2Poll
 {
-	H2PollKind	kind;
+	int			kind;			/* H2PollKind */
 } H2Poll;
 
 typedef struct H2Listener

@@ -124,8 +124,7 @@ xip83_h2_tls_files(Xip83H2Server *srv, const char *cert_file, const char *key_fi
 }
 
 int
-xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *port, bool tls,
-				char *err, size_t errlen)
+xip83_tcp_listen(const char *host, const char *port, int *bound, char *err, size_t errlen)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC,.ai_socktype = SOCK_STREAM,.ai_flags = AI_PASSIVE};
 	struct addrinfo *ai;
@@ -134,14 +133,7 @@ xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *port, bool tls
 	int			fd = -1,
 				one = 1,
 				rc;
-	H2Listener *l;
-	struct epoll_event ev = {.events = EPOLLIN};
 
-	if (tls && srv->tls == NULL)
-	{
-		snprintf(err, errlen, "a TLS listener needs a certificate and key first");
-		return -1;
-	}
 	rc = getaddrinfo(host, port, &hints, &ai);
 	if (rc != 0)
 	{
@@ -160,6 +152,27 @@ xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *port, bool tls
 		return -1;
 	}
 	freeaddrinfo(ai);
+	*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
+				   : ((struct sockaddr_in *) &ss)->sin_port);
+	return fd;
+}
+
+int
+xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *port, bool tls,
+				char *err, size_t errlen)
+{
+	int			fd,
+				bound;
+	H2Listener *l;
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	if (tls && srv->tls == NULL)
+	{
+		snprintf(err, errlen, "a TLS listener needs a certificate and key first");
+		return -1;
+	}
+	if ((fd = xip83_tcp_listen(host, port, &bound, err, errlen)) < 0)
+		return -1;
 	l = calloc(1, sizeof(*l));
 	if (l == NULL)
 	{
@@ -180,8 +193,7 @@ xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *port, bool tls
 	}
 	l->next = srv->listeners;
 	srv->listeners = l;
-	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
-				 : ((struct sockaddr_in *) &ss)->sin_port);
+	return bound;
 }
 
 /* The drain's grace is over: whatever is still open is closed now. */
@@ -252,6 +264,36 @@ xip83_h2_timer_stop(Xip83H2Server *srv, Xip83Timer *t)
 	xip83_timer_stop(&srv->timers, t);
 }
 
+bool
+xip83_h2_watch(Xip83H2Server *srv, Xip83Watch *w, int fd, uint32_t events, Xip83WatchFn fire,
+			   void *arg)
+{
+	struct epoll_event ev = {.events = events};
+
+	if (w->fd >= 0 && w->fd != fd)
+		xip83_h2_unwatch(srv, w);
+	w->poll_kind = H2_POLL_WATCH;
+	w->fire = fire;
+	w->arg = arg;
+	ev.data.ptr = w;
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, fd, &ev) != 0
+		&& (errno != ENOENT || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0))
+	{
+		w->fd = -1;
+		return false;
+	}
+	w->fd = fd;
+	return true;
+}
+
+void
+xip83_h2_unwatch(Xip83H2Server *srv, Xip83Watch *w)
+{
+	if (w->fd >= 0)
+		(void) epoll_ctl(srv->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	w->fd = -1;
+}
+
 /* Flushes every connection something was queued on since its last flush. */
 static void
 FlushDirty(Xip83H2Server *srv)
@@ -274,7 +316,7 @@ xip83_h2_run(Xip83H2Server *srv)
 	while (!(srv->draining && (srv->conns == NULL || srv->drained)))
 	{
 		int			n = epoll_wait(srv->epfd, ev, EVENTS_PER_WAIT,
-								   xip83_timers_wait_ms(&srv->timers, xip83_now_ms()));
+								   xip83_timers_wait_ms(&srv->timers, xip83_loop_now_ms()));
 
 		if (n < 0 && errno != EINTR)
 			return false;
@@ -291,6 +333,14 @@ xip83_h2_run(Xip83H2Server *srv)
 				case H2_POLL_CONN:
 					h2_conn_event((H2Conn *) p, ev[i].events);
 					break;
+				case H2_POLL_WATCH:
+					{
+						Xip83Watch *w = (Xip83Watch *) p;
+
+						if (w->fd >= 0)
+							w->fire(w->arg, ev[i].events);
+					}
+					break;
 				case H2_POLL_WAKE:
 					{
 						uint64_t	count;
@@ -301,7 +351,7 @@ xip83_h2_run(Xip83H2Server *srv)
 					break;
 			}
 		}
-		xip83_timers_run(&srv->timers, xip83_now_ms());
+		xip83_timers_run(&srv->timers, xip83_loop_now_ms());
 		FlushDirty(srv);
 	}
 	xip83_timer_stop(&srv->timers, &srv->drain_timer);

@@ -114,6 +114,14 @@ extern bool xip83_h2_tls_files(Xip83H2Server *srv, const char *cert_file, const 
 extern int	xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *port, bool tls,
 							char *err, size_t errlen);
 
+/*
+ * A non-blocking TCP listening socket on host:port (port "0": any free one;
+ * the port bound goes to *bound), or -1 with err set. For listeners of the
+ * caller's own (xip83_h2_watch).
+ */
+extern int	xip83_tcp_listen(const char *host, const char *port, int *bound, char *err,
+							 size_t errlen);
+
 /* Runs the loop until a drain has finished; false on an epoll failure. */
 extern bool xip83_h2_run(Xip83H2Server *srv);
 
@@ -127,6 +135,32 @@ extern void xip83_h2_stats(const Xip83H2Server *srv, Xip83H2Stats *out);
 extern bool xip83_h2_timer_start(Xip83H2Server *srv, Xip83Timer *t, uint64_t delay_ms,
 								 Xip83TimerFn fire, void *arg);
 extern void xip83_h2_timer_stop(Xip83H2Server *srv, Xip83Timer *t);
+
+/*
+ * Other file descriptors on the server's loop (database sockets, a metrics
+ * listener): the struct lives in the caller's memory for as long as it is
+ * watched. fire gets the epoll events (EPOLLIN, EPOLLOUT, EPOLLERR, ...);
+ * level-triggered.
+ */
+typedef void (*Xip83WatchFn) (void *arg, uint32_t events);
+/* Set fd to -1 before the first xip83_h2_watch. */
+typedef struct Xip83Watch
+{
+	int			poll_kind;		/* the loop's own */
+	int			fd;				/* -1: not watched */
+	Xip83WatchFn fire;
+	void	   *arg;
+} Xip83Watch;
+
+/*
+ * Watches fd for events (EPOLLIN, EPOLLOUT), or changes what is watched;
+ * also re-adds a descriptor the kernel dropped because it was closed and its
+ * number reused. false with errno set.
+ */
+extern bool xip83_h2_watch(Xip83H2Server *srv, Xip83Watch *w, int fd, uint32_t events,
+						   Xip83WatchFn fire, void *arg);
+/* Stops watching (a closed descriptor is fine). */
+extern void xip83_h2_unwatch(Xip83H2Server *srv, Xip83Watch *w);
 
 /*
  * Queues one message (the gRPC prefix is added here). False when the stream

@@ -7,7 +7,7 @@
 #include <time.h>
 
 uint64_t
-xip83_now_ms(void)
+xip83_loop_now_ms(void)
 {
 	struct timespec ts;
 
@@ -96,7 +96,7 @@ xip83_timer_start(Xip83Timers *ts, Xip83Timer *t, uint64_t delay_ms,
 		ts->heap = h;
 		ts->cap = cap;
 	}
-	t->due_ms = xip83_now_ms() + delay_ms;
+	t->due_ms = xip83_loop_now_ms() + delay_ms;
 	t->fire = fire;
 	t->arg = arg;
 	Place(ts, ts->n++, t);

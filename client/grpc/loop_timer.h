@@ -33,7 +33,7 @@ typedef struct Xip83Timers
 } Xip83Timers;
 
 /* Now, in milliseconds of the monotonic clock. */
-extern uint64_t xip83_now_ms(void);
+extern uint64_t xip83_loop_now_ms(void);
 
 /*
  * (Re)starts t to fire after delay_ms with fire(arg); false when out of

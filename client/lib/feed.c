@@ -156,10 +156,27 @@ xip83_feed_cursor(const Xip83Feed *f, int kind, int32_t node)
 	return -1;
 }
 
+int
+xip83_feed_originators(const Xip83Feed *f, int32_t *nodes, int64_t *afters, int max)
+{
+	for (int i = 0; i < f->n_originators && i < max; i++)
+	{
+		nodes[i] = f->originators[i].node;
+		afters[i] = f->originators[i].after;
+	}
+	return f->n_originators;
+}
+
 bool
 xip83_feed_is_live(const Xip83Feed *f)
 {
 	return f->live;
+}
+
+int
+xip83_feed_socket(const Xip83Feed *f)
+{
+	return f->conn ? PQsocket(f->conn) : -1;
 }
 
 int64_t

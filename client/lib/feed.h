@@ -111,8 +111,21 @@ extern int	xip83_feed_step(Xip83Feed *feed, int timeout_ms);
  * again later), -2 after a fatal error (printed).
  */
 extern int	xip83_feed_fetch(Xip83Feed *feed);
+/*
+ * The originators the feed follows and their cursors: up to max of them into
+ * nodes and afters (which may be NULL when max is 0); returns how many there
+ * are.
+ */
+extern int	xip83_feed_originators(const Xip83Feed *feed, int32_t *nodes, int64_t *afters,
+								   int max);
 /* Whether the feed currently hears LIVE notices. */
 extern bool xip83_feed_is_live(const Xip83Feed *feed);
+/*
+ * The socket to wait on for notices, or -1 while disconnected; it changes
+ * when the feed reconnects. For callers with their own event loop, which call
+ * xip83_feed_step with timeout 0 when it is readable and every poll_ms.
+ */
+extern int	xip83_feed_socket(const Xip83Feed *feed);
 /* Rows delivered since the feed was created. */
 extern int64_t xip83_feed_rows(const Xip83Feed *feed);
 

@@ -48,8 +48,8 @@ xip83_session_fail(Xip83Session *s, const char *code, const char *fmt,...)
 	return false;
 }
 
-static void
-OnRow(void *arg, const Xip83FeedRow *row)
+void
+xip83_session_on_row(void *arg, const Xip83FeedRow *row)
 {
 	Xip83Session *s = arg;
 	Xip83Msg	m = {0};
@@ -104,8 +104,8 @@ OnRow(void *arg, const Xip83FeedRow *row)
  * UNAVAILABLE, which clients retry from their current cursors, skipping the
  * lost rows. Rows sent before are valid; nothing is sent after.
  */
-static void
-OnStatus(void *arg, const char *status, const char *detail)
+void
+xip83_session_on_status(void *arg, const char *status, const char *detail)
 {
 	Xip83Session *s = arg;
 
@@ -116,8 +116,8 @@ OnStatus(void *arg, const char *status, const char *detail)
 						   " loss; the current ones would skip them");
 }
 
-static bool
-HandleMutate(Xip83Session *s, const Xip83Request *req)
+bool
+xip83_session_mutate(Xip83Session *s, const Xip83Request *req)
 {
 	if (req->mutate_id != 0 && xip83_wave_find(s, req->mutate_id) != NULL)
 		return xip83_session_fail(s, "INVALID_ARGUMENT", "mutate_id %llu is a wave in flight",
@@ -135,17 +135,10 @@ HandleMutate(Xip83Session *s, const Xip83Request *req)
 	return true;
 }
 
-typedef struct Keepalive
+bool
+xip83_session_request(Xip83Session *s, const unsigned char *msg, size_t len)
 {
-	int			interval_ms;
-	bool		outstanding;
-	uint64_t	nonce;
-	int64_t		sent_ms;
-} Keepalive;
-
-static bool
-HandleRequest(Xip83Session *s, Keepalive *ka, const unsigned char *msg, size_t len)
-{
+	Xip83Keepalive *ka = &s->ka;
 	Xip83Request req;
 	char		err[256];
 	const char *code = xip83_request_parse(s->opt.d14n ? XIP83_BINDING_D14N : XIP83_BINDING_V3,
@@ -163,15 +156,15 @@ HandleRequest(Xip83Session *s, Keepalive *ka, const unsigned char *msg, size_t l
 		ok = true;
 	}
 	else
-		ok = HandleMutate(s, &req);
+		ok = xip83_session_mutate(s, &req);
 	xip83_request_free(&req);
 	return ok;
 }
 
-/* Ping after an idle interval; a Ping unanswered for another interval ends the stream. */
-static bool
-KeepaliveTick(Xip83Session *s, Keepalive *ka, bool half_closed)
+bool
+xip83_session_keepalive(Xip83Session *s, bool half_closed)
 {
+	Xip83Keepalive *ka = &s->ka;
 	int64_t		now = xip83_now_ms();
 
 	if (half_closed)
@@ -194,7 +187,7 @@ KeepaliveTick(Xip83Session *s, Keepalive *ka, bool half_closed)
  * memory here. Sets *eof at the client's half-close; false on a stream error.
  */
 static bool
-TakeRequests(Xip83Session *s, Keepalive *ka, Xip83FrameReader *in, bool *eof)
+TakeRequests(Xip83Session *s, Xip83FrameReader *in, bool *eof)
 {
 	for (;;)
 	{
@@ -204,7 +197,7 @@ TakeRequests(Xip83Session *s, Keepalive *ka, Xip83FrameReader *in, bool *eof)
 		switch (xip83_frame_read_fd(in, s->opt.in_fd, &msg, &len))
 		{
 			case XIP83_FRAME_READY:
-				if (!HandleRequest(s, ka, msg, len))
+				if (!xip83_session_request(s, msg, len))
 					return false;
 				break;
 			case XIP83_FRAME_MORE:
@@ -230,7 +223,7 @@ TakeRequests(Xip83Session *s, Keepalive *ka, Xip83FrameReader *in, bool *eof)
 }
 
 static bool
-Run(Xip83Session *s, Keepalive *ka)
+Run(Xip83Session *s)
 {
 	Xip83FrameReader in;
 	bool		eof = false;
@@ -239,11 +232,11 @@ Run(Xip83Session *s, Keepalive *ka)
 	xip83_frame_init(&in, XIP83_MAX_REQUEST);
 	while (ok && !s->failed)
 	{
-		if (!eof && !TakeRequests(s, ka, &in, &eof))
+		if (!eof && !TakeRequests(s, &in, &eof))
 			break;
 		if (eof && s->n_waves == 0)
 			break;				/* half-closed and every wave finished */
-		if (!KeepaliveTick(s, ka, eof))
+		if (!xip83_session_keepalive(s, eof))
 			break;
 		ok = xip83_wave_step(s);
 		if (ok && xip83_feed_step(s->feed, s->n_waves ? 0 : IDLE_STEP_MS) < 0)
@@ -257,12 +250,39 @@ Run(Xip83Session *s, Keepalive *ka)
 	return ok && !s->failed;
 }
 
+Xip83Session *
+xip83_session_new(const Xip83SessionOptions *options)
+{
+	Xip83Session *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->opt = *options;
+	s->ka.interval_ms = s->opt.keepalive_ms > 0 ? s->opt.keepalive_ms : 30000;
+	s->out.fd = s->opt.out_fd;
+	s->out.d14n = s->opt.d14n;
+	s->ops = s->opt.d14n ? &xip83_wave_d14n : &xip83_wave_v3;
+	return s;
+}
+
+void
+xip83_session_free(Xip83Session *s)
+{
+	if (s == NULL)
+		return;
+	for (int i = 0; i < s->n_waves; i++)
+		xip83_wave_free(s->waves[i]);
+	xip83_batch_free(&s->live);
+	xip83_topics_free(&s->topics);
+	free(s->scratch);
+	free(s);
+}
+
 int
 xip83_session_run(const Xip83SessionOptions *options, char *status, size_t status_len)
 {
-	Xip83Session *s = calloc(1, sizeof(*s));
+	Xip83Session *s = xip83_session_new(options);
 	Xip83FeedOptions fo = {0};
-	Keepalive	ka = {0};
 	bool		ok = false;
 
 	if (s == NULL)
@@ -270,16 +290,11 @@ xip83_session_run(const Xip83SessionOptions *options, char *status, size_t statu
 		snprintf(status, status_len, "RESOURCE_EXHAUSTED out of memory");
 		return 1;
 	}
-	s->opt = *options;
-	ka.interval_ms = s->opt.keepalive_ms > 0 ? s->opt.keepalive_ms : 30000;
-	s->out.fd = s->opt.out_fd;
-	s->out.d14n = s->opt.d14n;
-	s->ops = s->opt.d14n ? &xip83_wave_d14n : &xip83_wave_v3;
 	fcntl(s->opt.in_fd, F_SETFL, fcntl(s->opt.in_fd, F_GETFL) | O_NONBLOCK);
 	fo.conninfo = s->opt.conninfo;
 	fo.kinds = s->opt.d14n ? XIP83_FEED_ENVELOPE : XIP83_FEED_GROUP | XIP83_FEED_WELCOME;
-	fo.on_row = OnRow;
-	fo.on_status = OnStatus;
+	fo.on_row = xip83_session_on_row;
+	fo.on_status = xip83_session_on_status;
 	fo.arg = s;
 	s->wave_conn = PQconnectdb(s->opt.conninfo);
 	if (PQstatus(s->wave_conn) != CONNECTION_OK)
@@ -287,19 +302,14 @@ xip83_session_run(const Xip83SessionOptions *options, char *status, size_t statu
 	else if ((s->feed = xip83_feed_new(&fo)) == NULL || !xip83_feed_start_at_horizon(s->feed))
 		xip83_session_fail(s, "UNAVAILABLE", "live feed: cannot read the horizons");
 	/* Started before anything else the stream carries */
-	else if (!xip83_send_started(&s->out, (uint32_t) ka.interval_ms))
+	else if (!xip83_send_started(&s->out, (uint32_t) s->ka.interval_ms))
 		xip83_session_fail(s, "CANCELLED", "the client stopped reading");
 	else
-		ok = Run(s, &ka);
+		ok = Run(s);
 	snprintf(status, status_len, "%s", ok ? "OK" : s->status);
-	for (int i = 0; i < s->n_waves; i++)
-		xip83_wave_free(s->waves[i]);
-	xip83_batch_free(&s->live);
-	xip83_topics_free(&s->topics);
-	free(s->scratch);
 	if (s->feed)
 		xip83_feed_free(s->feed);
 	PQfinish(s->wave_conn);
-	free(s);
+	xip83_session_free(s);
 	return ok ? 0 : 1;
 }

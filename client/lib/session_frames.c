@@ -30,7 +30,8 @@ Send(Xip83Out *out, const unsigned char *frame, size_t len)
 {
 	if (out->failed)
 		return false;
-	if (!xip83_wire_write(out->fd, frame, len))
+	if (out->write ? !out->write(out->write_arg, frame, len)
+		: !xip83_wire_write(out->fd, frame, len))
 	{
 		out->failed = true;
 		return false;

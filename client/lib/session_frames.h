@@ -31,10 +31,16 @@ typedef struct Xip83Msg
 
 #define XIP83_MAX_FRAME (2 * 1024 * 1024)
 
-/* Where frames go: a file descriptor, and the time of the last frame (keepalive). */
+/*
+ * Where frames go: a file descriptor (length-delimited), or a writer that
+ * takes each whole frame (a gRPC stream); and the time of the last frame
+ * (keepalive).
+ */
 typedef struct Xip83Out
 {
 	int			fd;
+	bool		(*write) (void *arg, const unsigned char *frame, size_t len);
+	void	   *write_arg;
 	int64_t		last_send_ms;
 	bool		failed;			/* a write failed: the client is gone */
 	bool		d14n;			/* Envelopes frames (else v3 Messages) */

@@ -79,9 +79,19 @@ typedef struct Xip83Wave
 	size_t		held;			/* bytes of its topics and scan parameters */
 	PGresult   *prefetched;		/* the next page of pass prefetched_pass, read ahead */
 	int			prefetched_pass;
+	uint64_t	seam;			/* the caller's fetch round it waits for (seam_ticket); 0: none */
 } Xip83Wave;
 
 typedef struct Xip83Session Xip83Session;
+
+/* Ping after an idle interval; a Ping unanswered for another interval ends the stream. */
+typedef struct Xip83Keepalive
+{
+	int			interval_ms;
+	bool		outstanding;
+	uint64_t	nonce;
+	int64_t		sent_ms;
+} Xip83Keepalive;
 
 /* What a binding's waves do. */
 typedef struct Xip83WaveOps
@@ -117,10 +127,52 @@ struct Xip83Session
 	size_t		held_by_waves;	/* the waves' held bytes */
 	unsigned char *scratch;		/* a kind-prefixed v3 topic */
 	size_t		scratch_len;
+	Xip83Keepalive ka;
+	/*
+	 * A wave step sends a page it has no result for and returns, instead of
+	 * waiting: the caller collects it (xip83_wave_conn_idle) once the wave
+	 * connection has it, and steps again. Set by a caller that multiplexes
+	 * many sessions over a few connections.
+	 */
+	bool		async_pages;
+	/*
+	 * The seam's feed fetch done by the caller, once for many sessions: when
+	 * set, a wave whose scans are done asks seam_ticket for the round of
+	 * fetch that will do (the caller runs one soon), and finishes once
+	 * seam_done says that round has completed; its steps until then do
+	 * nothing. NULL: the wave step fetches the feed itself.
+	 */
+	/*
+	 * A wave's ceilings are the feed's cursors when it starts, not horizons
+	 * read with a query: they are horizons the feed read, and every row above
+	 * them is still to come through the feed (and is folded). For a caller
+	 * whose feed is shared by many sessions, so a Mutate costs no query.
+	 */
+	bool		ceilings_from_feed;
+	uint64_t	(*seam_ticket) (void *arg);
+	bool		(*seam_done) (void *arg, uint64_t ticket);
+	void	   *seam_arg;
 	/* the first stream error wins; later ones are consequences */
 	char		status[512];
 	bool		failed;
 };
+
+/*
+ * A session without connections (the caller sets wave_conn and feed), or
+ * NULL when out of memory; freed with xip83_session_free, which leaves
+ * wave_conn and feed alone.
+ */
+extern Xip83Session *xip83_session_new(const Xip83SessionOptions *options);
+extern void xip83_session_free(Xip83Session *s);
+/* The feed's callbacks (the feed's arg is the session). */
+extern void xip83_session_on_row(void *arg, const Xip83FeedRow *row);
+extern void xip83_session_on_status(void *arg, const char *status, const char *detail);
+/* One whole SubscribeRequest from the client; false after a stream error. */
+extern bool xip83_session_request(Xip83Session *s, const unsigned char *msg, size_t len);
+/* A decoded Mutate (removes, then the wave of its adds); false after a stream error. */
+extern bool xip83_session_mutate(Xip83Session *s, const Xip83Request *req);
+/* Pings an idle client, fails a silent one; half_closed: the client sends nothing more. */
+extern bool xip83_session_keepalive(Xip83Session *s, bool half_closed);
 
 /* Records a stream error (first one wins); always returns false. */
 extern bool xip83_session_fail(Xip83Session *s, const char *code, const char *fmt,...)

@@ -19,38 +19,67 @@
 #define SCAN_START_NODE INT32_MIN
 #define SCAN_START_SEQ	INT64_MIN
 
+/* The originators' ceilings: the feed's cursors, or originator_ceilings() (malloc'd arrays). */
+static bool
+Ceilings(Xip83Session *s, int32_t **nodes, int64_t **ceilings, int *n)
+{
+	PGresult   *res = NULL;
+
+	if (s->ceilings_from_feed)
+		*n = xip83_feed_originators(s->feed, NULL, NULL, 0);
+	else
+	{
+		xip83_wave_conn_idle(s);
+		res = PQexec(s->wave_conn,
+					 "SELECT originator_node_id, max_sequence_id FROM xip83.originator_ceilings()");
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			PQclear(res);
+			return xip83_session_fail(s, "UNAVAILABLE", "wave ceilings: %s",
+									  PQerrorMessage(s->wave_conn));
+		}
+		*n = PQntuples(res);
+	}
+	*nodes = malloc(sizeof(int32_t) * (size_t) (*n + 1));
+	*ceilings = malloc(sizeof(int64_t) * (size_t) (*n + 1));
+	if (*nodes == NULL || *ceilings == NULL)
+	{
+		PQclear(res);
+		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+	}
+	if (res == NULL)
+		(void) xip83_feed_originators(s->feed, *nodes, *ceilings, *n);
+	for (int o = 0; res && o < *n; o++)
+	{
+		(*nodes)[o] = (int32_t) atol(PQgetvalue(res, o, 0));
+		(*ceilings)[o] = atoll(PQgetvalue(res, o, 1));
+	}
+	PQclear(res);
+	return true;
+}
+
 static bool
 Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
 {
 	Xip83ArrayLit lit[5] = {{0}};	/* topics, nodes, floors, ceiling nodes, ceilings */
 	Xip83Pass  *pass = &w->pass[0];
-	PGresult   *res;
-	int			n_orig;
-	bool		ok = true;
+	int32_t    *nodes = NULL;
+	int64_t    *ceilings = NULL;
+	int			n_orig = 0;
+	bool		ok;
 
-	xip83_wave_conn_idle(s);
-	res = PQexec(s->wave_conn,
-				 "SELECT originator_node_id, max_sequence_id FROM xip83.originator_ceilings()");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-	{
-		PQclear(res);
-		return xip83_session_fail(s, "UNAVAILABLE", "wave ceilings: %s",
-								  PQerrorMessage(s->wave_conn));
-	}
-	n_orig = PQntuples(res);
+	ok = Ceilings(s, &nodes, &ceilings, &n_orig);
 	for (int o = 0; ok && o < n_orig; o++)
-		ok = xip83_lit_int(&lit[3], atol(PQgetvalue(res, o, 0)))
-			&& xip83_lit_int(&lit[4], atoll(PQgetvalue(res, o, 1)));
+		ok = xip83_lit_int(&lit[3], nodes[o]) && xip83_lit_int(&lit[4], ceilings[o]);
 	for (size_t i = 0; ok && i < n; i++)
 		for (int o = 0; ok && o < n_orig; o++)
-		{
-			int32_t		node = (int32_t) atol(PQgetvalue(res, o, 0));
-
 			ok = xip83_lit_bytes(&lit[0], adds[i]->topic, adds[i]->len)
-				&& xip83_lit_int(&lit[1], node)
-				&& xip83_lit_int(&lit[2], xip83_cursor_at(adds[i]->cursor, adds[i]->n_cursor, node));
-		}
-	PQclear(res);
+				&& xip83_lit_int(&lit[1], nodes[o])
+				&& xip83_lit_int(&lit[2], xip83_cursor_at(adds[i]->cursor, adds[i]->n_cursor, nodes[o]));
+	free(nodes);
+	free(ceilings);
+	if (s->failed)
+		return false;
 	w->n_passes = 1;
 	pass->done = n_orig == 0;
 	pass->scan.node = SCAN_START_NODE;

@@ -41,6 +41,12 @@ Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
 	}
 	if (!ok)
 		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+	if (s->ceilings_from_feed)
+	{
+		w->pass[0].ceiling = xip83_feed_cursor(s->feed, XIP83_FEED_GROUP, 0);
+		w->pass[1].ceiling = xip83_feed_cursor(s->feed, XIP83_FEED_WELCOME, 0);
+		return true;
+	}
 	xip83_wave_conn_idle(s);
 	res = PQexec(s->wave_conn, "SELECT xip83.group_ceiling(), xip83.welcome_ceiling()");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)

@@ -35,7 +35,7 @@ xip83_topics_get(const Xip83Topics *set, const unsigned char *t, size_t len)
 static bool
 Grow(Xip83Topics *set)
 {
-	size_t		n = set->n_slots ? set->n_slots * 2 : 1024;
+	size_t		n = set->n_slots ? set->n_slots * 2 : 16;
 	Xip83Topic **slots = calloc(n, sizeof(*slots));
 
 	if (slots == NULL)
@@ -76,6 +76,8 @@ xip83_topics_put(Xip83Topics *set, const unsigned char *t, size_t len)
 	*p = e;
 	set->count++;
 	set->bytes += len;
+	if (set->watch)
+		set->watch(set->watch_arg, t, len, true);
 	return e;
 }
 
@@ -88,6 +90,8 @@ xip83_topics_del(Xip83Topics *set, const unsigned char *t, size_t len)
 	if (set->n_slots == 0 || (e = *(p = Slot(set, t, len))) == NULL)
 		return;
 	*p = e->next;
+	if (set->watch)
+		set->watch(set->watch_arg, e->bytes, e->len, false);
 	set->bytes -= e->len + sizeof(Xip83Line) * (size_t) e->n_lines;
 	free(e->lines);
 	free(e->bytes);
@@ -102,6 +106,8 @@ xip83_topics_free(Xip83Topics *set)
 		for (Xip83Topic *e = set->slots[i], *next; e; e = next)
 		{
 			next = e->next;
+			if (set->watch)
+				set->watch(set->watch_arg, e->bytes, e->len, false);
 			free(e->lines);
 			free(e->bytes);
 			free(e);

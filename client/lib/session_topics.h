@@ -40,6 +40,7 @@ typedef struct Xip83Topic
 	uint64_t	wave;
 	Xip83Line  *lines;
 	int			n_lines;
+	void	   *data;			/* the set owner's, when it is not a session's */
 } Xip83Topic;
 
 typedef struct Xip83Topics
@@ -48,6 +49,9 @@ typedef struct Xip83Topics
 	size_t		n_slots;
 	size_t		count;
 	size_t		bytes;			/* identifiers and lines held: what adds cost in memory */
+	/* told of every topic entering (added) or leaving the set (may be NULL) */
+	void		(*watch) (void *arg, const unsigned char *t, size_t len, bool added);
+	void	   *watch_arg;
 } Xip83Topics;
 
 extern Xip83Topic *xip83_topics_get(const Xip83Topics *set, const unsigned char *t, size_t len);

@@ -351,8 +351,12 @@ ScanPage(Xip83Session *s, Xip83Wave *w, int p)
 	}
 	else if (s->ahead == w && s->ahead_pass == p)
 		res = Collect(s);
+	else if (!s->ops->page(s, w, p))
+		return false;
+	else if (s->async_pages)
+		return true;			/* the caller collects the page once it is in */
 	else
-		res = s->ops->page(s, w, p) ? Collect(s) : NULL;
+		res = Collect(s);
 	if (res == NULL)
 		return false;
 	n = PQntuples(res);
@@ -382,10 +386,16 @@ xip83_wave_step(Xip83Session *s)
 		if (!w->pass[p].done)
 			return ScanPage(s, w, p);
 	/* every row committed before this fetch has now passed the feed */
-	rc = xip83_feed_fetch(s->feed);
-	if (rc == -1)
+	if (s->seam_ticket != NULL)
+	{
+		if (w->seam == 0)
+			w->seam = s->seam_ticket(s->seam_arg);
+		if (!s->seam_done(s->seam_arg, w->seam))
+			return true;		/* the caller's fetch has not run yet */
+	}
+	else if ((rc = xip83_feed_fetch(s->feed)) == -1)
 		return true;			/* the feed is reconnecting: try again next turn */
-	if (rc < 0)
+	else if (rc < 0)
 		return xip83_session_fail(s, "UNAVAILABLE", "live feed failed");
 	if (s->failed || !xip83_batch_flush(&s->out, &s->live) || !Finish(s, w))
 		return false;

@@ -45,6 +45,9 @@ ABOUT = OrderedDict([
      "replay of the same scans, and live latency p99."),
     ("bench_node_writers", "writer throughput into node tables tracked against untracked, and "
      "xip83's own table against a plain copy."),
+    ("bench_gateway", "xip83-gateway under a load client on nghttp2: streams opened and caught "
+     "up, the gateway's RSS and database connections, then live rows on random topics: latency "
+     "from insert to frame read, and the gateway's CPU share."),
 ])
 
 # Charts: (file, title, bench, filter on the case, x key, series, y label, log y).

@@ -46,14 +46,15 @@ def check(cond, what):
 
 
 class Server:
-    """One xip83-grpc-echo process; ports as it printed them."""
+    """One xip83-grpc-echo process (or another program that prints its
+    ports the same way: "KIND PORT" lines, then "ready"); ports as printed."""
 
-    def __init__(self, *args, measure_memory=False):
+    def __init__(self, *args, measure_memory=False, program=ECHO):
         env = dict(os.environ)
         if measure_memory:
             # an ASan build (make SANITIZE=1) keeps freed memory in quarantine
             env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=0"
-        self.proc = subprocess.Popen([ECHO, *args], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([program, *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, env=env)
         _servers.append(self)
         self.ports = {}

@@ -4,8 +4,9 @@
 # the server at PGHOST/PGPORT (psql and pg_isready from PATH). Tests that
 # restart or stop the server do it through XIP83_PGCTL (a pg_ctl wrapper,
 # tests/driver.sh writes one); a server left down is started again through it.
-# Python tests (tests/grpc/t_*.py: the gateway's gRPC transport) run the same
-# way, under /usr/bin/python3 (Debian's grpcio and h2), with no database.
+# Python tests (tests/grpc/t_*.py: the gateway and its gRPC transport) run
+# under /usr/bin/python3 (Debian's grpcio and h2): the transport's with no
+# database, the gateway's (t_gateway_*.py) with a fresh one like the others.
 set -uo pipefail
 passed=0 failed=0
 # Counts one test by its exit status and prints its line.
@@ -19,16 +20,20 @@ report() {
 for t in "$@"; do
 	[ -x "$t" ] || [ "${t%.py}" != "$t" ] || continue
 	name=$(basename "$t" .sh)
-	if [ "${t%.py}" != "$t" ]; then
+	case "$name" in t_gateway_*.py) ;; *.py)
 		timeout "${XIP83_TEST_TIMEOUT:-900}" /usr/bin/python3 "$t"
 		report "$name" $?
-		continue
-	fi
+		continue ;;
+	esac
 	PGOPTIONS="-c client_min_messages=warning" psql -X -q -d postgres -v ON_ERROR_STOP=1 \
 		-c "DROP DATABASE IF EXISTS xip83_libpq" -c "CREATE DATABASE xip83_libpq" >/dev/null \
 		&& psql -X -q -d xip83_libpq -v ON_ERROR_STOP=1 -c "CREATE EXTENSION xip83" >/dev/null \
 		|| { echo "test $name ... FAILED (no fresh database)"; failed=$((failed + 1)); continue; }
-	PGDATABASE=xip83_libpq timeout "${XIP83_TEST_TIMEOUT:-900}" "$t"
+	if [ "${t%.py}" != "$t" ]; then
+		PGDATABASE=xip83_libpq timeout "${XIP83_TEST_TIMEOUT:-900}" /usr/bin/python3 "$t"
+	else
+		PGDATABASE=xip83_libpq timeout "${XIP83_TEST_TIMEOUT:-900}" "$t"
+	fi
 	report "$name" $?
 	# a test that left the server down must not take the others with it
 	if ! pg_isready -q && [ -n "${XIP83_PGCTL:-}" ]; then

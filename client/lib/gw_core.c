@@ -1,0 +1,876 @@
+/*
+ * gw_core.c: the gateway's multiplexed session core (see gw_core.h).
+ *
+ * Threading: none; everything runs on the transport's loop. What still
+ * waits on the database is the feed's fetches (its own connection; one round
+ * per notice, and one per turn for the waves at their seam) and the reset of
+ * a broken connection. A wave's ceilings are the feed's cursors when it
+ * starts (no query). Wave pages, the bulk of the reading, never block the
+ * loop: a page is sent, the connection's socket is watched, and the result
+ * is collected when it is whole.
+ */
+#include "gw_core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "gw_frames.h"
+#include "gw_router.h"
+#include "session_internal.h"
+
+/* No wave page is read for a stream with more than this queued to its client. */
+#define WAVE_PAUSE (1024 * 1024)
+/* The feed is stepped at least this often (its offline polls, its silence deadline). */
+#define FEED_TICK_MS 50
+
+typedef struct GwStream GwStream;
+
+/* A wave connection of the pool. */
+typedef struct PoolConn
+{
+	Xip83Gateway *gw;
+	PGconn	   *conn;
+	Xip83Watch	watch;
+	GwStream   *owner;			/* whose page query is in flight; NULL: none or orphaned */
+	bool		busy;			/* a query is in flight */
+	struct PoolConn *next_free;
+} PoolConn;
+
+struct GwStream
+{
+	Xip83Gateway *gw;
+	Xip83H2Stream *h2;
+	Xip83Session *s;
+	GwMethodKind kind;
+	int			method;			/* index in xip83_gateway_methods */
+	bool		half_closed;
+	bool		finished;		/* ended by the core: nothing more is done for it */
+	bool		requested;		/* server streams: the filters came */
+	bool		dirty;			/* its live batch may hold rows */
+	bool		queued;			/* in the wave queue */
+	bool		paused;			/* waves wait for the client to read */
+	bool		at_seam;		/* a wave waits for the next seam fetch */
+	PoolConn   *conn;			/* holding a wave connection */
+	Xip83Timer	keepalive;
+	GwStream   *q_prev,
+			   *q_next;			/* the wave queue */
+	GwStream   *prev,
+			   *next;			/* every stream */
+};
+
+struct Xip83Gateway
+{
+	Xip83GatewayOptions opt;
+	Xip83H2Server *srv;
+	Xip83Feed  *feed;
+	Xip83Watch	feed_watch;
+	Xip83Timer	feed_timer;
+	Xip83Timer	seam_timer;
+	bool		seam_armed;
+	uint64_t	seam_started;	/* seam fetches started */
+	uint64_t	seam_done;		/* the last one that completed */
+	GwStream  **seam_waiters;
+	size_t		n_seam_waiters;
+	size_t		cap_seam_waiters;
+	PoolConn   *pool;
+	PoolConn   *free_conns;
+	GwRouter	routers[2];		/* v3, d14n: their topic bytes overlap */
+	GwStream   *streams;
+	GwStream   *q_head,
+			   *q_tail;
+	GwStream  **dirty;
+	size_t		n_dirty;
+	size_t		cap_dirty;
+	bool		draining;
+	Xip83GrpcMethod methods[XIP83_GATEWAY_METHODS];
+	Xip83GatewayStats stats;	/* the counters; the gauges are computed when asked */
+};
+
+static void Schedule(Xip83Gateway *gw);
+static void Check(GwStream *st);
+static void FlushDirty(Xip83Gateway *gw);
+
+/* ------------------------------------------------------------ statuses */
+
+const char *const xip83_gateway_codes[17] = {
+	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+	"ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+	"UNAUTHENTICATED"
+};
+
+/* The status code a session's "CODE message" status starts with. */
+static int
+StatusCode(const char *status, const char **message)
+{
+	for (int c = 0; c < 17; c++)
+	{
+		size_t		n = strlen(xip83_gateway_codes[c]);
+
+		if (strncmp(status, xip83_gateway_codes[c], n) == 0 && (status[n] == ' ' || status[n] == '\0'))
+		{
+			*message = status[n] ? status + n + 1 : NULL;
+			return c;
+		}
+	}
+	*message = status;
+	return XIP83_GRPC_INTERNAL;
+}
+
+/* Ends a stream: its topics leave the index, its waves stop. */
+static void
+Finish(GwStream *st, int code, const char *message)
+{
+	Xip83Gateway *gw = st->gw;
+
+	if (st->finished)
+		return;
+	st->finished = true;
+	gw->stats.errors[code < 17 ? code : XIP83_GRPC_INTERNAL]++;
+	if (st->queued)
+	{
+		*(st->q_prev ? &st->q_prev->q_next : &gw->q_head) = st->q_next;
+		*(st->q_next ? &st->q_next->q_prev : &gw->q_tail) = st->q_prev;
+		st->queued = false;
+	}
+	xip83_h2_timer_stop(gw->srv, &st->keepalive);
+	xip83_topics_free(&st->s->topics);
+	if (st->h2)
+		xip83_h2_finish(st->h2, code, message);
+}
+
+/* ------------------------------------------------------------ output */
+
+static bool
+SendRaw(void *arg, const unsigned char *msg, size_t len)
+{
+	GwStream   *st = arg;
+
+	return st->h2 != NULL && xip83_h2_send(st->h2, msg, len);
+}
+
+/* The engine's frame writer: Subscribe frames as they are, or translated. */
+static bool
+WriteFrame(void *arg, const unsigned char *frame, size_t len)
+{
+	GwStream   *st = arg;
+
+	st->gw->stats.rows_sent += gw_frame_rows(frame, len);
+	st->gw->stats.frames_sent++;
+	if (st->kind == GW_SUBSCRIBE)
+		return SendRaw(st, frame, len);
+	return gw_frame_translate(st->kind, frame, len, SendRaw, st);
+}
+
+/* ------------------------------------------------------------ the wave queue */
+
+static void
+Enqueue(GwStream *st)
+{
+	Xip83Gateway *gw = st->gw;
+
+	if (st->queued || st->finished || st->conn || st->at_seam || st->s->n_waves == 0
+		|| gw->draining)
+		return;
+	st->queued = true;
+	st->q_next = NULL;
+	st->q_prev = gw->q_tail;
+	*(gw->q_tail ? &gw->q_tail->q_next : &gw->q_head) = st;
+	gw->q_tail = st;
+}
+
+static GwStream *
+Dequeue(Xip83Gateway *gw)
+{
+	GwStream   *st = gw->q_head;
+
+	if (st == NULL)
+		return NULL;
+	gw->q_head = st->q_next;
+	*(gw->q_head ? &gw->q_head->q_prev : &gw->q_tail) = NULL;
+	st->queued = false;
+	return st;
+}
+
+static void
+Release(PoolConn *c)
+{
+	Xip83Gateway *gw = c->gw;
+
+	/* a socket libpq closed (lost connection) left epoll by itself */
+	if (PQsocket(c->conn) != c->watch.fd)
+		c->watch.fd = -1;
+	xip83_h2_unwatch(gw->srv, &c->watch);
+	c->owner = NULL;
+	c->busy = false;
+	c->next_free = gw->free_conns;
+	gw->free_conns = c;
+}
+
+static void PoolReady(void *arg, uint32_t events);
+
+/*
+ * Makes an idle connection usable: a server that restarted left it an EOF
+ * only reading notices, so it is reset here rather than failing the next
+ * query (waits for the reconnect, as the feed's reconnects do).
+ */
+static void
+Revive(PGconn *conn)
+{
+	/* the first read may take the server's goodbye (an error), the second its EOF */
+	for (int i = 0; i < 2 && PQstatus(conn) == CONNECTION_OK; i++)
+		(void) PQconsumeInput(conn);
+	if (PQstatus(conn) != CONNECTION_OK)
+		PQreset(conn);
+}
+
+/* One wave page of st on c: sent, and c watched until its result is in. */
+static void
+Step(GwStream *st, PoolConn *c)
+{
+	Xip83Session *s = st->s;
+
+	s->wave_conn = c->conn;
+	(void) xip83_wave_step(s);
+	/* a wave that ended fetched the feed: other streams got live rows */
+	FlushDirty(st->gw);
+	if (s->ahead != NULL)
+	{
+		c->owner = st;
+		c->busy = true;
+		st->conn = c;
+		if (!xip83_h2_watch(st->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, PoolReady, c))
+			xip83_session_fail(s, "UNAVAILABLE", "cannot watch a database socket");
+	}
+	else
+		Release(c);
+	Check(st);
+}
+
+/* A wave connection's socket is readable: its page may be in. */
+static void
+PoolReady(void *arg, uint32_t events)
+{
+	PoolConn   *c = arg;
+	GwStream   *st = c->owner;
+
+	if (!PQconsumeInput(c->conn))
+	{
+		if (st)
+			xip83_session_fail(st->s, "UNAVAILABLE", "wave connection: %s",
+							   PQerrorMessage(c->conn));
+	}
+	else if (PQisBusy(c->conn))
+		return;
+	if (st == NULL)
+	{
+		/* its stream went away: the result is dropped */
+		PGresult   *res;
+
+		while ((res = PQgetResult(c->conn)) != NULL)
+			PQclear(res);
+	}
+	else
+	{
+		st->s->wave_conn = c->conn;
+		if (st->s->ahead != NULL && !st->s->failed)
+			xip83_wave_conn_idle(st->s);
+		st->conn = NULL;
+	}
+	Release(c);
+	if (st)
+	{
+		Check(st);
+		Enqueue(st);
+	}
+	Schedule(c->gw);
+}
+
+/* Hands free wave connections to the streams in the queue, in turn. */
+static void
+Schedule(Xip83Gateway *gw)
+{
+	while (gw->free_conns && gw->q_head)
+	{
+		GwStream   *st = Dequeue(gw);
+		PoolConn   *c;
+
+		if (st->finished || st->s->n_waves == 0)
+			continue;
+		if (st->h2 && xip83_h2_pending(st->h2) > WAVE_PAUSE)
+		{
+			st->paused = true;	/* back in the queue when it drains (Writable) */
+			continue;
+		}
+		c = gw->free_conns;
+		gw->free_conns = c->next_free;
+		Revive(c->conn);
+		Step(st, c);
+		Enqueue(st);
+	}
+}
+
+/* ------------------------------------------------------------ after the engine */
+
+/* Ends the stream if the engine failed it, the client is done or too far behind. */
+static void
+Check(GwStream *st)
+{
+	Xip83Session *s = st->s;
+	const char *message;
+	int			code;
+
+	if (st->finished)
+		return;
+	if (!s->failed && st->dirty && !xip83_batch_flush(&s->out, &s->live))
+		xip83_session_fail(s, "CANCELLED", "the client went away");
+	st->dirty = false;
+	if (!s->failed && s->out.failed)
+		xip83_session_fail(s, "CANCELLED", "the client went away");
+	if (!s->failed && st->h2
+		&& xip83_h2_pending(st->h2) + s->pending_bytes > XIP83_MAX_PENDING_BYTES)
+		xip83_session_fail(s, "RESOURCE_EXHAUSTED", "more than %d bytes pending: the client"
+						   " reads too slowly", XIP83_MAX_PENDING_BYTES);
+	if (s->failed)
+	{
+		code = StatusCode(s->status, &message);
+		Finish(st, code, message);
+	}
+	else if (st->kind == GW_SUBSCRIBE && st->half_closed && s->n_waves == 0)
+		Finish(st, XIP83_GRPC_OK, NULL);
+}
+
+/* Flushes the live batches the feed wrote into, and checks their streams. */
+static void
+FlushDirty(Xip83Gateway *gw)
+{
+	for (size_t i = 0; i < gw->n_dirty; i++)
+		Check(gw->dirty[i]);
+	gw->n_dirty = 0;
+}
+
+/* ------------------------------------------------------------ the feed */
+
+static void
+RouteRow(void *arg, const Xip83FeedRow *row)
+{
+	Xip83Gateway *gw = arg;
+	const GwSubs *subs = gw_router_get(&gw->routers[row->kind == XIP83_FEED_ENVELOPE],
+									   row->topic, row->topic_len);
+
+	if (subs == NULL)
+		return;
+	for (size_t i = 0; i < subs->n; i++)
+	{
+		GwStream   *st = subs->subs[i];
+
+		xip83_session_on_row(st->s, row);
+		if (st->dirty)
+			continue;
+		if (gw->n_dirty == gw->cap_dirty)
+		{
+			size_t		cap = gw->cap_dirty ? gw->cap_dirty * 2 : 256;
+			GwStream  **d = realloc(gw->dirty, cap * sizeof(*d));
+
+			if (d == NULL)
+			{
+				xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
+				Check(st);
+				continue;
+			}
+			gw->dirty = d;
+			gw->cap_dirty = cap;
+		}
+		st->dirty = true;
+		gw->dirty[gw->n_dirty++] = st;
+	}
+}
+
+static void
+FeedStatus(void *arg, const char *status, const char *detail)
+{
+	Xip83Gateway *gw = arg;
+
+	fprintf(stderr, "xip83-gateway: feed %s%s%s\n", status, detail ? ": " : "", detail ? detail : "");
+	for (GwStream *st = gw->streams; st; st = st->next)
+		if (!st->finished)
+		{
+			xip83_session_on_status(st->s, status, detail);
+			Check(st);
+		}
+}
+
+static void FeedReady(void *arg, uint32_t events);
+
+/* One round of the feed, without waiting; then its socket is watched again. */
+static void
+FeedStep(Xip83Gateway *gw)
+{
+	int64_t		t0 = xip83_now_ms();
+	int			fd;
+
+	if (xip83_feed_step(gw->feed, 0) > 0)
+		gw->stats.live_lag_s = (double) (xip83_now_ms() - t0) / 1000.0;
+	FlushDirty(gw);
+
+	/*
+	 * A lost connection closed its socket, which left epoll with it; its
+	 * number may belong to a client connection by now, so it is forgotten,
+	 * never removed. A reconnect's socket is added (watch re-adds one that
+	 * got the old number).
+	 */
+	fd = xip83_feed_socket(gw->feed);
+	if (fd != gw->feed_watch.fd)
+		gw->feed_watch.fd = -1;
+	if (fd >= 0)
+		(void) xip83_h2_watch(gw->srv, &gw->feed_watch, fd, EPOLLIN, FeedReady, gw);
+}
+
+static void
+FeedReady(void *arg, uint32_t events)
+{
+	FeedStep(arg);
+}
+
+static void
+FeedTick(void *arg)
+{
+	Xip83Gateway *gw = arg;
+
+	FeedStep(gw);
+	(void) xip83_h2_timer_start(gw->srv, &gw->feed_timer, FEED_TICK_MS, FeedTick, gw);
+}
+
+/* ------------------------------------------------------------ the seam */
+
+/*
+ * A wave's seam needs a feed fetch that starts after its scans reached the
+ * ceilings. One fetch serves every wave that got there before it started:
+ * they wait for the next turn of the loop, where one fetch runs for all of
+ * them, instead of one fetch each.
+ */
+static void
+SeamFetch(void *arg)
+{
+	Xip83Gateway *gw = arg;
+	int			rc;
+
+	gw->seam_armed = false;
+	gw->seam_started++;
+	rc = xip83_feed_fetch(gw->feed);
+	FlushDirty(gw);
+	if (rc == -1)
+	{
+		/* the feed is reconnecting: the waves wait for a fetch that works */
+		gw->seam_armed = xip83_h2_timer_start(gw->srv, &gw->seam_timer, FEED_TICK_MS, SeamFetch, gw);
+		return;
+	}
+	if (rc < 0)
+		fprintf(stderr, "xip83-gateway: the live feed failed a fetch\n");
+	else
+		gw->seam_done = gw->seam_started;
+	for (size_t i = 0; i < gw->n_seam_waiters; i++)
+	{
+		GwStream   *st = gw->seam_waiters[i];
+
+		st->at_seam = false;
+		if (rc < 0)
+			xip83_session_fail(st->s, "UNAVAILABLE", "live feed failed");
+		Check(st);
+		Enqueue(st);
+	}
+	gw->n_seam_waiters = 0;
+	Schedule(gw);
+}
+
+static uint64_t
+SeamTicket(void *arg)
+{
+	GwStream   *st = arg;
+	Xip83Gateway *gw = st->gw;
+
+	if (!st->at_seam)
+	{
+		if (gw->n_seam_waiters == gw->cap_seam_waiters)
+		{
+			size_t		cap = gw->cap_seam_waiters ? gw->cap_seam_waiters * 2 : 64;
+			GwStream  **w = realloc(gw->seam_waiters, cap * sizeof(*w));
+
+			if (w == NULL)
+			{
+				xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
+				return gw->seam_started + 1;
+			}
+			gw->seam_waiters = w;
+			gw->cap_seam_waiters = cap;
+		}
+		gw->seam_waiters[gw->n_seam_waiters++] = st;
+		st->at_seam = true;
+	}
+	if (!gw->seam_armed)
+		gw->seam_armed = xip83_h2_timer_start(gw->srv, &gw->seam_timer, 0, SeamFetch, gw);
+	return gw->seam_started + 1;
+}
+
+static bool
+SeamDone(void *arg, uint64_t ticket)
+{
+	GwStream   *st = arg;
+
+	if (st->gw->seam_done >= ticket)
+		return true;
+	/* stepped again before its fetch (another wave's turn): wait on */
+	(void) SeamTicket(st);
+	return false;
+}
+
+/* ------------------------------------------------------------ streams */
+
+static void
+TopicWatch(void *arg, const unsigned char *t, size_t len, bool added)
+{
+	GwStream   *st = arg;
+	GwRouter   *r = &st->gw->routers[st->s->opt.d14n];
+
+	if (!added)
+		gw_router_del(r, t, len, st);
+	else if (!gw_router_add(r, t, len, st))
+		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
+}
+
+static void KeepaliveFire(void *arg);
+
+static void
+KeepaliveArm(GwStream *st)
+{
+	Xip83Session *s = st->s;
+	int64_t		due = (s->ka.outstanding ? s->ka.sent_ms : s->out.last_send_ms)
+		+ s->ka.interval_ms - xip83_now_ms();
+
+	(void) xip83_h2_timer_start(st->gw->srv, &st->keepalive, due > 0 ? (uint64_t) due : 1,
+								KeepaliveFire, st);
+}
+
+static void
+KeepaliveFire(void *arg)
+{
+	GwStream   *st = arg;
+
+	(void) xip83_session_keepalive(st->s, st->half_closed);
+	Check(st);
+	if (!st->finished && !st->half_closed)
+		KeepaliveArm(st);
+}
+
+static int
+Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
+{
+	const Xip83GrpcMethod *m = xip83_h2_method(h2);
+	Xip83Gateway *gw = m->arg;
+	int			method = (int) (m - gw->methods);
+	GwMethodKind kind = xip83_gateway_methods[method].kind;
+	Xip83SessionOptions so = {0};
+	GwStream   *st;
+
+	if (gw->draining)
+		return XIP83_GRPC_UNAVAILABLE;
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return XIP83_GRPC_RESOURCE_EXHAUSTED;
+	so.conninfo = gw->opt.conninfo;
+	so.d14n = xip83_gateway_methods[method].d14n;
+	so.keepalive_ms = gw->opt.keepalive_ms;
+	so.in_fd = so.out_fd = -1;
+	if ((st->s = xip83_session_new(&so)) == NULL)
+	{
+		free(st);
+		return XIP83_GRPC_RESOURCE_EXHAUSTED;
+	}
+	st->gw = gw;
+	st->h2 = h2;
+	st->kind = kind;
+	st->method = method;
+	st->s->async_pages = true;
+	st->s->ceilings_from_feed = true;
+	st->s->seam_ticket = SeamTicket;
+	st->s->seam_done = SeamDone;
+	st->s->seam_arg = st;
+	st->s->feed = gw->feed;
+	st->s->out.write = WriteFrame;
+	st->s->out.write_arg = st;
+	st->s->topics.watch = TopicWatch;
+	st->s->topics.watch_arg = st;
+	st->next = gw->streams;
+	if (gw->streams)
+		gw->streams->prev = st;
+	gw->streams = st;
+	gw->stats.streams[method]++;
+	xip83_h2_set_data(h2, st);
+	/* Started before anything else the stream carries */
+	if (!xip83_send_started(&st->s->out, (uint32_t) st->s->ka.interval_ms))
+		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
+	else if (kind == GW_SUBSCRIBE)
+		KeepaliveArm(st);
+	Check(st);
+	return XIP83_GRPC_OK;
+}
+
+/*
+ * Runs one request. A wave's start needs no connection (its ceilings are the
+ * feed's cursors); a page in flight on a wave connection stays there,
+ * untouched.
+ */
+static void
+Request(GwStream *st, const unsigned char *msg, size_t len)
+{
+	Xip83Session *s = st->s;
+	PGconn	   *conn = s->wave_conn;
+	Xip83Wave  *ahead = s->ahead;
+	int			ahead_pass = s->ahead_pass;
+
+	s->wave_conn = NULL;
+	s->ahead = NULL;
+	(void) xip83_session_request(s, msg, len);
+	s->wave_conn = conn;
+	s->ahead = ahead;
+	s->ahead_pass = ahead_pass;
+}
+
+static void
+Message(Xip83H2Stream *h2, const unsigned char *msg, size_t len)
+{
+	GwStream   *st = xip83_h2_data(h2);
+
+	if (st->finished)
+		return;
+	if (st->kind == GW_SUBSCRIBE)
+		Request(st, msg, len);
+	else if (st->requested)
+		xip83_session_fail(st->s, "INVALID_ARGUMENT", "a server-streaming call takes one request");
+	else
+	{
+		unsigned char *req;
+		size_t		req_len;
+
+		st->requested = true;
+		if (!gw_filters_request(st->kind, msg, len, &req, &req_len))
+			xip83_session_fail(st->s, "INVALID_ARGUMENT", "malformed request");
+		else
+		{
+			Request(st, req, req_len);
+			free(req);
+		}
+	}
+	Check(st);
+	Enqueue(st);
+	Schedule(st->gw);
+}
+
+static void
+HalfClose(Xip83H2Stream *h2)
+{
+	GwStream   *st = xip83_h2_data(h2);
+
+	st->half_closed = true;
+	if (st->kind != GW_SUBSCRIBE && !st->requested)
+		xip83_session_fail(st->s, "INVALID_ARGUMENT", "no request");
+	Check(st);
+}
+
+static void
+Writable(Xip83H2Stream *h2)
+{
+	GwStream   *st = xip83_h2_data(h2);
+
+	if (!st->paused)
+		return;
+	st->paused = false;
+	Enqueue(st);
+	Schedule(st->gw);
+}
+
+static void
+Closed(Xip83H2Stream *h2, bool cancelled)
+{
+	GwStream   *st = xip83_h2_data(h2);
+	Xip83Gateway *gw = st->gw;
+
+	if (!st->finished)
+		Finish(st, XIP83_GRPC_CANCELLED, NULL);
+	st->h2 = NULL;
+	if (st->conn)
+		st->conn->owner = NULL; /* its page is dropped when it comes */
+	for (size_t i = 0; st->dirty && i < gw->n_dirty; i++)
+		if (gw->dirty[i] == st)
+			gw->dirty[i] = gw->dirty[--gw->n_dirty];
+	for (size_t i = 0; st->at_seam && i < gw->n_seam_waiters; i++)
+		if (gw->seam_waiters[i] == st)
+			gw->seam_waiters[i] = gw->seam_waiters[--gw->n_seam_waiters];
+	*(st->prev ? &st->prev->next : &gw->streams) = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	gw->stats.streams[st->method]--;
+	st->s->ahead = NULL;
+	xip83_session_free(st->s);
+	free(st);
+}
+
+/* ------------------------------------------------------------ the gateway */
+
+static PGconn *
+Connect(const char *conninfo, char *err, size_t errlen)
+{
+	const char *const keys[] = {"dbname", "fallback_application_name", NULL};
+	const char *const values[] = {conninfo, "xip83-gateway", NULL};
+	PGconn	   *conn = PQconnectdbParams(keys, values, 1);
+
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		snprintf(err, errlen, "cannot connect: %s", PQerrorMessage(conn));
+		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+/* The methods served, in the order of Xip83GatewayStats.streams. */
+const Xip83GatewayMethod xip83_gateway_methods[XIP83_GATEWAY_METHODS] = {
+	{"/xmtp.mls.api.v1.MlsApi/Subscribe", GW_SUBSCRIBE, false},
+	{"/xmtp.xmtpv4.message_api.QueryApi/Subscribe", GW_SUBSCRIBE, true},
+	{"/xmtp.mls.api.v1.MlsApi/SubscribeGroupMessages", GW_GROUP_MESSAGES, false},
+	{"/xmtp.mls.api.v1.MlsApi/SubscribeWelcomeMessages", GW_WELCOME_MESSAGES, false},
+	{"/xmtp.xmtpv4.message_api.QueryApi/SubscribeTopics", GW_TOPICS, true},
+};
+
+Xip83Gateway *
+xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err, size_t errlen)
+{
+	Xip83Gateway *gw = calloc(1, sizeof(*gw));
+	Xip83FeedOptions fo = {0};
+
+	if (gw == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	gw->opt = *opt;
+	if (gw->opt.pool <= 0)
+		gw->opt.pool = 4;
+	if (gw->opt.keepalive_ms <= 0)
+		gw->opt.keepalive_ms = 30000;
+	gw->srv = srv;
+	gw->feed_watch.fd = -1;
+	if ((gw->pool = calloc((size_t) gw->opt.pool, sizeof(PoolConn))) == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (int i = 0; i < gw->opt.pool; i++)
+	{
+		PoolConn   *c = &gw->pool[i];
+
+		c->gw = gw;
+		c->watch.fd = -1;
+		if ((c->conn = Connect(gw->opt.conninfo, err, errlen)) == NULL)
+			goto fail;
+		c->next_free = gw->free_conns;
+		gw->free_conns = c;
+	}
+	/* every kind of both bindings, from now on */
+	fo.conninfo = gw->opt.conninfo;
+	fo.kinds = XIP83_FEED_ALL;
+	fo.on_row = RouteRow;
+	fo.on_status = FeedStatus;
+	fo.arg = gw;
+	if ((gw->feed = xip83_feed_new(&fo)) == NULL || !xip83_feed_start_at_horizon(gw->feed))
+	{
+		snprintf(err, errlen, "live feed: cannot read the horizons");
+		goto fail;
+	}
+	for (int i = 0; i < XIP83_GATEWAY_METHODS; i++)
+	{
+		Xip83GrpcMethod *m = &gw->methods[i];
+
+		m->path = xip83_gateway_methods[i].path;
+		m->max_message = XIP83_MAX_REQUEST;
+		m->open = Open;
+		m->message = Message;
+		m->half_close = HalfClose;
+		m->writable = Writable;
+		m->closed = Closed;
+		m->arg = gw;
+		if (!xip83_h2_register(srv, m))
+		{
+			snprintf(err, errlen, "cannot register %s", m->path);
+			goto fail;
+		}
+	}
+	FeedTick(gw);
+	return gw;
+fail:
+	xip83_gateway_free(gw);
+	return NULL;
+}
+
+void
+xip83_gateway_drain(void *arg)
+{
+	Xip83Gateway *gw = arg;
+
+	gw->draining = true;
+	/* clients resume from their cursors elsewhere or later */
+	for (GwStream *st = gw->streams; st; st = st->next)
+		Finish(st, XIP83_GRPC_UNAVAILABLE, "the gateway is shutting down: resubscribe");
+}
+
+Xip83H2Server *
+xip83_gateway_server(Xip83Gateway *gw)
+{
+	return gw->srv;
+}
+
+void
+xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
+{
+	Xip83H2Stats hs;
+
+	*out = gw->stats;
+	xip83_h2_stats(gw->srv, &hs);
+	out->pending = hs.pending;
+	for (int b = 0; b < 2; b++)
+		out->topics[b] = gw->routers[b].topics.count;
+	out->subscriptions = gw->routers[0].subscriptions + gw->routers[1].subscriptions;
+	for (GwStream *st = gw->streams; st; st = st->next)
+	{
+		out->waves += (size_t) st->s->n_waves;
+		out->pending += st->s->pending_bytes;
+		out->wave_queue += st->queued;
+	}
+	out->pool = (size_t) gw->opt.pool;
+	out->db_connections = xip83_feed_socket(gw->feed) >= 0;
+	for (int i = 0; i < gw->opt.pool; i++)
+	{
+		out->pool_busy += gw->pool[i].busy;
+		out->db_connections += PQstatus(gw->pool[i].conn) == CONNECTION_OK;
+	}
+	out->feed_live = xip83_feed_is_live(gw->feed);
+	out->feed_rows = xip83_feed_rows(gw->feed);
+}
+
+void
+xip83_gateway_free(Xip83Gateway *gw)
+{
+	if (gw == NULL)
+		return;
+	if (gw->feed)
+		xip83_feed_free(gw->feed);
+	for (int i = 0; gw->pool && i < gw->opt.pool; i++)
+		PQfinish(gw->pool[i].conn);
+	free(gw->pool);
+	for (int b = 0; b < 2; b++)
+		gw_router_free(&gw->routers[b]);
+	free(gw->dirty);
+	free(gw->seam_waiters);
+	free(gw);
+}

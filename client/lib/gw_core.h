@@ -1,0 +1,90 @@
+/*
+ * gw_core.h: the gateway's multiplexed session core: many XIP-83 streams of
+ * both bindings in one process, on the transport's loop (h2_server.h).
+ *
+ * Each gRPC stream runs the session engine's rules (session_internal.h:
+ * waves, the seam, cursors, keepalive) on a session with no connection of
+ * its own. Database connections do not grow with streams:
+ * - one live feed for the process (one LISTEN connection, one fetch per
+ *   kind), its rows routed to the streams holding their topic
+ *   (gw_router.h);
+ * - waves paged on a pool of connections, one page query in flight per
+ *   connection; streams with wave pages to read take turns (a FIFO: a
+ *   stream goes to the back after each page), so a large catch-up never
+ *   holds back the others;
+ * - a wave's ceilings are the feed's cursors when its Mutate arrives: rows
+ *   at or below them have passed the feed, rows above are still to come
+ *   through it (and are folded into the wave), so no query pins them;
+ * - one seam fetch of the feed per turn of the loop for every wave whose
+ *   scans reached their ceilings.
+ * Database connections: pool + 1.
+ * A slow client stops its waves (no page is read for it while more than
+ * WAVE_PAUSE bytes wait to be sent to it) and, when its live rows pile up
+ * past 64 MiB, its stream alone ends RESOURCE_EXHAUSTED.
+ */
+#ifndef XIP83_GW_CORE_H
+#define XIP83_GW_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gw_frames.h"
+#include "h2_server.h"
+
+#define XIP83_GATEWAY_METHODS 5
+
+typedef struct Xip83GatewayMethod
+{
+	const char *path;
+	GwMethodKind kind;
+	bool		d14n;
+} Xip83GatewayMethod;
+
+extern const Xip83GatewayMethod xip83_gateway_methods[XIP83_GATEWAY_METHODS];
+
+typedef struct Xip83GatewayOptions
+{
+	const char *conninfo;		/* libpq connection string */
+	int			pool;			/* wave connections (4) */
+	int			keepalive_ms;	/* Subscribe's keepalive interval (30000) */
+} Xip83GatewayOptions;
+
+typedef struct Xip83Gateway Xip83Gateway;
+
+/* What the metrics report (gw_metrics.c). */
+typedef struct Xip83GatewayStats
+{
+	size_t		streams[XIP83_GATEWAY_METHODS]; /* open, by method */
+	size_t		topics[2];		/* distinct topics routed: v3, d14n */
+	size_t		subscriptions;	/* (topic, stream) pairs */
+	size_t		waves;			/* waves in flight, every stream */
+	size_t		wave_queue;		/* streams waiting for a wave connection */
+	size_t		pool_busy;		/* wave connections with a page query in flight */
+	size_t		pool;
+	size_t		db_connections; /* connected now: feed and pool */
+	size_t		pending;		/* bytes queued to clients and live rows held in waves */
+	uint64_t	rows_sent;
+	uint64_t	frames_sent;
+	uint64_t	errors[17];		/* streams ended, by gRPC status code */
+	double		live_lag_s;		/* the last feed round with rows: wake-up to rows queued */
+	bool		feed_live;
+	int64_t		feed_rows;
+} Xip83GatewayStats;
+
+/*
+ * Connects (feed, pool), starts the feed at the current horizons
+ * and registers the five methods on srv. NULL with err set.
+ */
+extern Xip83Gateway *xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt,
+									   char *err, size_t errlen);
+/* Ends every stream UNAVAILABLE (the transport's on_drain). */
+extern void xip83_gateway_drain(void *gw);
+extern void xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out);
+extern Xip83H2Server *xip83_gateway_server(Xip83Gateway *gw);
+/* gRPC status names by code (0 to 16). */
+extern const char *const xip83_gateway_codes[17];
+/* After xip83_h2_run returned and the server was freed. */
+extern void xip83_gateway_free(Xip83Gateway *gw);
+
+#endif

@@ -1,0 +1,650 @@
+/*
+ * bench_gateway: a load client on nghttp2 for xip83-gateway, and the figures
+ * of many streams on one gateway process.
+ *
+ *   bench_gateway [--streams N] [--conns C] [--topics T] [--universe K]
+ *                 [--rate R] [--seconds S] [--pool P]
+ *
+ * Starts build/xip83-gateway (XIP83_GATEWAY) on the database of PGDATABASE,
+ * opens N bidirectional v3 Subscribe streams over C HTTP/2 connections (one
+ * thread, epoll), each with one Mutate adding T topics drawn from K, and
+ * waits for every Started and CatchupComplete. Then a writer thread inserts
+ * R rows/s on random topics of the K for S seconds, each row's data its
+ * insert time; the client reads every frame (protobuf-c) and takes the
+ * latency from the insert to the frame's arrival. Prints: time to open and
+ * catch up every stream, the gateway's RSS and its database connections
+ * (pg_stat_activity) with them open, rows expected and received, latency
+ * p50/p99, and the gateway's CPU during the live phase. Keepalive Pings are
+ * answered.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "testlib.h"
+#include "xip83/mls_api.pb-c.h"
+
+typedef struct Conn Conn;
+
+typedef struct Call
+{
+	Conn	   *conn;
+	int32_t		id;
+	unsigned char *req;			/* the gRPC message to send, then nothing (held open) */
+	size_t		req_len;
+	size_t		req_off;
+	unsigned char *in;			/* response bytes not yet parsed */
+	size_t		in_len;
+	size_t		in_cap;
+	bool		started;
+	bool		caught_up;
+	bool		closed;
+} Call;
+
+struct Conn
+{
+	int			fd;
+	nghttp2_session *h2;
+	unsigned char *out;
+	size_t		out_len;
+	size_t		out_off;
+	bool		want_out;
+};
+
+static int	n_streams = 10000,
+			n_conns = 100,
+			n_topics = 10,
+			universe = 10000,
+			rate = 2000,
+			seconds = 10,
+			pool = 4;
+static int	started,
+			caught_up,
+			closed_calls;
+static int64_t received;
+static double *lat;				/* ms */
+static size_t n_lat,
+			cap_lat;
+static bool measuring;
+static atomic_long written;
+static atomic_bool stop_writer;
+
+static double
+NowMs(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+/* Answers a keepalive Ping: a Pong joins what the stream's request body sends. */
+static void
+Pong(Call *c, uint64_t nonce)
+{
+	Xmtp__Mls__Api__V1__SubscribeRequest req = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__INIT;
+	Xmtp__Mls__Api__V1__SubscribeRequest__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__INIT;
+	Xmtp__Mls__Api__V1__Pong pong = XMTP__MLS__API__V1__PONG__INIT;
+	size_t		len;
+
+	pong.nonce = nonce;
+	v1.request_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_PONG;
+	v1.pong = &pong;
+	req.version_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__VERSION_V1;
+	req.v1 = &v1;
+	len = xmtp__mls__api__v1__subscribe_request__get_packed_size(&req);
+	c->req = realloc(c->req, c->req_len + 5 + len);
+	c->req[c->req_len] = 0;
+	c->req[c->req_len + 1] = (unsigned char) (len >> 24);
+	c->req[c->req_len + 2] = (unsigned char) (len >> 16);
+	c->req[c->req_len + 3] = (unsigned char) (len >> 8);
+	c->req[c->req_len + 4] = (unsigned char) len;
+	xmtp__mls__api__v1__subscribe_request__pack(&req, c->req + c->req_len + 5);
+	c->req_len += 5 + len;
+	nghttp2_session_resume_data(c->conn->h2, c->id);
+}
+
+static void
+Frame(Call *c, const unsigned char *msg, size_t len)
+{
+	Xmtp__Mls__Api__V1__SubscribeResponse *r =
+		xmtp__mls__api__v1__subscribe_response__unpack(NULL, len, msg);
+	double		now = NowMs(CLOCK_REALTIME);
+
+	if (r == NULL || r->v1 == NULL)
+		tl_fatal("a response that is not a SubscribeResponse");
+	switch (r->v1->response_case)
+	{
+		case XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_STARTED:
+			c->started = true;
+			started++;
+			break;
+		case XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_PING:
+			Pong(c, r->v1->ping->nonce);
+			break;
+		case XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_CATCHUP_COMPLETE:
+			c->caught_up = true;
+			caught_up++;
+			break;
+		case XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_MESSAGES:
+			for (size_t i = 0; i < r->v1->messages->n_group_messages; i++)
+			{
+				Xmtp__Mls__Api__V1__GroupMessage *g = r->v1->messages->group_messages[i];
+				double		sent;
+
+				received++;
+				if (!measuring || g->v1 == NULL || g->v1->data.len < sizeof(double))
+					continue;
+				memcpy(&sent, g->v1->data.data, sizeof(double));
+				if (n_lat == cap_lat)
+				{
+					cap_lat = cap_lat ? cap_lat * 2 : 65536;
+					lat = realloc(lat, cap_lat * sizeof(double));
+				}
+				lat[n_lat++] = now - sent;
+			}
+			break;
+		default:
+			break;
+	}
+	xmtp__mls__api__v1__subscribe_response__free_unpacked(r, NULL);
+}
+
+/* ------------------------------------------------------------ nghttp2 */
+
+static ssize_t
+ReadRequest(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+			nghttp2_data_source *src, void *arg)
+{
+	Call	   *c = src->ptr;
+	size_t		n = c->req_len - c->req_off;
+
+	if (n == 0)
+		return NGHTTP2_ERR_DEFERRED;	/* the stream stays open: no half-close */
+	if (n > len)
+		n = len;
+	memcpy(buf, c->req + c->req_off, n);
+	c->req_off += n;
+	return (ssize_t) n;
+}
+
+static int
+OnData(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *arg)
+{
+	Call	   *c = nghttp2_session_get_stream_user_data(h2, id);
+
+	if (c == NULL)
+		return 0;
+	if (c->in_cap - c->in_len < len)
+	{
+		while (c->in_cap - c->in_len < len)
+			c->in_cap = c->in_cap ? c->in_cap * 2 : 4096;
+		c->in = realloc(c->in, c->in_cap);
+	}
+	memcpy(c->in + c->in_len, data, len);
+	c->in_len += len;
+	{
+		size_t		off = 0;
+
+		while (c->in_len - off >= 5)
+		{
+			uint32_t	n = (uint32_t) c->in[off + 1] << 24 | (uint32_t) c->in[off + 2] << 16
+				| (uint32_t) c->in[off + 3] << 8 | c->in[off + 4];
+
+			if (c->in_len - off - 5 < n)
+				break;
+			Frame(c, c->in + off + 5, n);
+			off += 5 + n;
+		}
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
+	return 0;
+}
+
+static int
+OnClose(nghttp2_session *h2, int32_t id, uint32_t error, void *arg)
+{
+	Call	   *c = nghttp2_session_get_stream_user_data(h2, id);
+
+	if (c && !c->closed)
+	{
+		c->closed = true;
+		closed_calls++;
+	}
+	return 0;
+}
+
+static void
+Flush(Conn *k)
+{
+	for (;;)
+	{
+		if (k->out_off == k->out_len)
+		{
+			const uint8_t *p;
+			ssize_t		n = nghttp2_session_mem_send(k->h2, &p);
+
+			if (n < 0)
+				tl_fatal("nghttp2: %s", nghttp2_strerror((int) n));
+			if (n == 0)
+				break;
+			free(k->out);
+			k->out = malloc((size_t) n);
+			memcpy(k->out, p, (size_t) n);
+			k->out_len = (size_t) n;
+			k->out_off = 0;
+		}
+		{
+			ssize_t		w = write(k->fd, k->out + k->out_off, k->out_len - k->out_off);
+
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				break;
+			if (w < 0)
+				tl_fatal("write: %s", strerror(errno));
+			k->out_off += (size_t) w;
+		}
+	}
+	k->want_out = k->out_off < k->out_len;
+}
+
+/* ------------------------------------------------------------ the gateway */
+
+static pid_t gw_pid;
+
+static int
+StartGateway(void)
+{
+	const char *prog = getenv("XIP83_GATEWAY") ? getenv("XIP83_GATEWAY") : "build/xip83-gateway";
+	const char *db = getenv("PGDATABASE") ? getenv("PGDATABASE") : "postgres";
+	char		dsn[256],
+				pool_s[16],
+				line[128];
+	int			pipefd[2];
+	FILE	   *f;
+	int			port = -1;
+
+	snprintf(dsn, sizeof(dsn), "dbname=%s", db);
+	snprintf(pool_s, sizeof(pool_s), "%d", pool);
+	if (pipe(pipefd) != 0)
+		tl_fatal("pipe");
+	if ((gw_pid = fork()) == 0)
+	{
+		dup2(pipefd[1], 1);
+		close(pipefd[0]);
+		execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s, (char *) NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	f = fdopen(pipefd[0], "r");
+	while (fgets(line, sizeof(line), f))
+	{
+		if (strncmp(line, "h2c ", 4) == 0)
+			port = atoi(line + 4);
+		if (strncmp(line, "ready", 5) == 0)
+			break;
+	}
+	if (port < 0)
+		tl_fatal("%s did not start", prog);
+	return port;
+}
+
+static long
+GatewayRssKb(void)
+{
+	char		path[64],
+				line[256];
+	FILE	   *f;
+	long		kb = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int) gw_pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kb = atol(line + 6);
+	fclose(f);
+	return kb;
+}
+
+/* utime + stime of the gateway, in seconds. */
+static double
+GatewayCpu(void)
+{
+	char		path[64],
+				buf[1024];
+	FILE	   *f;
+	unsigned long ut = 0,
+				st = 0;
+	char	   *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) gw_pid);
+	if ((f = fopen(path, "r")) == NULL || fgets(buf, sizeof(buf), f) == NULL)
+		tl_fatal("cannot read %s", path);
+	fclose(f);
+	/* after the command name's closing parenthesis: fields 3.. ; utime is 14, stime 15 */
+	p = strrchr(buf, ')');
+	if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		tl_fatal("cannot parse %s", path);
+	return (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
+}
+
+/* ------------------------------------------------------------ the writer */
+
+static void *
+Writer(void *arg)
+{
+	PGconn	   *conn = tl_connect();
+	unsigned int seed = 42;
+	double		t0 = NowMs(CLOCK_MONOTONIC);
+	long		n = 0;
+
+	(void) arg;
+	while (!atomic_load(&stop_writer))
+	{
+		/* keep to the rate: row n is due at t0 + n / rate */
+		double		due = t0 + n * 1000.0 / rate;
+		double		now = NowMs(CLOCK_MONOTONIC);
+		char		key[32],
+					data[64];
+		double		sent;
+		const char *params[3] = {key, data, NULL};
+		int			lens[3] = {0, 0, 0};
+		int			formats[3] = {0, 1, 0};
+		PGresult   *res;
+
+		if (due > now)
+		{
+			struct timespec ts = {0, (long) ((due - now) * 1e6)};
+
+			nanosleep(&ts, NULL);
+		}
+		snprintf(key, sizeof(key), "t%d", (int) (rand_r(&seed) % (unsigned) universe));
+		sent = NowMs(CLOCK_REALTIME);
+		memcpy(data, &sent, sizeof(sent));
+		memcpy(data + sizeof(sent), &n, sizeof(n));
+		lens[1] = sizeof(sent) + sizeof(n);
+		res = PQexecParams(conn, "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+						   " VALUES (convert_to($1, 'UTF8'), $2, sha256(convert_to($1, 'UTF8') || $2))",
+						   2, NULL, params, lens, formats, 0);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			tl_fatal("insert: %s", PQerrorMessage(conn));
+		PQclear(res);
+		n++;
+		atomic_store(&written, n);
+	}
+	PQfinish(conn);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ main */
+
+static int
+Cmp(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+Loop(int ep, Conn *conns, double until_ms, bool (*done) (void))
+{
+	struct epoll_event ev[256];
+
+	while ((done == NULL || !done()) && NowMs(CLOCK_MONOTONIC) < until_ms)
+	{
+		int			n = epoll_wait(ep, ev, 256, 10);
+
+		for (int i = 0; i < n; i++)
+		{
+			Conn	   *k = ev[i].data.ptr;
+
+			if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+			{
+				unsigned char buf[65536];
+				ssize_t		r;
+
+				while ((r = read(k->fd, buf, sizeof(buf))) > 0)
+					if (nghttp2_session_mem_recv(k->h2, buf, (size_t) r) < 0)
+						tl_fatal("nghttp2 recv");
+				if (r == 0)
+					tl_fatal("the gateway closed a connection");
+			}
+			Flush(k);
+		}
+		for (int i = 0; i < n_conns; i++)
+			if (nghttp2_session_want_write(conns[i].h2) || conns[i].want_out)
+				Flush(&conns[i]);
+	}
+}
+
+static bool
+AllCaughtUp(void)
+{
+	return caught_up + closed_calls >= n_streams;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"streams", required_argument, NULL, 's'}, {"conns", required_argument, NULL, 'c'},
+		{"topics", required_argument, NULL, 't'}, {"universe", required_argument, NULL, 'u'},
+		{"rate", required_argument, NULL, 'r'}, {"seconds", required_argument, NULL, 'S'},
+		{"pool", required_argument, NULL, 'p'}, {NULL, 0, NULL, 0}
+	};
+	nghttp2_session_callbacks *cb;
+	Conn	   *conns;
+	Call	   *calls;
+	int			ep,
+				port,
+				o;
+	unsigned int seed = 7;
+	double		t0,
+				t_open,
+				cpu0,
+				cpu1,
+				wall;
+	long		rss;
+	int64_t		dbconns,
+				expected = 0;
+	PGconn	   *db;
+	pthread_t	writer;
+	char		cs[128];
+
+	while ((o = getopt_long(argc, argv, "", longopts, NULL)) != -1)
+		switch (o)
+		{
+			case 's': n_streams = atoi(optarg); break;
+			case 'c': n_conns = atoi(optarg); break;
+			case 't': n_topics = atoi(optarg); break;
+			case 'u': universe = atoi(optarg); break;
+			case 'r': rate = atoi(optarg); break;
+			case 'S': seconds = atoi(optarg); break;
+			case 'p': pool = atoi(optarg); break;
+			default: tl_fatal("bad option");
+		}
+	signal(SIGPIPE, SIG_IGN);
+	db = tl_connect();
+	port = StartGateway();
+	snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_streams, n_conns, n_topics, pool);
+	nghttp2_session_callbacks_new(&cb);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, OnData);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb, OnClose);
+	ep = epoll_create1(0);
+	conns = calloc((size_t) n_conns, sizeof(Conn));
+	calls = calloc((size_t) n_streams, sizeof(Call));
+	t0 = NowMs(CLOCK_MONOTONIC);
+	for (int i = 0; i < n_conns; i++)
+	{
+		Conn	   *k = &conns[i];
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		nghttp2_settings_entry set[2] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.ptr = k};
+		int			one = 1;
+
+		k->fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(k->fd, (struct sockaddr *) &sa, sizeof(sa)) != 0)
+			tl_fatal("connect: %s", strerror(errno));
+		setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		fcntl(k->fd, F_SETFL, O_NONBLOCK);
+		nghttp2_session_client_new(&k->h2, cb, k);
+		nghttp2_submit_settings(k->h2, NGHTTP2_FLAG_NONE, set, 2);
+		nghttp2_session_set_local_window_size(k->h2, NGHTTP2_FLAG_NONE, 0, 64 << 20);
+		epoll_ctl(ep, EPOLL_CTL_ADD, k->fd, &ev);
+	}
+	for (int i = 0; i < n_streams; i++)
+	{
+		Call	   *c = &calls[i];
+		Xmtp__Mls__Api__V1__SubscribeRequest req = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__INIT;
+		Xmtp__Mls__Api__V1__SubscribeRequest__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__INIT;
+		Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate m =
+			XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__MUTATE__INIT;
+		Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate__Subscription *subs =
+			calloc((size_t) n_topics, sizeof(*subs));
+		Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate__Subscription **ps =
+			calloc((size_t) n_topics, sizeof(*ps));
+		char	  (*names)[32] = calloc((size_t) n_topics, 32);
+		size_t		len;
+		const nghttp2_nv hdrs[] = {
+			{(uint8_t *) ":method", (uint8_t *) "POST", 7, 4, 0},
+			{(uint8_t *) ":scheme", (uint8_t *) "http", 7, 4, 0},
+			{(uint8_t *) ":path", (uint8_t *) "/xmtp.mls.api.v1.MlsApi/Subscribe", 5, 33, 0},
+			{(uint8_t *) ":authority", (uint8_t *) "127.0.0.1", 10, 9, 0},
+			{(uint8_t *) "content-type", (uint8_t *) "application/grpc", 12, 16, 0},
+			{(uint8_t *) "te", (uint8_t *) "trailers", 2, 8, 0},
+		};
+		nghttp2_data_provider dp;
+
+		for (int t = 0; t < n_topics; t++)
+		{
+			xmtp__mls__api__v1__subscribe_request__v1__mutate__subscription__init(&subs[t]);
+			/* kind byte 0x00, then the group id "t<k>" */
+			names[t][0] = 0;
+			len = (size_t) snprintf(names[t] + 1, 31, "t%d", (int) (rand_r(&seed) % (unsigned) universe));
+			subs[t].topic.data = (uint8_t *) names[t];
+			subs[t].topic.len = len + 1;
+			ps[t] = &subs[t];
+		}
+		m.n_adds = (size_t) n_topics;
+		m.adds = ps;
+		m.mutate_id = 1;
+		v1.request_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_MUTATE;
+		v1.mutate = &m;
+		req.version_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__VERSION_V1;
+		req.v1 = &v1;
+		len = xmtp__mls__api__v1__subscribe_request__get_packed_size(&req);
+		c->req = malloc(len + 5);
+		c->req[0] = 0;
+		c->req[1] = (unsigned char) (len >> 24);
+		c->req[2] = (unsigned char) (len >> 16);
+		c->req[3] = (unsigned char) (len >> 8);
+		c->req[4] = (unsigned char) len;
+		xmtp__mls__api__v1__subscribe_request__pack(&req, c->req + 5);
+		c->req_len = len + 5;
+		free(subs);
+		free(ps);
+		free(names);
+		c->conn = &conns[i % n_conns];
+		dp.source.ptr = c;
+		dp.read_callback = ReadRequest;
+		c->id = nghttp2_submit_request(c->conn->h2, NULL, hdrs, 6, &dp, c);
+		if (c->id < 0)
+			tl_fatal("submit: %s", nghttp2_strerror(c->id));
+	}
+	for (int i = 0; i < n_conns; i++)
+		Flush(&conns[i]);
+	Loop(ep, conns, t0 + 300000, AllCaughtUp);
+	t_open = NowMs(CLOCK_MONOTONIC) - t0;
+	rss = GatewayRssKb();
+	dbconns = tl_scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+						" AND backend_type = 'client backend' AND pid <> pg_backend_pid()");
+	printf("%d streams (%d topics each) over %d connections: %d Started, %d CatchupComplete,"
+		   " %d closed, in %.0f ms\n", n_streams, n_topics, n_conns, started, caught_up, closed_calls, t_open);
+	printf("gateway RSS %.1f MB (%.2f KB per stream); database connections %lld (pool %d)\n",
+		   rss / 1024.0, (double) rss / n_streams, (long long) dbconns, pool);
+	tl_result("bench_gateway", "%s", "open_ms", t_open, "ms", cs);
+	tl_result("bench_gateway", "%s", "rss_mb", rss / 1024.0, "MB", cs);
+	tl_result("bench_gateway", "%s", "db_connections", (double) dbconns, "", cs);
+
+	/* live: rows on random topics; each row is owed to every stream holding its topic */
+	received = 0;
+	measuring = true;
+	cpu0 = GatewayCpu();
+	wall = NowMs(CLOCK_MONOTONIC);
+	pthread_create(&writer, NULL, Writer, NULL);
+	Loop(ep, conns, wall + seconds * 1000.0, NULL);
+	atomic_store(&stop_writer, true);
+	pthread_join(writer, NULL);
+	Loop(ep, conns, NowMs(CLOCK_MONOTONIC) + 2000, NULL);
+	cpu1 = GatewayCpu();
+	wall = NowMs(CLOCK_MONOTONIC) - wall;
+	{
+		/* how many streams hold each topic: the rows owed */
+		int		   *holders = calloc((size_t) universe, sizeof(int));
+		unsigned int s2 = 7;
+		unsigned int s3 = 42;
+
+		for (int i = 0; i < n_streams; i++)
+		{
+			int			seen[256];
+			int			n_seen = 0;
+
+			for (int t = 0; t < n_topics; t++)
+			{
+				int			k = (int) (rand_r(&s2) % (unsigned) universe);
+				bool		dup = false;
+
+				for (int j = 0; j < n_seen; j++)
+					dup |= seen[j] == k;
+				if (!dup)
+				{
+					holders[k]++;
+					if (n_seen < 256)
+						seen[n_seen++] = k;
+				}
+			}
+		}
+		for (long r = 0; r < atomic_load(&written); r++)
+			expected += holders[rand_r(&s3) % (unsigned) universe];
+		free(holders);
+	}
+	qsort(lat, n_lat, sizeof(double), Cmp);
+	printf("live: %ld rows written at %d/s for %d s; %lld deliveries expected, %lld received\n",
+		   atomic_load(&written), rate, seconds, (long long) expected, (long long) received);
+	if (n_lat)
+		printf("insert -> frame read: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+			   lat[n_lat / 2], lat[(size_t) (n_lat * 0.99)], lat[n_lat - 1]);
+	printf("gateway CPU during the live phase: %.2f s over %.1f s (%.0f%% of a core)\n",
+		   cpu1 - cpu0, wall / 1000, 100 * (cpu1 - cpu0) / (wall / 1000));
+	if (n_lat)
+	{
+		tl_result("bench_gateway", "%s,rate=%d", "live_p50_ms", lat[n_lat / 2], "ms", cs, rate);
+		tl_result("bench_gateway", "%s,rate=%d", "live_p99_ms", lat[(size_t) (n_lat * 0.99)], "ms", cs, rate);
+	}
+	tl_result("bench_gateway", "%s,rate=%d", "live_cpu_share", (cpu1 - cpu0) / (wall / 1000), "", cs, rate);
+	kill(gw_pid, SIGTERM);
+	waitpid(gw_pid, NULL, 0);
+	PQfinish(db);
+	return received == expected ? 0 : 1;
+}
