@@ -320,7 +320,6 @@ Check(GwStream *st)
 {
 	Xip83Session *s = st->s;
 	const char *message;
-	int			code;
 
 	if (st->finished)
 		return;
@@ -335,7 +334,8 @@ Check(GwStream *st)
 						   " reads too slowly", XIP83_MAX_PENDING_BYTES);
 	if (s->failed)
 	{
-		code = StatusCode(s->status, &message);
+		int			code = StatusCode(s->status, &message);
+
 		Finish(st, code, message);
 	}
 	else if (st->kind == GW_SUBSCRIBE && st->half_closed && s->n_waves == 0)

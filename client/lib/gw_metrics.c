@@ -40,10 +40,11 @@ static void
 Add(Page *pg, const char *fmt,...)
 {
 	va_list		ap;
-	int			n;
 
 	for (;;)
 	{
+		int			n;
+
 		if (pg->failed)
 			return;
 		va_start(ap, fmt);
@@ -153,8 +154,7 @@ Accept(void *arg, uint32_t events)
 {
 	GwMetrics  *m = arg;
 	struct timeval tv = {0, REQUEST_TIMEOUT_MS * 1000};
-	char		req[2048],
-				head[128];
+	char		req[2048];
 	char	   *page;
 	size_t		len = 0;
 	int			fd = accept4(m->fd, NULL, NULL, SOCK_CLOEXEC);
@@ -166,6 +166,7 @@ Accept(void *arg, uint32_t events)
 	/* the request line is all that matters; whatever it asks, it gets the page */
 	if (read(fd, req, sizeof(req)) > 0 && (page = gw_metrics_page(m->gw, &len)) != NULL)
 	{
+		char		head[128];
 		int			n = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: text/plain;"
 								 " version=0.0.4\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
 								 len);

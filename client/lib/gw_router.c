@@ -43,7 +43,7 @@ gw_router_add(GwRouter *r, const unsigned char *t, size_t len, void *sub)
 }
 
 void
-gw_router_del(GwRouter *r, const unsigned char *t, size_t len, void *sub)
+gw_router_del(GwRouter *r, const unsigned char *t, size_t len, const void *sub)
 {
 	Xip83Topic *e = xip83_topics_get(&r->topics, t, len);
 	GwSubs	   *s = e ? e->data : NULL;

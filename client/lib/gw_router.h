@@ -29,7 +29,7 @@ typedef struct GwSubs
 /* Adds sub to the topic's subscribers; false when out of memory. */
 extern bool gw_router_add(GwRouter *r, const unsigned char *t, size_t len, void *sub);
 /* Removes sub from the topic's subscribers (the topic goes with its last one). */
-extern void gw_router_del(GwRouter *r, const unsigned char *t, size_t len, void *sub);
+extern void gw_router_del(GwRouter *r, const unsigned char *t, size_t len, const void *sub);
 /* The topic's subscribers, or NULL when nobody holds it. */
 extern const GwSubs *gw_router_get(const GwRouter *r, const unsigned char *t, size_t len);
 extern void gw_router_free(GwRouter *r);
