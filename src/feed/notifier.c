@@ -256,6 +256,7 @@ NotifierObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int sub
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access != OAT_DROP || classId != DatabaseRelationId || Shared == NULL)
 		return;
+	SummaryBuilderStopFor(objectId);
 	SpinLockAcquire(&Shared->mutex);
 	for (int i = 0; i < Shared->n_dbs; i++)
 	{
