@@ -123,7 +123,7 @@ for m in "$(dirname "${BASH_SOURCE[0]}")"/../../man/*.1; do
 done | sort | { echo "| program | what it does |"; echo "|---|---|"; cat; }
 
 # The list of SQLSTATEs: "#state | code | condition | when |". The check
-# compares the conditions with the ERRCODE_* names in src/*.c and the
+# compares the conditions with the ERRCODE_* names in src/*/*.c and the
 # USING ERRCODE names in control/install/*.sql.
 #state | `22000` | data_exception | a row cannot become a frame: a welcome's `message_type` other than 0 or 1 |
 #state | `22003` | numeric_value_out_of_range | a negative id or sequence id to send or track, a position past the sequence's range |

@@ -28,7 +28,7 @@ fi
 
 # Conditions the code raises: ERRCODE_* in src/, USING ERRCODE in control/install/.
 listed=$(sed -n 's/^#state | `[0-9A-Z]*` | \([a-z0-9_]*\) |.*/\1/p' "$gen" | sort -u)
-raised=$( { grep -ohE 'errcode\(ERRCODE_[A-Z0-9_]+\)' "$top"/src/*.c \
+raised=$( { grep -ohE 'errcode\(ERRCODE_[A-Z0-9_]+\)' "$top"/src/*/*.c \
 		| sed -E 's/errcode\(ERRCODE_(E_R_I_E_)?([A-Z0-9_]+)\)/\2/' | tr 'A-Z' 'a-z'
 	grep -ohE "ERRCODE = '[a-z_]+'" "$top"/control/install/*.sql | sed -E "s/ERRCODE = '([a-z_]+)'/\1/"
 	} | sort -u)
