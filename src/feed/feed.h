@@ -253,13 +253,8 @@ extern PGDLLEXPORT void xip83_notifier_main(Datum main_arg);
 
 /* The builder of the topic summaries (summary_build.c), one worker per database. */
 extern int	xip83_summary_pass_rows_per_s;
-extern Size SummaryBuildShmemSize(void);
-extern void SummaryBuildShmemRequest(void);
-extern void SummaryBuildShmemInit(void);
 /* Starts the current database's builder unless it runs (or is starting); primary only. */
 extern void SummaryBuilderEnsureRunning(void);
-/* DROP DATABASE: its builder must leave. */
-extern void SummaryBuilderStopFor(Oid dboid);
 extern PGDLLEXPORT void xip83_summary_main(Datum main_arg);
 
 /* ---------------------------------------------------------------- writes */

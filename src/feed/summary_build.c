@@ -3,9 +3,10 @@
  * stored before it was loaded (src/core/core.h has the model and why it
  * never skips a row), and the summary a wave may ask (SummaryForSource).
  *
- * One dynamic background worker per database, "xip83 summary", started by
- * the load of a feed and by a wave that finds a summary EMPTY, runs the
- * passes: per loaded feed of its database and kind whose summary is EMPTY,
+ * One dynamic background worker per database, "xip83 summary" (started,
+ * claimed and asked to leave through notifier.c's table of databases, as the
+ * notifier is), started by the load of a feed and by a wave that finds a
+ * summary EMPTY, runs the passes: per loaded feed of its database and kind whose summary is EMPTY,
  * in one transaction,
  *   1. waits for every transaction holding a write lock on one of the
  *      feed's leaves to end (WaitForLockersMultiple, as CREATE INDEX
@@ -47,8 +48,6 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
-#include "storage/shmem.h"
-#include "storage/spin.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -62,152 +61,16 @@
 #include "rel/rel.h"
 #include "feed_internal.h"
 
-#define BUILDER_RETRY_MS 10000
 #define BUILDER_IDLE_MS 3000
 #define PASS_CHUNK_ROWS 4096
 
 int			xip83_summary_pass_rows_per_s = 5000000;
 
-/* One database's builder. */
-typedef struct BuilderSlot
-{
-	Oid			dboid;			/* InvalidOid: free */
-	int			pid;			/* the worker, 0 when none */
-	Latch	   *latch;
-	bool		stop_requested; /* the database is being dropped */
-	TimestampTz start_requested_at;
-} BuilderSlot;
-
-typedef struct BuilderShared
-{
-	slock_t		mutex;
-	int			n;
-	BuilderSlot slots[FLEXIBLE_ARRAY_MEMBER];
-} BuilderShared;
-
-static BuilderShared *Builders = NULL;
-static BuilderSlot *MyBuilder = NULL;
-
-Size
-SummaryBuildShmemSize(void)
-{
-	return add_size(offsetof(BuilderShared, slots),
-					mul_size(sizeof(BuilderSlot), xip83_max_databases));
-}
-
-void
-SummaryBuildShmemRequest(void)
-{
-	RequestAddinShmemSpace(SummaryBuildShmemSize());
-}
-
-void
-SummaryBuildShmemInit(void)
-{
-	bool		found;
-
-	Builders = ShmemInitStruct("xip83 summary builders", SummaryBuildShmemSize(), &found);
-	if (found)
-		return;
-	memset(Builders, 0, SummaryBuildShmemSize());
-	SpinLockInit(&Builders->mutex);
-	Builders->n = xip83_max_databases;
-}
-
-/* The slot of the current database, taking a free one; NULL when none is free. */
-static BuilderSlot *
-SlotOfMine(void)
-{
-	BuilderSlot *free_slot = NULL;
-
-	if (MyBuilder != NULL && MyBuilder->dboid == MyDatabaseId)
-		return MyBuilder;
-	SpinLockAcquire(&Builders->mutex);
-	for (int i = 0; i < Builders->n; i++)
-	{
-		BuilderSlot *b = &Builders->slots[i];
-
-		if (b->dboid == MyDatabaseId)
-		{
-			MyBuilder = b;
-			break;
-		}
-		if (free_slot == NULL && (b->dboid == InvalidOid || (b->pid == 0 && b->start_requested_at == 0)))
-			free_slot = b;
-	}
-	if ((MyBuilder == NULL || MyBuilder->dboid != MyDatabaseId) && free_slot != NULL)
-	{
-		memset(free_slot, 0, sizeof(BuilderSlot));
-		free_slot->dboid = MyDatabaseId;
-		MyBuilder = free_slot;
-	}
-	SpinLockRelease(&Builders->mutex);
-	return MyBuilder != NULL && MyBuilder->dboid == MyDatabaseId ? MyBuilder : NULL;
-}
-
 void
 SummaryBuilderEnsureRunning(void)
 {
-	BuilderSlot *b;
-	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
-	TimestampTz now;
-	bool		start = false;
-
-	if (Builders == NULL || !SummaryReady() || RecoveryInProgress() || !IsUnderPostmaster)
-		return;
-	b = SlotOfMine();
-	if (b == NULL || ((volatile BuilderSlot *) b)->pid != 0)
-		return;
-	now = GetCurrentTimestamp();
-	SpinLockAcquire(&Builders->mutex);
-	if (b->dboid == MyDatabaseId && b->pid == 0 &&
-		(b->start_requested_at == 0 ||
-		 TimestampDifferenceExceeds(b->start_requested_at, now, BUILDER_RETRY_MS)))
-	{
-		b->start_requested_at = now;
-		b->stop_requested = false;
-		start = true;
-	}
-	SpinLockRelease(&Builders->mutex);
-	if (!start)
-		return;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "xip83");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "xip83_summary_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "xip83 summary for database %u", MyDatabaseId);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "xip83 summary");
-	worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-		ereport(WARNING,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("could not start the xip83 summary builder"),
-				 errdetail("Waves descend every topic the recent-writes tables do not know until it runs; another start is tried in %d seconds.",
-						   BUILDER_RETRY_MS / 1000),
-				 errhint("Raise max_worker_processes.")));
-}
-
-void
-SummaryBuilderStopFor(Oid dboid)
-{
-	Latch	   *latch = NULL;
-
-	if (Builders == NULL)
-		return;
-	SpinLockAcquire(&Builders->mutex);
-	for (int i = 0; i < Builders->n; i++)
-		if (Builders->slots[i].dboid == dboid && Builders->slots[i].pid != 0)
-		{
-			Builders->slots[i].stop_requested = true;
-			latch = Builders->slots[i].latch;
-		}
-	SpinLockRelease(&Builders->mutex);
-	if (latch != NULL)
-		SetLatch(latch);
+	if (SummaryReady() && IsUnderPostmaster)
+		DbWorkerStart(WORKER_SUMMARY);
 }
 
 Summary *
@@ -234,43 +97,7 @@ SummaryForSource(Oid relid, PositionKind kind)
 static bool
 StopWanted(void)
 {
-	return ((volatile BuilderSlot *) MyBuilder)->stop_requested || ProcDiePending;
-}
-
-static void
-BuilderDetach(int code, Datum arg)
-{
-	if (MyBuilder == NULL)
-		return;
-	SpinLockAcquire(&Builders->mutex);
-	if (MyBuilder->pid == MyProcPid)
-	{
-		MyBuilder->pid = 0;
-		MyBuilder->latch = NULL;
-		MyBuilder->start_requested_at = 0;
-	}
-	SpinLockRelease(&Builders->mutex);
-}
-
-static bool
-BuilderClaim(void)
-{
-	BuilderSlot *b = SlotOfMine();
-	bool		ok = false;
-
-	if (b == NULL)
-		return false;
-	SpinLockAcquire(&Builders->mutex);
-	if (b->pid == 0)
-	{
-		b->pid = MyProcPid;
-		b->latch = MyLatch;
-		b->start_requested_at = 0;
-		b->stop_requested = false;
-		ok = true;
-	}
-	SpinLockRelease(&Builders->mutex);
-	return ok;
+	return DbWorkerStopRequested(WORKER_SUMMARY) || ProcDiePending;
 }
 
 /* The columns a kind's rows are summarized by. */
@@ -426,6 +253,35 @@ RunPass(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 						(long) TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()))));
 }
 
+/* One pass in a transaction of its own; an error leaves the summary EMPTY, retried after a pause. */
+static void
+RunPassSafely(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen, MemoryContext cxt)
+{
+	PG_TRY();
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		RunPass(db, kind, s, gen);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		/* a dropped table, a cancel */
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		AbortCurrentTransaction();
+		FlushErrorState();
+		(void) SummaryPassEnd(s, gen, false);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+}
+
 /* Runs every pass wanted in the database; returns whether one ran or runs. */
 static bool
 PassesWanted(MemoryContext cxt)
@@ -447,29 +303,7 @@ PassesWanted(MemoryContext cxt)
 			if (!SummaryPassBegin(s, &gen))
 				continue;
 			any = true;
-			PG_TRY();
-			{
-				SetCurrentStatementStartTimestamp();
-				StartTransactionCommand();
-				PushActiveSnapshot(GetTransactionSnapshot());
-				RunPass(feeds[i], (PositionKind) k, s, gen);
-				PopActiveSnapshot();
-				CommitTransactionCommand();
-			}
-			PG_CATCH();
-			{
-				/* a dropped table, a cancel: EMPTY again, retried after a pause */
-				MemoryContextSwitchTo(cxt);
-				EmitErrorReport();
-				AbortCurrentTransaction();
-				FlushErrorState();
-				(void) SummaryPassEnd(s, gen, false);
-				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 1000, PG_WAIT_EXTENSION);
-				ResetLatch(MyLatch);
-			}
-			PG_END_TRY();
-			MemoryContextSwitchTo(cxt);
+			RunPassSafely(feeds[i], (PositionKind) k, s, gen, cxt);
 		}
 	return any;
 }
@@ -485,9 +319,8 @@ xip83_summary_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(main_arg), InvalidOid, 0);
 	pgstat_report_appname("xip83 summary");
-	if (!BuilderClaim())
+	if (!DbWorkerClaim(WORKER_SUMMARY))
 		proc_exit(0);
-	before_shmem_exit(BuilderDetach, (Datum) 0);
 	cxt = AllocSetContextCreate(TopMemoryContext, "xip83 summary pass", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
 	last_work = GetCurrentTimestamp();

@@ -59,7 +59,6 @@ Xip83ShmemRequest(void)
 	RegistryShmemRequest();
 	RecentShmemRequest();
 	SummaryShmemRequest();
-	SummaryBuildShmemRequest();
 	NotifierShmemRequest();
 }
 
@@ -73,7 +72,6 @@ Xip83ShmemStartup(void)
 	RegistryShmemInit();
 	RecentShmemInit();
 	SummaryShmemInit();
-	SummaryBuildShmemInit();
 	NotifierShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
