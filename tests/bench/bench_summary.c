@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static PGconn *conn;
 
@@ -37,25 +36,6 @@ static void
 Exec(const char *sql)
 {
 	PQclear(tl_exec(conn, sql, 0, NULL));
-}
-
-static double
-Scalar(const char *sql)
-{
-	PGresult   *r = tl_exec(conn, sql, 0, NULL);
-	double		v = atof(PQgetvalue(r, 0, 0));
-
-	PQclear(r);
-	return v;
-}
-
-static double
-Now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static const char *const Setup =
@@ -68,26 +48,12 @@ static const char *const Setup =
 "                       ELSE (random() * (topics - 1))::int END), d, sha256(d)"
 "    FROM (SELECT decode(repeat(md5(random()::text), 2), 'hex') || int8send(i) || float8send(random()) d"
 "            FROM generate_series(1, n) i) x $$;"
-"CREATE OR REPLACE FUNCTION bs_wave(topics bytea[], floors bigint[], ceil bigint, runs int)"
-"  RETURNS float8 LANGUAGE plpgsql AS $$"
-"DECLARE t0 timestamptz; ts float8[] := '{}'; n bigint;"
-"BEGIN FOR i IN 1..runs + 1 LOOP"
-"    t0 := clock_timestamp();"
-"    SELECT count(*) INTO n FROM xip83.group_wave_scan(topics, floors, 0, ceil, 500);"
-"    IF i > 1 THEN ts := ts || extract(epoch FROM clock_timestamp() - t0) * 1000; END IF;"
-"  END LOOP;"
-"  RETURN (SELECT min(x) FROM unnest(ts) x); END $$;";
+TL_BENCH_WAVE_SQL;
 
 static void
 Connect(void)
 {
-	PGresult   *r;
-
-	conn = tl_reconnect();
-	r = PQexec(conn, Setup);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
-		tl_fatal("setup: %s", PQerrorMessage(conn));
-	PQclear(r);
+	conn = tl_reconnect_setup(Setup);
 }
 
 static void
@@ -109,10 +75,10 @@ WaveMs(const char *table, const char *floor_expr, int runs)
 	char		sql[512];
 
 	snprintf(sql, sizeof(sql),
-			 "SELECT bs_wave((SELECT array_agg(topic ORDER BY topic) FROM %s),"
+			 "SELECT bench_wave((SELECT array_agg(topic ORDER BY topic) FROM %s),"
 			 " (SELECT array_agg(%s ORDER BY topic) FROM %s), xip83.group_ceiling(), %d)",
 			 table, floor_expr, table, runs);
-	return Scalar(sql);
+	return tl_scalar_float(conn, sql);
 }
 
 #define READ_ROUNDS 7
@@ -142,6 +108,19 @@ Measure(const char *table)
 	}
 	p.r = tl_ratios(ratio, READ_ROUNDS);
 	return p;
+}
+
+/* A wave's topics, bs_pick's (lo, hi], with each one's last id now. */
+static void
+PickSet(const char *name, int lo, int hi)
+{
+	char		sql[512];
+
+	snprintf(sql, sizeof(sql),
+			 "CREATE TABLE %s AS SELECT p.topic, max(m.id) last FROM bs_pick p"
+			 "  JOIN xip83.group_messages m ON m.group_id = p.topic WHERE p.k > %d AND p.k <= %d"
+			 "  GROUP BY 1", name, lo, hi);
+	Exec(sql);
 }
 
 static void
@@ -197,33 +176,26 @@ main(int argc, char **argv)
 			 " SELECT topic, int8send(k) || '\\x01', sha256(int8send(k) || '\\x01')"
 			 "   FROM bs_pick WHERE k > %d AND k <= %d", wave, 2 * wave);
 	Exec(sql);
-	snprintf(sql, sizeof(sql),
-			 "CREATE TABLE bs_idle AS SELECT p.topic, max(m.id) last FROM bs_pick p"
-			 "  JOIN xip83.group_messages m ON m.group_id = p.topic WHERE p.k <= %d GROUP BY 1", wave);
-	Exec(sql);
-	snprintf(sql, sizeof(sql),
-			 "CREATE TABLE bs_recent AS SELECT p.topic, max(m.id) last FROM bs_pick p"
-			 "  JOIN xip83.group_messages m ON m.group_id = p.topic WHERE p.k > %d AND p.k <= %d"
-			 "  GROUP BY 1", wave, 2 * wave);
-	Exec(sql);
+	PickSet("bs_idle", 0, wave);
+	PickSet("bs_recent", wave, 2 * wave);
 
 	/* the best case before the summary: every topic recently written */
 	recent = Measure("bs_recent");
 
 	/* a clean restart: the pass, timed from the first use of the feed */
 	Restart(summary_kb);
-	t0 = Now();
+	t0 = tl_now();
 	Exec("SELECT count(*) FROM xip83.group_wave_scan('{x}', '{0}', 0, 1, 1)");
-	while (Scalar("SELECT (summary_states[1] = 'ready')::int FROM xip83.feed_status") != 1)
+	while (tl_scalar_float(conn, "SELECT (summary_states[1] = 'ready')::int FROM xip83.feed_status") != 1)
 	{
-		if (Now() - t0 > 600)
+		if (tl_now() - t0 > 600)
 			tl_fatal("the summary's pass did not end within 600 s");
 		tl_sleep_us(10000);
 	}
-	ready_s = Now() - t0;
-	pass_ms = Scalar("SELECT summary_pass_ms[1] FROM xip83.feed_status");
-	scanned = Scalar("SELECT summary_rows[1] FROM xip83.feed_status");
-	shmem_mb = Scalar("SELECT coalesce(sum(allocated_size), 0) / 1048576.0 FROM pg_shmem_allocations"
+	ready_s = tl_now() - t0;
+	pass_ms = tl_scalar_float(conn, "SELECT summary_pass_ms[1] FROM xip83.feed_status");
+	scanned = tl_scalar_float(conn, "SELECT summary_rows[1] FROM xip83.feed_status");
+	shmem_mb = tl_scalar_float(conn, "SELECT coalesce(sum(allocated_size), 0) / 1048576.0 FROM pg_shmem_allocations"
 					  " WHERE name = 'xip83 summary'");
 	idle = Measure("bs_idle");
 	rewritten = Measure("bs_recent");

@@ -386,6 +386,18 @@ WaitSummary(PGconn *c, const char *when, const char *want)
 			 PQgetvalue(tl_exec(c, "SELECT summary_states::text FROM xip83.feed_status", 0, NULL), 0, 0));
 }
 
+/* A crash restart (pg_ctl stop -m immediate), then both connections again. */
+static void
+CrashRestart(PGconn **c, PGconn **w)
+{
+	PQfinish(*c);
+	PQfinish(*w);
+	tl_pgctl("stop -m immediate");
+	tl_pgctl("start");
+	*c = Connect(true);
+	*w = Connect(true);
+}
+
 /* Restarts the server with a setting changed (NULL value: reset). */
 static void
 RestartWith(PGconn **c, PGconn **w, const char *setting, const char *value)
@@ -511,12 +523,7 @@ main(void)
 		TL_CHECK(building, "the summary's pass is running before the crash");
 	}
 	CheckWaves(c, "while the summary's pass reads");
-	PQfinish(c);
-	PQfinish(w);
-	tl_pgctl("stop -m immediate");
-	tl_pgctl("start");
-	c = Connect(true);
-	w = Connect(true);
+	CrashRestart(&c, &w);
 	CheckWaves(c, "after a crash in the summary's pass");
 	CheckFoundNew(c, "after a crash in the summary's pass");
 	RestartWith(&c, &w, "xip83.summary_pass_rows_per_s", NULL);
@@ -524,12 +531,7 @@ main(void)
 	CheckWaves(c, "after a crash in the summary's pass, summary ready");
 	CheckFoundNew(c, "after a crash in the summary's pass, summary ready");
 	CheckExact(c, "after a crash in the summary's pass, summary ready");
-	PQfinish(c);
-	PQfinish(w);
-	tl_pgctl("stop -m immediate");
-	tl_pgctl("start");
-	c = Connect(true);
-	w = Connect(true);
+	CrashRestart(&c, &w);
 	CheckWaves(c, "after a crash restart");
 	CheckFoundNew(c, "after a crash restart");
 	WaitSummary(c, "after a crash restart", "ready");
