@@ -155,9 +155,19 @@ SummaryReset(Summary *s)
 	uint64		w = pg_atomic_read_u64(&s->word);
 	uint64		gen;
 
-	/* readers stop trusting it, and no pass can start, before any zero is written */
+	/*
+	 * Readers stop trusting it, and no pass can start, before any zero is
+	 * written. One reset at a time: zeros written late by an earlier one
+	 * could land after a pass that began once a later one ended.
+	 */
 	for (;;)
 	{
+		if ((w & 3) == SUMMARY_RESETTING)
+		{
+			pg_usleep(1000L);
+			w = pg_atomic_read_u64(&s->word);
+			continue;
+		}
 		gen = (w >> 2) + 1;
 		if (pg_atomic_compare_exchange_u64(&s->word, &w, gen << 2 | SUMMARY_RESETTING))
 			break;
@@ -166,9 +176,7 @@ SummaryReset(Summary *s)
 		pg_atomic_write_u64(&s->buckets[i], 0);
 	pg_atomic_write_u64(&s->scanned, 0);
 	pg_write_barrier();
-	/* a later reset may have begun meanwhile: then it ends the state */
-	w = gen << 2 | SUMMARY_RESETTING;
-	(void) pg_atomic_compare_exchange_u64(&s->word, &w, gen << 2 | SUMMARY_EMPTY);
+	pg_atomic_write_u64(&s->word, gen << 2 | SUMMARY_EMPTY);
 }
 
 void
