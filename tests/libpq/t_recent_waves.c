@@ -386,6 +386,24 @@ WaitSummary(PGconn *c, const char *when, const char *want)
 			 PQgetvalue(tl_exec(c, "SELECT summary_states::text FROM xip83.feed_status", 0, NULL), 0, 0));
 }
 
+/*
+ * Whether the group summary's pass is reading rows (past its wait for
+ * writers and its snapshot) within 2 s; a wave asks for the pass.
+ */
+static bool
+WaitPassReading(PGconn *c)
+{
+	for (int i = 0; i < 100; i++)
+	{
+		Exec(c, "SELECT count(*) FROM xip83.group_wave_scan('{\\x00}', '{0}', 0, 1, 1)");
+		if (tl_scalar(c, "SELECT (summary_states[1] = 'building' AND summary_rows[1] > 0)::int"
+					  " FROM xip83.feed_status") == 1)
+			return true;
+		tl_sleep_us(20000);
+	}
+	return false;
+}
+
 /* A crash restart (pg_ctl stop -m immediate), then both connections again. */
 static void
 CrashRestart(PGconn **c, PGconn **w)
@@ -508,20 +526,43 @@ main(void)
 	Exec(c, "SELECT take_seen(), take_seen_env()");
 	Write(w, 300, 200);
 
-	/* a crash while the summary's pass reads (slowed down to 2000 rows a second) */
-	RestartWith(&c, &w, "xip83.summary_pass_rows_per_s", "2000");
-	{
-		bool		building = false;
+	/*
+	 * Writes while the summary's pass reads (slowed down to 1000 rows a
+	 * second), after it took its snapshot: rows it cannot see, one
+	 * transaction left open until the summary is ready.
+	 */
+	RestartWith(&c, &w, "xip83.summary_pass_rows_per_s", "1000");
+	TL_CHECK(WaitPassReading(c), "the summary's pass reads before the writes");
+	open = Connect(true);
+	Exec(open, "BEGIN");
+	WriteAs(open, 300, 40, true);
+	Write(w, 300, 300);
+	WriteAndDisturb(w, 30);
+	TL_CHECK(tl_scalar(c, "SELECT (summary_states[1] = 'building')::int FROM xip83.feed_status") == 1,
+			 "the writes ran while the summary's pass read");
+	Exec(c, "ALTER SYSTEM RESET xip83.summary_pass_rows_per_s");
+	Exec(c, "SELECT pg_reload_conf()");
+	/* the group pass read on; the other kinds' wait for the open writer to end */
+	for (int i = 0; i < 600 && tl_scalar(c, "SELECT (summary_states[1] = 'ready')::int"
+										 " FROM xip83.feed_status") != 1; i++)
+		tl_sleep_us(50000);
+	TL_CHECK(tl_scalar(c, "SELECT (summary_states = '{ready,building,waiting}')::int"
+					   " FROM xip83.feed_status") == 1,
+			 "the group summary is ready, the welcome pass waits for the open writer");
+	CheckWaves(c, "written while the summary's pass read, summary ready");
+	CheckFoundNew(c, "written while the summary's pass read, summary ready");
+	CheckExact(c, "written while the summary's pass read, summary ready");
+	Exec(open, "COMMIT");
+	PQfinish(open);
+	CheckWaves(c, "committed after the summary was ready");
+	CheckFoundNew(c, "committed after the summary was ready");
+	WaitSummary(c, "the open writer committed", "ready");
+	CheckWaves(c, "the open writer committed, every summary ready");
 
-		for (int i = 0; i < 100 && !building; i++)
-		{
-			Exec(c, "SELECT count(*) FROM xip83.group_wave_scan('{\\x00}', '{0}', 0, 1, 1)");
-			building = tl_scalar(c, "SELECT (summary_states[1] = 'building')::int FROM xip83.feed_status") == 1;
-			if (!building)
-				tl_sleep_us(20000);
-		}
-		TL_CHECK(building, "the summary's pass is running before the crash");
-	}
+	/* a crash while the summary's pass reads */
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	RestartWith(&c, &w, "xip83.summary_pass_rows_per_s", "1000");
+	TL_CHECK(WaitPassReading(c), "the summary's pass is running before the crash");
 	CheckWaves(c, "while the summary's pass reads");
 	CrashRestart(&c, &w);
 	CheckWaves(c, "after a crash in the summary's pass");
