@@ -6,8 +6,8 @@
  * One dynamic background worker per database, "xip83 summary" (started,
  * claimed and asked to leave through notifier.c's table of databases, as the
  * notifier is), started by the load of a feed and by a wave that finds a
- * summary EMPTY, runs the passes: per loaded feed of its database and kind whose summary is EMPTY,
- * in one transaction,
+ * summary EMPTY, runs the passes: per loaded feed of its database and kind
+ * whose summary is EMPTY, in one transaction,
  *   1. waits for every transaction holding a write lock on one of the
  *      feed's leaves to end (WaitForLockersMultiple, as CREATE INDEX
  *      CONCURRENTLY does), so that each row not yet committed was written
@@ -26,8 +26,9 @@
  *
  * The pass is a primary's: during recovery nothing writes, so nothing would
  * note the rows replay brings after the snapshot, and a standby's waves read
- * without the summary (SummaryForSource). A promoted standby's feeds are
- * loaded afresh by their first use, which starts a pass.
+ * without the summary (SummaryForSource). A promoted standby's summaries
+ * were never filled (EMPTY since its start): the first wave after the
+ * promotion starts their pass, while the new writers raise them.
  */
 #include "postgres.h"
 
