@@ -13,7 +13,10 @@
 # Meanwhile replay is paused for seconds, the standby restarted, and at the
 # end the standby is promoted and followed on as a primary. Each of the first
 # two must see every committed row exactly once, range rows in ascending id
-# order, late rows flagged by their late lane.
+# order, late rows flagged by their late lane. Randomized waves equal their
+# plain SQL definition on the primary (with its topic summary ready), on the
+# standby (which reads without one), and after the promotion, once the
+# promoted node's summary is ready, with floors from before it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -40,6 +43,23 @@ CREATE EXTENSION xip83;
 SELECT setval('xip83.group_messages_id_seq', $START);
 CREATE SEQUENCE late_ids;
 SELECT xip83.group_horizon();
+-- a wave of every topic, floors at, near or far below its last id, against
+-- the plain SQL definition: 'same', or what differs
+CREATE FUNCTION diff_wave(seed float8) RETURNS text LANGUAGE plpgsql AS \$\$
+DECLARE topics bytea[]; floors bigint[]; ceil bigint := xip83.group_ceiling(); got bigint[]; want bigint[];
+BEGIN
+  PERFORM set_config('xip83.max_page_limit', '1000000', true);
+  PERFORM setseed(seed);
+  SELECT array_agg(t ORDER BY t), array_agg(fl ORDER BY t) INTO topics, floors FROM (
+      SELECT group_id t, CASE WHEN random() < 0.5 THEN max(id) WHEN random() < 0.5 THEN max(id) - 3
+                              ELSE (max(id) * random())::bigint END fl
+        FROM xip83.group_messages WHERE id <= ceil GROUP BY 1) x;
+  SELECT array_agg(id ORDER BY id) INTO got FROM xip83.group_wave_scan(topics, floors, 0, ceil, 1000000);
+  SELECT array_agg(id ORDER BY id) INTO want FROM xip83.group_messages m WHERE id <= ceil
+     AND EXISTS (SELECT 1 FROM unnest(topics, floors) f(t, fl) WHERE f.t = m.group_id AND m.id > f.fl);
+  RETURN CASE WHEN got IS NOT DISTINCT FROM want THEN 'same'
+              ELSE format('%s rows for %s', cardinality(got), cardinality(want)) END;
+END \$\$;
 SQL
 
 $primary->backup('base');
@@ -277,6 +297,21 @@ for my $mode (['--standby', $standby->connstr('postgres'), '-d', $primary->conns
 	is(scalar(@lates), $n_late, "xip83-tail $mode->[0]: every late row, flagged");
 }
 
+# randomized waves, writers done: on the primary once its summary is ready,
+# on the standby (no summary: nothing notes replayed rows)
+$primary->poll_query_until('postgres',
+	"SELECT (SELECT count(*) FROM xip83.group_wave_scan('{x}', '{0}', 0, 1, 1)) >= 0"
+	  . " AND summary_states[1] = 'ready' FROM xip83.feed_status", 't')
+  or die 'the primary\'s summary never became ready';
+$primary->wait_for_catchup($standby);
+for my $seed (0.1, 0.2, 0.3)
+{
+	is($primary->safe_psql('postgres', "SELECT diff_wave($seed)"), 'same',
+		"a randomized wave on the primary, summary ready ($seed)");
+	is($standby->safe_psql('postgres', "SELECT diff_wave($seed)"), 'same',
+		"a randomized wave on the standby ($seed)");
+}
+
 # the rest of the read side answers on the standby, read-only
 is($standby->safe_psql('postgres',
 		'SELECT xip83.group_ceiling() = xip83.group_horizon(), xip83.late_cursor() > 0,'
@@ -320,6 +355,25 @@ for (1 .. 3)
 is(scalar(keys %{ $c->{seen} }) - $before, 50, 'rows written after the promotion reach the consumer once');
 is($c->{dup}, 0, 'no duplicates across the promotion');
 $ns->quit;
+
+# waves on the promoted node: floors from before the promotion, with its
+# summary built by its own pass; then rows written since
+$standby->poll_query_until('postgres',
+	"SELECT (SELECT count(*) FROM xip83.group_wave_scan('{x}', '{0}', 0, 1, 1)) >= 0"
+	  . " AND summary_states[1] = 'ready' FROM xip83.feed_status", 't')
+  or die 'the promoted node\'s summary never became ready';
+for my $seed (0.4, 0.5)
+{
+	is($standby->safe_psql('postgres', "SELECT diff_wave($seed)"), 'same',
+		"a randomized wave after the promotion, summary ready ($seed)");
+}
+$standby->safe_psql('postgres', <<'SQL');
+UPDATE xip83.group_messages SET group_id = 'moved' WHERE id = (SELECT min(id) FROM xip83.group_messages);
+INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)
+    SELECT int4send(i % 7), int4send(i), uuid_send(gen_random_uuid()) FROM generate_series(1, 30) i;
+SQL
+is($standby->safe_psql('postgres', 'SELECT diff_wave(0.6)'), 'same',
+	'a randomized wave after writes on the promoted node');
 note sprintf('runtime %.1fs', time - $t0);
 
 done_testing();

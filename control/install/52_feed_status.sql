@@ -14,7 +14,9 @@ CREATE FUNCTION xip83.feed_status(
     OUT recent_entries int,
     OUT group_in_flight bigint, OUT group_in_flight_pid int,
     OUT welcome_in_flight bigint, OUT welcome_in_flight_pid int,
-    OUT originator_in_flight bigint[], OUT originator_in_flight_pids int[])
+    OUT originator_in_flight bigint[], OUT originator_in_flight_pids int[],
+    OUT summary_states text[], OUT summary_rows bigint[], OUT summary_pass_ms bigint[],
+    OUT summary_memory_kb int)
 RETURNS record
 AS 'MODULE_PATHNAME', 'feed_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
@@ -23,7 +25,7 @@ CREATE VIEW xip83.feed_status AS
       FROM xip83.feed_status() s;
 
 COMMENT ON FUNCTION xip83.feed_status() IS
-  'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size; per kind the recent-writes table''s low-water position (a wave skips a topic whose floor is at or above it and that has no recent write above its floor) and entries in use (NULL like the horizons), and its capacity per kind (xip83.recent_entries); per horizon the lowest position an open transaction may still write and the pid of its backend, which holds the horizon below that position until its transaction ends (NULL when none, or like the horizons).';
+  'One row: horizons (NULL unless the caller may SELECT the table), the notifier (pid, epoch, state, ticks, last notice), late writes committed, the late cursor and the late ring''s size; per kind the recent-writes table''s low-water position (a wave skips a topic whose floor is at or above it and that has no recent write above its floor) and entries in use (NULL like the horizons), and its capacity per kind (xip83.recent_entries); per horizon the lowest position an open transaction may still write and the pid of its backend, which holds the horizon below that position until its transaction ends (NULL when none, or like the horizons); per kind (group, welcome, envelope) the topic summary''s state (waiting: its pass has not started; building; ready: waves skip topics by it; off), rows its pass read and how long the last pass took in ms, and its memory per kind (xip83.summary_memory).';
 GRANT SELECT ON xip83.feed_status TO PUBLIC;
 COMMENT ON VIEW xip83.feed_status IS
   'xip83.feed_status() with the NOTIFY queue usage.';

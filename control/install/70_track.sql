@@ -56,7 +56,8 @@ CREATE FUNCTION xip83.tracked_status(source regclass,
     OUT registered bigint, OUT late_writes bigint, OUT late_cursor bigint,
     OUT low_water bigint, OUT recent bigint,
     OUT in_flight bigint, OUT in_flight_pid int,
-    OUT originator_in_flight bigint[], OUT originator_in_flight_pids int[])
+    OUT originator_in_flight bigint[], OUT originator_in_flight_pids int[],
+    OUT summary_state text, OUT summary_rows bigint, OUT summary_pass_ms bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'tracked_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
@@ -74,6 +75,6 @@ COMMENT ON FUNCTION xip83.untrack(regclass) IS
 COMMENT ON FUNCTION xip83.next_id(regclass) IS
   'The id default xip83.track gives a tracked v3 table: registers the id, then draws it from the table''s own sequence. Needs INSERT or UPDATE on the table and USAGE or UPDATE on the sequence, checked before the id is registered.';
 COMMENT ON FUNCTION xip83.tracked_status(regclass) IS
-  'One row about a tracked table''s feed (NULL unless the caller may SELECT it): horizon or originator horizons, positions registered and late writes since it was loaded, late cursor, recent-writes low-water position and entries; who holds the horizon (per line the lowest position an open transaction may still write and its backend''s pid, NULL when none).';
+  'One row about a tracked table''s feed (NULL unless the caller may SELECT it): horizon or originator horizons, positions registered and late writes since it was loaded, late cursor, recent-writes low-water position and entries; who holds the horizon (per line the lowest position an open transaction may still write and its backend''s pid, NULL when none); the topic summary''s state (waiting, building, ready, off), rows its pass read and how long the last pass took in ms.';
 COMMENT ON VIEW xip83.tracked IS
   'Every tracked table with xip83.tracked_status.';

@@ -436,4 +436,142 @@ extern bool RecentStatsMine(int64 low[3], int64 used[3]);
 /* The same for any feed's entry. */
 extern bool RecentStatsOf(const RegistryDb *db, int64 low[3], int64 used[3]);
 
+/* -------------------------------------------------------------- summary */
+
+/*
+ * The topic summary of each feed and kind (summary.c): "may this topic have
+ * a row above floor F?" for every topic of the feed, whatever its age, in a
+ * fixed size (xip83.summary_memory per feed and kind).
+ *
+ * A max-sketch. Each key (RecentKey: a topic, and an originator for
+ * envelopes) hashes to two buckets in one cache line, and a bucket holds at
+ * least the highest position written to any key hashing there. A key has no
+ * row above F when either of its buckets is at or below F: every row of the
+ * key raised both. Collisions only raise buckets, so a summary smaller than
+ * the topics answers "may" more often and never "no" wrongly.
+ *
+ * Invariant, once READY: every row the feed holds, visible to a snapshot
+ * taken before the question, raised its key's buckets to its position. Two
+ * paths keep it. Writers (positions.c) raise the buckets with an atomic max
+ * where they note recent writes, before the row can be seen, from the
+ * moment a feed is loaded; and after each load (server start, crash
+ * restart, entry reuse) or committed TRUNCATE (SummaryReset, which empties
+ * it) a pass of the builder worker (src/feed/summary_build.c) reads every
+ * row stored under one snapshot taken after every writer that could have
+ * written before the load has ended. A row is either visible to that
+ * snapshot (the pass raised it) or committed after it (its writer did).
+ * Until the pass is done (READY) the summary answers nothing and waves read
+ * as they would without it.
+ *
+ * Readers take their snapshot, then SummaryAskBegin, ask, and discard every
+ * "no" unless SummaryAskStillValid: a reset between the two moved the state.
+ */
+typedef struct Summary Summary;
+
+typedef enum SummaryState
+{
+	SUMMARY_EMPTY = 0,			/* loaded or reset: a pass is wanted */
+	SUMMARY_BUILDING = 1,		/* a pass runs */
+	SUMMARY_READY = 2,			/* answers */
+	SUMMARY_RESETTING = 3		/* being emptied */
+} SummaryState;
+
+#define SUMMARY_BUCKETS_PER_BLOCK 8
+
+/* kB per feed and kind (PGC_POSTMASTER, src/sql/xip83.c); 0: no summaries. */
+extern int	xip83_summary_kb;
+
+extern Size SummaryShmemSize(void);
+extern void SummaryShmemRequest(void);
+extern void SummaryShmemInit(void);
+/* Whether the summaries are in shared memory (preloaded, xip83.summary_memory > 0). */
+extern bool SummaryReady(void);
+/* The summary of a feed and kind, NULL when there are none. */
+extern Summary *SummaryOf(const RegistryDb *db, PositionKind kind);
+
+/* A key's block of buckets, of nblocks: multiply-shift, any count. */
+static inline uint64
+SummaryBlock(uint32 key, uint64 nblocks)
+{
+	return ((uint64) key * nblocks) >> 32;
+}
+
+/* A key's two distinct buckets in its block, from bits the block did not use. */
+static inline void
+SummaryBuckets(uint32 key, int *i1, int *i2)
+{
+	uint32		h = key * 0x2545f491u;
+
+	*i1 = (int) (h >> 29);
+	*i2 = (int) ((h >> 26) & 7);
+	if (*i2 == *i1)
+		*i2 ^= 1;
+}
+
+/* Writer: a row of the key at position is about to be written (before it can be seen). */
+extern void SummaryNote(Summary *s, uint32 key, uint64 position);
+
+/* The state, and its generation (bumped by each reset) into *gen when not NULL. */
+extern SummaryState SummaryStateOf(const Summary *s, uint64 *gen);
+/* Empties a summary: EMPTY, a pass wanted (load, committed TRUNCATE). */
+extern void SummaryReset(Summary *s);
+extern void SummaryResetKind(RegistryDb *db, PositionKind kind);
+
+/* The builder: claims an EMPTY summary for a pass (its generation into *gen). */
+extern bool SummaryPassBegin(Summary *s, uint64 *gen);
+/* Rows the pass read, for status. */
+extern void SummaryPassProgress(Summary *s, uint64 rows);
+/*
+ * Ends a pass: READY when done and no reset came meanwhile, otherwise back to
+ * EMPTY (another pass is wanted); returns whether it became READY.
+ */
+extern bool SummaryPassEnd(Summary *s, uint64 gen, bool done);
+
+/* A batch of questions, begun after the reader's snapshot was taken. */
+typedef struct SummaryAsk
+{
+	const Summary *summary;
+	const pg_atomic_uint64 *buckets;
+	uint64		nblocks;
+	uint64		word;			/* the state word at the start */
+} SummaryAsk;
+
+/* Starts a batch; false when the summary cannot answer (not READY, or NULL). */
+extern bool SummaryAskBegin(const Summary *s, SummaryAsk *ask);
+/* After the last question: false when a reset voids every "no" of the batch. */
+extern bool SummaryAskStillValid(const SummaryAsk *ask);
+
+/* False only when the key has no row above floor (see the invariant above). */
+static inline bool
+SummaryAskMay(const SummaryAsk *ask, uint32 key, uint64 floor)
+{
+	const pg_atomic_uint64 *block = &ask->buckets[SummaryBlock(key, ask->nblocks) *
+												  SUMMARY_BUCKETS_PER_BLOCK];
+	int			i1,
+				i2;
+
+	SummaryBuckets(key, &i1, &i2);
+	return pg_atomic_read_u64((pg_atomic_uint64 *) &block[i1]) > floor &&
+		pg_atomic_read_u64((pg_atomic_uint64 *) &block[i2]) > floor;
+}
+
+static pg_attribute_always_inline void
+SummaryAskPrefetch(const SummaryAsk *ask, uint32 key)
+{
+#ifdef __GNUC__
+	__builtin_prefetch(&ask->buckets[SummaryBlock(key, ask->nblocks) * SUMMARY_BUCKETS_PER_BLOCK]);
+#endif
+}
+
+/*
+ * may[i] &&= the summary's answer for (keys[i], floors[i]), when it can
+ * answer and no reset came meanwhile; returns how many may have.
+ */
+extern int	SummaryMayHaveMany(const Summary *s, int n, const uint32 *keys,
+							   const uint64 *floors, bool *may);
+
+/* For status: a feed's summary of a kind; false when there is none or the feed is not loaded. */
+extern bool SummaryStatsOf(const RegistryDb *db, PositionKind kind, SummaryState *state,
+						   int64 *scanned, int64 *pass_ms);
+
 #endif							/* XIP83_CORE_H */

@@ -372,7 +372,11 @@ ApplyRecentResets(void)
 {
 	for (int i = 0; i < NResets; i++)
 		if (Resets[i].db->dboid == MyDatabaseId)
+		{
 			RecentResetKind(Resets[i].db, Resets[i].kind);
+			/* what is left is for a new pass to read; no other writer holds the table */
+			SummaryResetKind(Resets[i].db, Resets[i].kind);
+		}
 	NResets = 0;
 }
 

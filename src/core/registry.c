@@ -642,6 +642,9 @@ LoadDb(RegistryDb *db)
 		/* every row present is at or below its line's high: nothing to remember yet */
 		for (int k = 0; k < 3; k++)
 			RecentResetKind(db, (PositionKind) k);
+		/* rows stored before now are for the summary's pass to read; no writer yet */
+		for (int k = 0; k < 3; k++)
+			SummaryResetKind(db, (PositionKind) k);
 		db->ready = true;
 	}
 	LWLockRelease(Reg->lock);

@@ -98,6 +98,13 @@ extern RegistryDb *HorizonFeedFor(Oid relid, PositionKind kind);
  */
 extern RecentTable *RecentForSource(Oid relid, PositionKind kind);
 /*
+ * The topic summary a wave over relid may skip descents with (same sources
+ * as RecentForSource; NULL on a standby). Asks the builder to run when the
+ * summary waits for its pass (summary_build.c); the caller asks it only
+ * when SummaryAskBegin finds it READY.
+ */
+extern Summary *SummaryForSource(Oid relid, PositionKind kind);
+/*
  * The feed named by a function's source argument, after the caller's read
  * checks (42501); 55000 when no feed covers it.
  */
@@ -245,6 +252,14 @@ extern void NotifierStatusOf(NotifierStatus *out);
 /* A LiveNotice as the base64 text of a NOTIFY payload; errors past that size. */
 extern char *LiveNoticeToBase64(const Xip83__V1__LiveNotice *notice);
 extern PGDLLEXPORT void xip83_notifier_main(Datum main_arg);
+
+/* ---------------------------------------------------------------- summary */
+
+/* The builder of the topic summaries (summary_build.c), one worker per database. */
+extern int	xip83_summary_pass_rows_per_s;
+/* Starts the current database's builder unless it runs (or is starting); primary only. */
+extern void SummaryBuilderEnsureRunning(void);
+extern PGDLLEXPORT void xip83_summary_main(Datum main_arg);
 
 /* ---------------------------------------------------------------- writes */
 

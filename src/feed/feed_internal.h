@@ -56,6 +56,30 @@ extern bool PositionsInsertMayBeUpdate(Relation heap);
 /* A sequence's last value, read off its page (bookkeeping: no privilege check). */
 extern int64 FeedSequenceLastValue(Oid seqid);
 
+/* ---------------------------------------------------------------- workers */
+
+/*
+ * A database's background workers. Who runs each one lives in the
+ * notifier's table of databases (notifier.c), one entry per database.
+ */
+typedef enum DbWorkerSort
+{
+	WORKER_NOTIFIER = 0,		/* notifier.c */
+	WORKER_SUMMARY = 1			/* the topic summary's passes, summary_build.c */
+} DbWorkerSort;
+#define DB_WORKER_SORTS 2
+
+/*
+ * Starts the current database's worker of a sort unless it runs or its start
+ * is pending (a start that failed is tried again after 10 s); never during
+ * recovery.
+ */
+extern void DbWorkerStart(DbWorkerSort sort);
+/* In the worker: takes its slot, given back when it exits; false when another one runs. */
+extern bool DbWorkerClaim(DbWorkerSort sort);
+/* In the worker: whether its database is being dropped (it must leave). */
+extern bool DbWorkerStopRequested(DbWorkerSort sort);
+
 /* ---------------------------------------------------------------- standby */
 
 

@@ -211,6 +211,8 @@ FeedLoad(RegistryDb *db, Oid relid, int64 *group_high, int64 *welcome_high)
 		}
 	}
 	UnregisterSnapshot(snapshot);
+	/* the rows stored so far are for the summary's pass (summary_build.c) */
+	SummaryBuilderEnsureRunning();
 }
 
 void

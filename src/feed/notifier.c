@@ -91,14 +91,23 @@
 #define NOTIFIER_CHANNEL "xip83_live"
 #define NOTIFIER_RETRY_MS 10000
 
-/* One database's notifier: who runs it and what it last sent. */
-typedef struct NotifierDb
+/* Who runs one of a database's workers. */
+typedef struct WorkerSlot
 {
-	Oid			dboid;			/* InvalidOid: free */
 	int			pid;			/* the worker, 0 when none */
 	Latch	   *latch;			/* its latch, NULL when none */
 	bool		stop_requested; /* the database is being dropped */
 	TimestampTz start_requested_at; /* 0 unless a start is pending */
+} WorkerSlot;
+
+/*
+ * One database's workers (the notifier, the summary's builder: DbWorkerSort)
+ * and what the notifier last sent.
+ */
+typedef struct NotifierDb
+{
+	Oid			dboid;			/* InvalidOid: free */
+	WorkerSlot	w[DB_WORKER_SORTS];
 	uint64		epoch;
 	int			state;			/* XIP83__V1__LIVE_NOTICE__STATE__* */
 	uint64		ticks;			/* notices sent in this epoch */
@@ -150,6 +159,16 @@ NotifierShmemInit(void)
 	Shared->n_dbs = xip83_max_databases;
 }
 
+/* Whether no worker of an entry runs or is starting: it may serve another database. */
+static bool
+EntryIdle(const NotifierDb *e)
+{
+	for (int k = 0; k < DB_WORKER_SORTS; k++)
+		if (e->w[k].pid != 0 || e->w[k].start_requested_at != 0)
+			return false;
+	return true;
+}
+
 /* The entry of the current database, claimed if new; NULL when the table is full. */
 static NotifierDb *
 MyEntry(void)
@@ -171,7 +190,7 @@ MyEntry(void)
 		}
 		/* an entry without a worker and without a pending start can be reused */
 		if (free_entry == NULL &&
-			(e->dboid == InvalidOid || (e->pid == 0 && e->start_requested_at == 0)))
+			(e->dboid == InvalidOid || EntryIdle(e)))
 			free_entry = e;
 	}
 	if (MyNotifier == NULL && free_entry != NULL)
@@ -193,34 +212,49 @@ NotifierWake(void)
 
 	if (e == NULL || e->dboid != MyDatabaseId)
 		return;
-	latch = ((volatile NotifierDb *) e)->latch;
+	latch = ((volatile NotifierDb *) e)->w[WORKER_NOTIFIER].latch;
 	if (latch != NULL)
 		SetLatch(latch);
 }
 
+/* What starts each sort of worker, and what a failed start means for users. */
+static const struct
+{
+	const char *function;
+	const char *type;
+	const char *detail;
+}			WorkerSorts[DB_WORKER_SORTS] = {
+	{"xip83_notifier_main", "xip83 notifier",
+	"Live consumers poll until it runs; another start is tried in %d seconds."},
+	{"xip83_summary_main", "xip83 summary",
+	"Waves descend the topics the recent-writes tables do not rule out until it runs; another start is tried in %d seconds."},
+};
+
 void
-NotifierEnsureRunning(void)
+DbWorkerStart(DbWorkerSort sort)
 {
 	NotifierDb *e;
+	WorkerSlot *w;
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 	TimestampTz now;
 	bool		start = false;
 
-	/* a standby cannot NOTIFY: its feed is the primary's notices and records */
-	if (Shared == NULL || AmBackgroundWorkerProcess() || RecoveryInProgress())
+	/* a standby runs neither: it cannot NOTIFY, and nothing writes there */
+	if (Shared == NULL || RecoveryInProgress())
 		return;
 	e = MyEntry();
-	if (e == NULL || ((volatile NotifierDb *) e)->pid != 0)
+	if (e == NULL || ((volatile NotifierDb *) e)->w[sort].pid != 0)
 		return;
+	w = &e->w[sort];
 	now = GetCurrentTimestamp();
 	SpinLockAcquire(&Shared->mutex);
-	if (e->dboid == MyDatabaseId && e->pid == 0 &&
-		(e->start_requested_at == 0 ||
-		 TimestampDifferenceExceeds(e->start_requested_at, now, NOTIFIER_RETRY_MS)))
+	if (e->dboid == MyDatabaseId && w->pid == 0 &&
+		(w->start_requested_at == 0 ||
+		 TimestampDifferenceExceeds(w->start_requested_at, now, NOTIFIER_RETRY_MS)))
 	{
-		e->start_requested_at = now;
-		e->stop_requested = false;
+		w->start_requested_at = now;
+		w->stop_requested = false;
 		start = true;
 	}
 	SpinLockRelease(&Shared->mutex);
@@ -232,25 +266,31 @@ NotifierEnsureRunning(void)
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "xip83");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "xip83_notifier_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "xip83 notifier for database %u", MyDatabaseId);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "xip83 notifier");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", WorkerSorts[sort].function);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "%s for database %u", WorkerSorts[sort].type, MyDatabaseId);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "%s", WorkerSorts[sort].type);
 	worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
 	worker.bgw_notify_pid = 0;
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("could not start the xip83 notifier"),
-				 errdetail("Live consumers poll until it runs; another start is tried in %d seconds.",
-						   NOTIFIER_RETRY_MS / 1000),
+				 errmsg("could not start the %s", WorkerSorts[sort].type),
+				 errdetail(WorkerSorts[sort].detail, NOTIFIER_RETRY_MS / 1000),
 				 errhint("Raise max_worker_processes.")));
 }
 
-/* DROP DATABASE: the notifier must leave before DROP counts the sessions. */
+void
+NotifierEnsureRunning(void)
+{
+	if (!AmBackgroundWorkerProcess())
+		DbWorkerStart(WORKER_NOTIFIER);
+}
+
+/* DROP DATABASE: the workers must leave before DROP counts the sessions. */
 static void
 NotifierObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
 {
-	Latch	   *latch = NULL;
+	Latch	   *latches[DB_WORKER_SORTS] = {NULL};
 
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
@@ -261,15 +301,17 @@ NotifierObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int sub
 	{
 		NotifierDb *e = &Shared->dbs[i];
 
-		if (e->dboid == objectId && e->pid != 0)
-		{
-			e->stop_requested = true;
-			latch = e->latch;
-		}
+		for (int k = 0; k < DB_WORKER_SORTS; k++)
+			if (e->dboid == objectId && e->w[k].pid != 0)
+			{
+				e->w[k].stop_requested = true;
+				latches[k] = e->w[k].latch;
+			}
 	}
 	SpinLockRelease(&Shared->mutex);
-	if (latch != NULL)
-		SetLatch(latch);
+	for (int k = 0; k < DB_WORKER_SORTS; k++)
+		if (latches[k] != NULL)
+			SetLatch(latches[k]);
 }
 
 /* What feed_status shows of the current database's notifier. */
@@ -286,12 +328,12 @@ NotifierStatusOf(NotifierStatus *out)
 		copy = *e;
 		SpinLockRelease(&Shared->mutex);
 	}
-	out->pid = copy.pid;
+	out->pid = copy.w[WORKER_NOTIFIER].pid;
 	out->epoch = copy.epoch;
 	out->state = copy.state;
 	out->ticks = copy.ticks;
 	out->last_notice_at = copy.last_notice_at;
-	out->start_requested_at = copy.start_requested_at;
+	out->start_requested_at = copy.w[WORKER_NOTIFIER].start_requested_at;
 }
 
 void
@@ -316,28 +358,29 @@ NotifierSigterm(SIGNAL_ARGS)
 	errno = save_errno;
 }
 
-/* Gives the entry up when the worker exits, however it exits. */
+/* Gives a worker's slot up when the worker exits, however it exits. */
 static void
-NotifierDetach(int code, Datum arg)
+DbWorkerDetach(int code, Datum arg)
 {
-	NotifierDb *e = MyNotifier;
+	WorkerSlot *w;
 
-	if (e == NULL)
+	if (MyNotifier == NULL)
 		return;
+	w = &MyNotifier->w[DatumGetInt32(arg)];
 	SpinLockAcquire(&Shared->mutex);
-	if (e->pid == MyProcPid)
+	if (w->pid == MyProcPid)
 	{
-		e->pid = 0;
-		e->latch = NULL;
-		e->state = XIP83__V1__LIVE_NOTICE__STATE__STATE_UNSPECIFIED;
-		e->start_requested_at = 0;
+		w->pid = 0;
+		w->latch = NULL;
+		w->start_requested_at = 0;
+		if (DatumGetInt32(arg) == WORKER_NOTIFIER)
+			MyNotifier->state = XIP83__V1__LIVE_NOTICE__STATE__STATE_UNSPECIFIED;
 	}
 	SpinLockRelease(&Shared->mutex);
 }
 
-/* Claims the entry of the worker's database; false if another worker holds it. */
-static bool
-NotifierClaim(void)
+bool
+DbWorkerClaim(DbWorkerSort sort)
 {
 	NotifierDb *e = MyEntry();
 	bool		ok = false;
@@ -346,20 +389,31 @@ NotifierClaim(void)
 	if (e == NULL)
 		return false;
 	SpinLockAcquire(&Shared->mutex);
-	if (e->pid == 0 || e->pid == MyProcPid)
+	if (e->w[sort].pid == 0 || e->w[sort].pid == MyProcPid)
 	{
-		Shared->last_epoch = Max(now, Shared->last_epoch + 1);
-		e->pid = MyProcPid;
-		e->latch = MyLatch;
-		e->epoch = Shared->last_epoch;
-		e->state = XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE;
-		e->ticks = 0;
-		e->start_requested_at = 0;
-		e->stop_requested = false;
+		e->w[sort].pid = MyProcPid;
+		e->w[sort].latch = MyLatch;
+		e->w[sort].start_requested_at = 0;
+		e->w[sort].stop_requested = false;
+		if (sort == WORKER_NOTIFIER)
+		{
+			Shared->last_epoch = Max(now, Shared->last_epoch + 1);
+			e->epoch = Shared->last_epoch;
+			e->state = XIP83__V1__LIVE_NOTICE__STATE__STATE_LIVE;
+			e->ticks = 0;
+		}
 		ok = true;
 	}
 	SpinLockRelease(&Shared->mutex);
+	if (ok)
+		before_shmem_exit(DbWorkerDetach, Int32GetDatum(sort));
 	return ok;
+}
+
+bool
+DbWorkerStopRequested(DbWorkerSort sort)
+{
+	return MyNotifier != NULL && ((volatile NotifierDb *) MyNotifier)->w[sort].stop_requested;
 }
 
 /* What a notice stands for: every horizon and the late ring's head, digested. */
@@ -612,7 +666,7 @@ WaitInterval(int ms)
 		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until);
 
 		if (left <= 0 || ConfigReloadPending || got_sigterm ||
-			((volatile NotifierDb *) MyNotifier)->stop_requested)
+			DbWorkerStopRequested(WORKER_NOTIFIER))
 			return;
 		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 Min(left, INTERVAL_SLICE_MS), PG_WAIT_EXTENSION);
@@ -666,9 +720,8 @@ xip83_notifier_main(Datum main_arg)
 	/* a notice needs no durability: do not wait for the WAL flush while holding the NOTIFY lock */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
-	if (!NotifierClaim())
+	if (!DbWorkerClaim(WORKER_NOTIFIER))
 		proc_exit(0);
-	before_shmem_exit(NotifierDetach, (Datum) 0);
 	tick_cxt = AllocSetContextCreate(TopMemoryContext, "xip83 notifier tick",
 									 ALLOCSET_DEFAULT_SIZES);
 
@@ -683,7 +736,7 @@ xip83_notifier_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		if (((volatile NotifierDb *) MyNotifier)->stop_requested)
+		if (DbWorkerStopRequested(WORKER_NOTIFIER))
 			proc_exit(0);
 		if (got_sigterm || NotifierIdle())
 		{

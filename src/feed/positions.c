@@ -384,8 +384,9 @@ RowPosition(HeapTuple tuple, TupleDesc desc, AttrNumber attno)
 }
 
 /*
- * Notes a row's topic and position in the kind's recent-writes table before
- * the row can be seen, so that a wave never skips it (src/core/recent.c). topic NULL:
+ * Notes a row's topic and position in the kind's recent-writes table and
+ * summary before the row can be seen, so that a wave never skips it
+ * (src/core/recent.c, src/core/summary.c). topic NULL:
  * the row has none to note (a null topic, which the table refuses, or a blob
  * row, whose meta row notes it).
  */
@@ -393,10 +394,17 @@ static void
 NoteRecent(RegistryDb *db, PositionKind kind, const bytea *topic, int32 node, uint64 position)
 {
 	RecentTable *table = RecentTableOf(db, kind);
+	Summary    *summary = SummaryOf(db, kind);
+	uint32		key;
 
-	if (table == NULL || topic == NULL)
-		return;					/* xip83.recent_entries = 0, or nothing to note */
-	RecentNote(table, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node), position);
+	if (topic == NULL || (table == NULL && summary == NULL))
+		return;					/* nothing to note, or neither kept */
+	key = RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node);
+	/* whatever the summary's state: a pass reads only what was stored before it */
+	if (summary != NULL)
+		SummaryNote(summary, key, position);
+	if (table != NULL)
+		RecentNote(table, key, position);
 }
 
 /*

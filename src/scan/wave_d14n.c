@@ -107,6 +107,7 @@ struct WaveRun
 	KeyProbes  *blob_probes;
 	Snapshot	snapshot;
 	RecentTable *recent;		/* over xip83.envelopes: skips quiet (topic, originator)s */
+	Summary    *summary;		/* the same, for every (topic, originator) once READY */
 	int64		remaining;		/* rows still wanted; -1: all */
 	bool		ended;
 
@@ -356,7 +357,8 @@ LeavesAreBands(SourceLeaf **leaves, int nleaves)
 /*
  * Marks the current originator's entries whose (topic, originator) has no
  * write above its floor (raised past run->after) registered so far, asked of
- * the recent-writes table in one batch after the snapshot was taken.
+ * the recent-writes table and the topic summary in one batch after the
+ * snapshot was taken.
  */
 static void
 AskRecent(WaveRun *run, int32 originator, bool *skip)
@@ -380,7 +382,13 @@ AskRecent(WaveRun *run, int32 originator, bool *skip)
 		floors[n] = (uint64) floor;
 		entry[n++] = i;
 	}
-	(void) RecentMayHaveMany(run->recent, n, keys, floors, may);
+	if (run->recent != NULL)
+		(void) RecentMayHaveMany(run->recent, n, keys, floors, may);
+	else
+		memset(may, true, sizeof(bool) * n);
+	/* either one's "no" suffices */
+	if (run->summary != NULL)
+		(void) SummaryMayHaveMany(run->summary, n, keys, floors, may);
 	for (int j = 0; j < n; j++)
 		skip[entry[j]] = !may[j];
 	pfree(keys);
@@ -407,12 +415,11 @@ StartMerge(WaveRun *run)
 	run->goal = Max(run->remaining, 0);
 	run->produced = 0;
 	run->merge = MergeBegin(2, run->snapshot, MERGE_STRATEGY_AUTO, run->goal);
-	if (run->recent != NULL)
-	{
+	if (run->recent != NULL || run->summary != NULL)
 		AskRecent(run, originator, skip);
-		/* topics the table knows exactly are fetched by key, not descended */
+	/* topics the table knows exactly are fetched by key, not descended */
+	if (run->recent != NULL)
 		MergeSetRecent(run->merge, run->recent);
-	}
 	for (int i = 0; i < om->nentries; i++)
 	{
 		const WaveEntry *e = &om->entries[i];
@@ -582,6 +589,7 @@ WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg)
 						   PG_ARGISNULL(source_arg + 1) ? WaveD14nSpecs[0] : WaveD14nSpecs[1]);
 	/* asked after the snapshot: no write registered so far means no row it sees */
 	run->recent = RecentForSource(PG_GETARG_OID(source_arg), KIND_ENVELOPE);
+	run->summary = SummaryForSource(PG_GETARG_OID(source_arg), KIND_ENVELOPE);
 	if (!PG_ARGISNULL(source_arg + 1))
 	{
 		run->blob = SourceOpen(PG_GETARG_OID(source_arg + 1), WaveD14nSpecs[2]);

@@ -191,8 +191,8 @@ MarkRead(bool **read, int n, int i, int *count)
  * at the end, and its topics are walked again and read.
  */
 static int
-ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray *floors,
-			   int64 scan_cursor, int64 ceiling, bool **read)
+ChooseListings(const RecentTable *recent, const SummaryAsk *summary, const ArgArray *topics,
+			   const ArgArray *floors, int64 scan_cursor, int64 ceiling, bool **read)
 {
 	Datum		chunk_topics[ASK_CHUNK];
 	uint32		chunk_keys[ASK_CHUNK];
@@ -223,12 +223,15 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 			chunk_listing[n++] = i;
 			if (recent != NULL)
 				RecentAskPrefetch(&ask, chunk_keys[n - 1]);
+			if (summary != NULL)
+				SummaryAskPrefetch(summary, chunk_keys[n - 1]);
 		}
 		for (int j = 0; j < n; j++)
 		{
-			/* below position 0 the table answers nothing: read */
-			if (recent == NULL || chunk_floors[j] < 0 ||
-				RecentAskMay(&ask, chunk_keys[j], (uint64) chunk_floors[j]))
+			/* below position 0 neither answers: read; either one's "no" suffices */
+			if (chunk_floors[j] < 0 ||
+				((recent == NULL || RecentAskMay(&ask, chunk_keys[j], (uint64) chunk_floors[j])) &&
+				 (summary == NULL || SummaryAskMay(summary, chunk_keys[j], (uint64) chunk_floors[j]))))
 				MarkRead(read, topics->n, chunk_listing[j], &count);
 		}
 	}
@@ -242,9 +245,15 @@ ChooseListings(const RecentTable *recent, const ArgArray *topics, const ArgArray
 			int			end = start + ArgNextVarlenas(topics, &walk, ASK_CHUNK, chunk_topics);
 
 			for (int i = start; i < end; i++)
-				if (Max(DatumGetInt64(floors->values[i]), scan_cursor) < ceiling &&
-					RecentAskInMoved(&ask, moved, ElementKey(chunk_topics[i - start])))
+			{
+				int64		floor = Max(DatumGetInt64(floors->values[i]), scan_cursor);
+				uint32		key = ElementKey(chunk_topics[i - start]);
+
+				/* the summary's "no" still holds for them */
+				if (floor < ceiling && RecentAskInMoved(&ask, moved, key) &&
+					(summary == NULL || floor < 0 || SummaryAskMay(summary, key, (uint64) floor)))
 					MarkRead(read, topics->n, i, &count);
+			}
 		}
 	}
 	return count;
@@ -333,6 +342,8 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	int64		ceiling;
 	bool		in_order;
 	RecentTable *recent;
+	SummaryAsk	summary;
+	bool		use_summary;
 	bool	   *read;
 	int			nread;
 
@@ -354,7 +365,19 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 
 	recent = RecentForSource(PG_GETARG_OID(source_arg),
 							 spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME);
-	nread = ChooseListings(recent, &topics, &floors, scan_cursor, ceiling, &read);
+	/* asked after the snapshot, as the recent-writes table is */
+	use_summary = SummaryAskBegin(SummaryForSource(PG_GETARG_OID(source_arg),
+												   spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME),
+								  &summary);
+	nread = ChooseListings(recent, use_summary ? &summary : NULL, &topics, &floors, scan_cursor,
+						   ceiling, &read);
+	if (use_summary && !SummaryAskStillValid(&summary))
+	{
+		/* reset under the questions (a TRUNCATE committed): its answers are void */
+		if (read != NULL)
+			pfree(read);
+		nread = ChooseListings(recent, NULL, &topics, &floors, scan_cursor, ceiling, &read);
+	}
 	if (nread == 0)
 	{
 		/* nothing new: the same as caught up */

@@ -215,14 +215,47 @@ CanRead(const char *table)
  * write the lowest position in flight, and that position), as pg_locks shows
  * anyone which backend writes which table.
  */
+/* What status shows of a summary's state; have false: none (off, or the feed not loaded). */
+static const char *
+SummaryStateName(bool have, SummaryState state)
+{
+	static const char *const names[] = {"waiting", "building", "ready", "waiting"};
+
+	return have ? names[state] : "off";
+}
+
+/* Per kind of a feed: the summary's state, rows its pass read, its last pass's ms. */
+static void
+SummaryArrays(const RegistryDb *db, Datum *states, Datum *rows, Datum *ms)
+{
+	Datum		s[3],
+				r[3],
+				m[3];
+
+	for (int k = 0; k < 3; k++)
+	{
+		SummaryState state = SUMMARY_EMPTY;
+		int64		nrows = 0,
+					pass_ms = 0;
+		bool		have = SummaryStatsOf(db, (PositionKind) k, &state, &nrows, &pass_ms);
+
+		s[k] = CStringGetTextDatum(SummaryStateName(have, state));
+		r[k] = Int64GetDatum(nrows);
+		m[k] = Int64GetDatum(pass_ms);
+	}
+	*states = PointerGetDatum(construct_array(s, 3, TEXTOID, -1, false, TYPALIGN_INT));
+	*rows = PointerGetDatum(construct_array(r, 3, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	*ms = PointerGetDatum(construct_array(m, 3, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
 Datum
 feed_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	HorizonSet	h;
 	NotifierStatus copy;
-	Datum		values[26];
-	bool		nulls[26] = {false};
+	Datum		values[30];
+	bool		nulls[30] = {false};
 	RegistryHold v3[2];
 	int64		low[3];
 	int64		used[3];
@@ -273,6 +306,8 @@ feed_status(PG_FUNCTION_ARGS)
 		nulls[20 + 2 * k] = nulls[21 + 2 * k] = nulls[k] || v3[k].pid == 0;
 	}
 	nulls[24] = nulls[25] = nulls[2];
+	SummaryArrays(RegistryLookupMine(), &values[26], &values[27], &values[28]);
+	values[29] = Int32GetDatum(xip83_summary_kb);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -289,8 +324,8 @@ Datum
 tracked_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[12];
-	bool		nulls[12] = {false};
+	Datum		values[15];
+	bool		nulls[15] = {false};
 	RegistryHold v3[2];
 	TrackedSource t;
 	RegistryDb *db;
@@ -333,5 +368,15 @@ tracked_status(PG_FUNCTION_ARGS)
 	values[9] = Int32GetDatum(v3[t.kind == KIND_WELCOME].pid);
 	nulls[8] = nulls[9] = t.kind == KIND_ENVELOPE || v3[t.kind == KIND_WELCOME].pid == 0;
 	nulls[10] = nulls[11] = t.kind != KIND_ENVELOPE;
+	{
+		SummaryState state;
+		int64		rows = 0,
+					ms = 0;
+		bool		have = SummaryStatsOf(db, t.kind, &state, &rows, &ms);
+
+		values[12] = CStringGetTextDatum(SummaryStateName(have, state));
+		values[13] = Int64GetDatum(rows);
+		values[14] = Int64GetDatum(ms);
+	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -58,6 +58,7 @@ Xip83ShmemRequest(void)
 		prev_shmem_request_hook();
 	RegistryShmemRequest();
 	RecentShmemRequest();
+	SummaryShmemRequest();
 	NotifierShmemRequest();
 }
 
@@ -70,6 +71,7 @@ Xip83ShmemStartup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	RegistryShmemInit();
 	RecentShmemInit();
+	SummaryShmemInit();
 	NotifierShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -126,6 +128,15 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	StandbyDefineGucs();
+	DefineCustomIntVariable("xip83.summary_pass_rows_per_s",
+							"Rows per second the topic summary's pass reads at most after a start.",
+							"The pass reads every stored row of a feed once after it is loaded; "
+							"until it ends, waves descend topics the recent-writes tables do not "
+							"know. 0: no bound.",
+							&xip83_summary_pass_rows_per_s,
+							5000000, 0, INT_MAX,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
 
 	if (!process_shared_preload_libraries_in_progress)
 	{
@@ -173,6 +184,18 @@ _PG_init(void)
 							&xip83_recent_entries,
 							12288, 0, 16777216,
 							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("xip83.summary_memory",
+							"Memory of each feed's topic summary per kind, which lets waves skip idle topics.",
+							"Each topic (per originator for envelopes) raises two 8-byte buckets in one "
+							"64-byte block to its highest position; a wave skips a topic when one of its "
+							"buckets is at or below its floor. Allocated for every feed entry and kind "
+							"(xip83.max_databases + xip83.max_tracked_tables, times 3). More topics than "
+							"about a quarter of the buckets make answers coarser, never wrong. 0: none.",
+							&xip83_summary_kb,
+							1024, 0, 64 * 1024 * 1024,
+							PGC_POSTMASTER, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	/* after the capacities: reserving drops the placeholders they are set through */

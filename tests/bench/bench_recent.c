@@ -66,11 +66,7 @@ Min2(double a, double b)
 static double
 Scalar(const char *sql)
 {
-	PGresult   *r = tl_exec(conn, sql, 0, NULL);
-	double		v = atof(PQgetvalue(r, 0, 0));
-
-	PQclear(r);
-	return v;
+	return tl_scalar_float(conn, sql);
 }
 
 static const char *const Setup =
@@ -81,15 +77,7 @@ static const char *const Setup =
 "  SELECT bench_topic((random() * (topics - 1))::int), d, sha256(d)"
 "    FROM (SELECT decode(repeat(md5(random()::text), 2), 'hex') || int8send(i) || float8send(random()) d"
 "            FROM generate_series(1, n) i) x $$;"
-"CREATE OR REPLACE FUNCTION bench_wave(topics bytea[], floors bigint[], ceil bigint, runs int)"
-"  RETURNS float8 LANGUAGE plpgsql AS $$"
-"DECLARE t0 timestamptz; ts float8[] := '{}'; n bigint;"
-"BEGIN FOR i IN 1..runs + 1 LOOP"
-"    t0 := clock_timestamp();"
-"    SELECT count(*) INTO n FROM xip83.group_wave_scan(topics, floors, 0, ceil, 500);"
-"    IF i > 1 THEN ts := ts || extract(epoch FROM clock_timestamp() - t0) * 1000; END IF;"
-"  END LOOP;"
-"  RETURN (SELECT min(x) FROM unnest(ts) x); END $$;"
+TL_BENCH_WAVE_SQL
 "CREATE OR REPLACE FUNCTION bench_anchor(topics bytea[], floors bigint[], ceil bigint, runs int)"
 "  RETURNS float8 LANGUAGE plpgsql AS $$"
 "DECLARE t0 timestamptz; ts float8[] := '{}'; n bigint;"
@@ -147,13 +135,7 @@ static const char *const Setup =
 static void
 Connect(void)
 {
-	PGresult   *r;
-
-	conn = tl_reconnect();
-	r = PQexec(conn, Setup);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
-		tl_fatal("setup: %s", PQerrorMessage(conn));
-	PQclear(r);
+	conn = tl_reconnect_setup(Setup);
 }
 
 static void

@@ -15,6 +15,13 @@
  * id then, a little below it, or anywhere below; plus topics never written.
  * The same for d14n waves per (topic, originator), three originators.
  * Any skip made unconditional loses rows written after the floors were taken.
+ *
+ * The topic summary (src/core/summary.c) answers for every topic once its
+ * pass has read the stored rows: the waves run again once it is ready after
+ * each start, with floors from before the restart (so that the recent-writes
+ * tables, empty then, leave the skip to it), after rows moved, deleted and
+ * written again, a TRUNCATE, a crash in the middle of its pass, and with the
+ * summary far smaller than the topics (1kB: 128 buckets) and off.
  */
 #include "testlib.h"
 
@@ -353,6 +360,80 @@ WriteAndDisturb(PGconn *w, int ntopics)
 	}
 }
 
+/*
+ * Waits until the topic summary of every kind is ready (a wave of each kind
+ * asks for its pass), so that the waves after it skip by it; with off, until
+ * feed_status says there is none.
+ */
+static void
+WaitSummary(PGconn *c, const char *when, const char *want)
+{
+	char		sql[256];
+
+	snprintf(sql, sizeof(sql), "SELECT (summary_states = '{%s,%s,%s}')::int FROM xip83.feed_status",
+			 want, want, want);
+	for (int i = 0; i < 600; i++)
+	{
+		Exec(c, "SELECT count(*) FROM xip83.group_wave_scan('{\\x00}', '{0}', 0, 1, 1)");
+		Exec(c, "SELECT count(*) FROM xip83.welcome_wave_scan('{\\x00}', '{0}', 0, 1, 1)");
+		Exec(c, "SELECT count(*) FROM xip83.envelope_wave_scan('{\\x00}', '{100}', '{0}',"
+			 " '{100}', '{1}', 0, 0, 1)");
+		if (tl_scalar(c, sql) == 1)
+			return;
+		tl_sleep_us(50000);
+	}
+	TL_CHECK(false, "%s: the topic summary is %s within 30 s (%s)", when, want,
+			 PQgetvalue(tl_exec(c, "SELECT summary_states::text FROM xip83.feed_status", 0, NULL), 0, 0));
+}
+
+/*
+ * Whether the group summary's pass is reading rows (past its wait for
+ * writers and its snapshot) within 2 s; a wave asks for the pass.
+ */
+static bool
+WaitPassReading(PGconn *c)
+{
+	for (int i = 0; i < 100; i++)
+	{
+		Exec(c, "SELECT count(*) FROM xip83.group_wave_scan('{\\x00}', '{0}', 0, 1, 1)");
+		if (tl_scalar(c, "SELECT (summary_states[1] = 'building' AND summary_rows[1] > 0)::int"
+					  " FROM xip83.feed_status") == 1)
+			return true;
+		tl_sleep_us(20000);
+	}
+	return false;
+}
+
+/* A crash restart (pg_ctl stop -m immediate), then both connections again. */
+static void
+CrashRestart(PGconn **c, PGconn **w)
+{
+	PQfinish(*c);
+	PQfinish(*w);
+	tl_pgctl("stop -m immediate");
+	tl_pgctl("start");
+	*c = Connect(true);
+	*w = Connect(true);
+}
+
+/* Restarts the server with a setting changed (NULL value: reset). */
+static void
+RestartWith(PGconn **c, PGconn **w, const char *setting, const char *value)
+{
+	char		sql[256];
+
+	if (value != NULL)
+		snprintf(sql, sizeof(sql), "ALTER SYSTEM SET %s = '%s'", setting, value);
+	else
+		snprintf(sql, sizeof(sql), "ALTER SYSTEM RESET %s", setting);
+	Exec(*c, sql);
+	PQfinish(*c);
+	PQfinish(*w);
+	tl_pgctl("restart -m fast");
+	*c = Connect(true);
+	*w = Connect(true);
+}
+
 /* Rows found by waves whose floors were taken before them: the skip must not hide them. */
 static void
 CheckFoundNew(PGconn *c, const char *when)
@@ -389,6 +470,8 @@ main(void)
 		 " VALUES ('\\xabababab', '\\x00', sha256('\\xabababab00'))");
 	Exec(c, "SELECT take_seen(), take_seen_env()");
 	CheckWaves(c, "caught up");
+	WaitSummary(c, "first load", "ready");
+	CheckWaves(c, "caught up, summary ready");
 	TL_CHECK(tl_scalar(c, "SELECT count(*) FROM xip83.group_wave_scan('{}', '{}', 0,"
 					   " xip83.group_ceiling(), 10)") == 0, "a wave of no topics returns no rows");
 
@@ -429,19 +512,72 @@ main(void)
 	w = Connect(true);
 	CheckWaves(c, "after a clean restart");
 	CheckFoundNew(c, "after a clean restart");
+	/* floors from before the restart: the summary alone skips */
+	WaitSummary(c, "after a clean restart", "ready");
+	CheckWaves(c, "after a clean restart, summary ready");
+	CheckFoundNew(c, "after a clean restart, summary ready");
 	Write(w, 300, 300);
 	CheckWaves(c, "written after a clean restart");
 	CheckExact(c, "after a clean restart");
 	WriteAndDisturb(w, 30);
 	CheckExact(c, "disturbed after a clean restart");
-	PQfinish(c);
-	PQfinish(w);
-	tl_pgctl("stop -m immediate");
-	tl_pgctl("start");
-	c = Connect(true);
-	w = Connect(true);
+	CheckWaves(c, "disturbed after a clean restart");
+	CheckFoundNew(c, "disturbed after a clean restart");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	Write(w, 300, 200);
+
+	/*
+	 * Writes while the summary's pass reads (slowed down to 1000 rows a
+	 * second), after it took its snapshot: rows it cannot see, one
+	 * transaction left open until the summary is ready.
+	 */
+	RestartWith(&c, &w, "xip83.summary_pass_rows_per_s", "1000");
+	TL_CHECK(WaitPassReading(c), "the summary's pass reads before the writes");
+	open = Connect(true);
+	Exec(open, "BEGIN");
+	WriteAs(open, 300, 40, true);
+	Write(w, 300, 300);
+	WriteAndDisturb(w, 30);
+	TL_CHECK(tl_scalar(c, "SELECT (summary_states[1] = 'building')::int FROM xip83.feed_status") == 1,
+			 "the writes ran while the summary's pass read");
+	Exec(c, "ALTER SYSTEM RESET xip83.summary_pass_rows_per_s");
+	Exec(c, "SELECT pg_reload_conf()");
+	/* the group pass read on; the other kinds' wait for the open writer to end */
+	for (int i = 0; i < 600 && tl_scalar(c, "SELECT (summary_states[1] = 'ready')::int"
+										 " FROM xip83.feed_status") != 1; i++)
+		tl_sleep_us(50000);
+	TL_CHECK(tl_scalar(c, "SELECT (summary_states = '{ready,building,waiting}')::int"
+					   " FROM xip83.feed_status") == 1,
+			 "the group summary is ready, the welcome pass waits for the open writer");
+	CheckWaves(c, "written while the summary's pass read, summary ready");
+	CheckFoundNew(c, "written while the summary's pass read, summary ready");
+	CheckExact(c, "written while the summary's pass read, summary ready");
+	Exec(open, "COMMIT");
+	PQfinish(open);
+	CheckWaves(c, "committed after the summary was ready");
+	CheckFoundNew(c, "committed after the summary was ready");
+	WaitSummary(c, "the open writer committed", "ready");
+	CheckWaves(c, "the open writer committed, every summary ready");
+
+	/* a crash while the summary's pass reads */
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	RestartWith(&c, &w, "xip83.summary_pass_rows_per_s", "1000");
+	TL_CHECK(WaitPassReading(c), "the summary's pass is running before the crash");
+	CheckWaves(c, "while the summary's pass reads");
+	CrashRestart(&c, &w);
+	CheckWaves(c, "after a crash in the summary's pass");
+	CheckFoundNew(c, "after a crash in the summary's pass");
+	RestartWith(&c, &w, "xip83.summary_pass_rows_per_s", NULL);
+	WaitSummary(c, "after a crash in the summary's pass", "ready");
+	CheckWaves(c, "after a crash in the summary's pass, summary ready");
+	CheckFoundNew(c, "after a crash in the summary's pass, summary ready");
+	CheckExact(c, "after a crash in the summary's pass, summary ready");
+	CrashRestart(&c, &w);
 	CheckWaves(c, "after a crash restart");
 	CheckFoundNew(c, "after a crash restart");
+	WaitSummary(c, "after a crash restart", "ready");
+	CheckWaves(c, "after a crash restart, summary ready");
+	CheckFoundNew(c, "after a crash restart, summary ready");
 
 	/* more distinct topics than the table holds: low-water rises, waves still exact */
 	Exec(c, "SELECT take_seen(), take_seen_env()");
@@ -468,6 +604,11 @@ main(void)
 	Write(w, 50, 100);
 	CheckWaves(c, "after a TRUNCATE");
 	CheckFoundNew(c, "after a TRUNCATE");
+	WaitSummary(c, "after a TRUNCATE", "ready");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	Write(w, 50, 100);
+	CheckWaves(c, "after a TRUNCATE, summary ready again");
+	CheckFoundNew(c, "after a TRUNCATE, summary ready again");
 
 	/* positions further apart than an entry's 32-bit distances reach */
 	Exec(w, "INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
@@ -479,6 +620,30 @@ main(void)
 	Write(w, 50, 100);
 	CheckWaves(c, "positions far apart");
 	CheckExact(c, "positions far apart");
+
+	/*
+	 * A summary far smaller than the topics (128 buckets for thousands of
+	 * (topic, originator)s): coarser answers, the same rows; then none.
+	 */
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	Write(w, 3000, 3000);
+	RestartWith(&c, &w, "xip83.summary_memory", "1kB");
+	WaitSummary(c, "a tiny summary", "ready");
+	CheckWaves(c, "a tiny summary, floors from before the restart");
+	CheckFoundNew(c, "a tiny summary, floors from before the restart");
+	Exec(c, "SELECT take_seen(), take_seen_env()");
+	Write(w, 300, 300);
+	WriteAndDisturb(w, 30);
+	CheckWaves(c, "a tiny summary, written and disturbed");
+	CheckExact(c, "a tiny summary, written and disturbed");
+	CheckFoundNew(c, "a tiny summary, written and disturbed");
+	RestartWith(&c, &w, "xip83.summary_memory", "0");
+	WaitSummary(c, "no summary", "off");
+	CheckWaves(c, "no summary");
+	CheckFoundNew(c, "no summary");
+	RestartWith(&c, &w, "xip83.summary_memory", NULL);
+	WaitSummary(c, "the summary back", "ready");
+	CheckWaves(c, "the summary back");
 
 	PQfinish(c);
 	PQfinish(w);

@@ -181,6 +181,28 @@ tl_scalar(PGconn *conn, const char *sql)
 	return v;
 }
 
+double
+tl_scalar_float(PGconn *conn, const char *sql)
+{
+	PGresult   *res = tl_exec(conn, sql, 0, NULL);
+	double		v = atof(PQgetvalue(res, 0, 0));
+
+	PQclear(res);
+	return v;
+}
+
+PGconn *
+tl_reconnect_setup(const char *setup)
+{
+	PGconn	   *c = tl_reconnect();
+	PGresult   *r = PQexec(c, setup);
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		tl_fatal("setup: %s", PQerrorMessage(c));
+	PQclear(r);
+	return c;
+}
+
 void
 tl_pgctl(const char *args)
 {

@@ -31,8 +31,28 @@ PGresult   *tl_exec(PGconn *conn, const char *sql, int nparams, const char *cons
 bool		tl_exec_fails(PGconn *conn, const char *sql, const char *sqlstate);
 /* Connects, retrying for a minute while the server restarts; notices are dropped. */
 PGconn	   *tl_reconnect(void);
+/* tl_reconnect, then runs setup (several statements, no result): a bench's functions. */
+PGconn	   *tl_reconnect_setup(const char *setup);
 /* The first column of the first row of a query that must succeed. */
 int64_t		tl_scalar(PGconn *conn, const char *sql);
+/*
+ * bench_wave(topics, floors, ceiling, runs): the best ms of `runs` calls of a
+ * first page of 500 of a v3 wave over xip83.group_messages, after one call
+ * not counted; timed inside the server, the arrays built beforehand.
+ */
+#define TL_BENCH_WAVE_SQL \
+"CREATE OR REPLACE FUNCTION bench_wave(topics bytea[], floors bigint[], ceil bigint, runs int)" \
+"  RETURNS float8 LANGUAGE plpgsql AS $$" \
+"DECLARE t0 timestamptz; ts float8[] := '{}'; n bigint;" \
+"BEGIN FOR i IN 1..runs + 1 LOOP" \
+"    t0 := clock_timestamp();" \
+"    SELECT count(*) INTO n FROM xip83.group_wave_scan(topics, floors, 0, ceil, 500);" \
+"    IF i > 1 THEN ts := ts || extract(epoch FROM clock_timestamp() - t0) * 1000; END IF;" \
+"  END LOOP;" \
+"  RETURN (SELECT min(x) FROM unnest(ts) x); END $$;"
+
+/* The first column of the first row as a double (timings a bench's plpgsql returns). */
+double		tl_scalar_float(PGconn *conn, const char *sql);
 /* Runs the driver's pg_ctl wrapper (XIP83_PGCTL) with arguments; fatal on failure. */
 void		tl_pgctl(const char *args);
 /* A writer thread of the concurrent-writer tests: its number, random seed, connection, rows made. */

@@ -1,0 +1,295 @@
+/*
+ * summary.c: the topic summary of each feed and kind (core.h has the model).
+ *
+ * Layout: per registry entry and kind one Summary header and an array of
+ * blocks, 64 bytes (one cache line) each, of 8 buckets. A key's block is
+ * chosen by multiply-shift over the block count (any count, no power of two),
+ * and its two buckets in that block by the top bits of a second multiply of
+ * the key: a writer touches one cache line, a reader loads one.
+ *
+ * The state word is gen << 2 | state. Only a reset writes zeros, and it first
+ * moves the word to (gen + 1, RESETTING), so a reader that began on READY and
+ * finds the word unchanged afterwards read no zeroed bucket; a pass starts
+ * only from EMPTY (after the zeros) and ends READY only if the word still
+ * names its own pass.
+ */
+#include "postgres.h"
+
+#include "storage/shmem.h"
+#include "utils/timestamp.h"
+
+#include "core.h"
+#include "registry.h"
+
+int			xip83_summary_kb = 1024;
+
+#define SUMMARY_BLOCK_BYTES 64
+
+struct Summary
+{
+	pg_atomic_uint64 word;		/* gen << 2 | SummaryState */
+	pg_atomic_uint64 scanned;	/* rows the newest pass read so far */
+	pg_atomic_uint64 pass_ms;	/* how long the last completed pass took */
+	pg_atomic_uint64 started_ms;	/* when the newest pass began */
+	uint64		nblocks;
+	pg_atomic_uint64 *buckets;	/* nblocks * SUMMARY_BUCKETS_PER_BLOCK */
+};
+
+static Summary *Summaries = NULL;	/* RegistryEntries() * 3 */
+
+static uint64
+BlocksPer(void)
+{
+	return (uint64) xip83_summary_kb * 1024 / SUMMARY_BLOCK_BYTES;
+}
+
+static int
+NSummaries(void)
+{
+	return BlocksPer() > 0 ? RegistryEntries() * 3 : 0;
+}
+
+Size
+SummaryShmemSize(void)
+{
+	Size		size;
+
+	if (NSummaries() == 0)
+		return 0;
+	size = MAXALIGN(mul_size(sizeof(Summary), NSummaries()));
+	/* room to align the buckets on a cache line */
+	size = add_size(size, SUMMARY_BLOCK_BYTES);
+	return add_size(size, mul_size(mul_size(BlocksPer(), SUMMARY_BLOCK_BYTES), NSummaries()));
+}
+
+void
+SummaryShmemRequest(void)
+{
+	if (NSummaries() > 0)
+		RequestAddinShmemSpace(SummaryShmemSize());
+}
+
+/*
+ * Creates or attaches the summaries (AddinShmemInitLock held). Buckets are
+ * not zeroed here: the segment is new and zero, and a value too high only
+ * makes answers coarser. An entry's load empties them (SummaryReset).
+ */
+void
+SummaryShmemInit(void)
+{
+	bool		found;
+	char	   *p;
+	char	   *buckets;
+
+	if (NSummaries() == 0)
+		return;
+	p = ShmemInitStruct("xip83 summary", SummaryShmemSize(), &found);
+	Summaries = (Summary *) p;
+	if (found)
+		return;
+	buckets = (char *) TYPEALIGN(SUMMARY_BLOCK_BYTES, p + MAXALIGN(sizeof(Summary) * NSummaries()));
+	for (int i = 0; i < NSummaries(); i++)
+	{
+		Summary    *s = &Summaries[i];
+
+		pg_atomic_init_u64(&s->word, SUMMARY_EMPTY);
+		pg_atomic_init_u64(&s->scanned, 0);
+		pg_atomic_init_u64(&s->pass_ms, 0);
+		pg_atomic_init_u64(&s->started_ms, 0);
+		s->nblocks = BlocksPer();
+		s->buckets = (pg_atomic_uint64 *) (buckets + (Size) i * BlocksPer() * SUMMARY_BLOCK_BYTES);
+	}
+}
+
+bool
+SummaryReady(void)
+{
+	return Reg != NULL && Summaries != NULL;
+}
+
+Summary *
+SummaryOf(const RegistryDb *db, PositionKind kind)
+{
+	if (Summaries == NULL || db == NULL)
+		return NULL;
+	return &Summaries[(db - Reg->dbs) * 3 + (int) kind];
+}
+
+/* Raises a bucket to at least v. */
+static inline void
+BucketMax(pg_atomic_uint64 *b, uint64 v)
+{
+	uint64		cur = pg_atomic_read_u64(b);
+
+	while (cur < v)
+		if (pg_atomic_compare_exchange_u64(b, &cur, v))
+			break;
+}
+
+void
+SummaryNote(Summary *s, uint32 key, uint64 position)
+{
+	pg_atomic_uint64 *block = &s->buckets[SummaryBlock(key, s->nblocks) * SUMMARY_BUCKETS_PER_BLOCK];
+	int			i1,
+				i2;
+
+	SummaryBuckets(key, &i1, &i2);
+	/* a compare-and-swap is a full barrier: both are stored before the row is inserted */
+	BucketMax(&block[i1], position);
+	BucketMax(&block[i2], position);
+}
+
+SummaryState
+SummaryStateOf(const Summary *s, uint64 *gen)
+{
+	uint64		w = pg_atomic_read_u64((pg_atomic_uint64 *) &s->word);
+
+	if (gen != NULL)
+		*gen = w >> 2;
+	return (SummaryState) (w & 3);
+}
+
+void
+SummaryReset(Summary *s)
+{
+	uint64		w = pg_atomic_read_u64(&s->word);
+	uint64		gen;
+
+	/*
+	 * Readers stop trusting it, and no pass can start, before any zero is
+	 * written. One reset at a time: zeros written late by an earlier one
+	 * could land after a pass that began once a later one ended.
+	 */
+	for (;;)
+	{
+		if ((w & 3) == SUMMARY_RESETTING)
+		{
+			pg_usleep(1000L);
+			w = pg_atomic_read_u64(&s->word);
+			continue;
+		}
+		gen = (w >> 2) + 1;
+		if (pg_atomic_compare_exchange_u64(&s->word, &w, gen << 2 | SUMMARY_RESETTING))
+			break;
+	}
+	for (uint64 i = 0; i < s->nblocks * SUMMARY_BUCKETS_PER_BLOCK; i++)
+		pg_atomic_write_u64(&s->buckets[i], 0);
+	pg_atomic_write_u64(&s->scanned, 0);
+	pg_write_barrier();
+	pg_atomic_write_u64(&s->word, gen << 2 | SUMMARY_EMPTY);
+}
+
+void
+SummaryResetKind(RegistryDb *db, PositionKind kind)
+{
+	Summary    *s = SummaryOf(db, kind);
+
+	if (s != NULL)
+		SummaryReset(s);
+}
+
+static uint64
+NowMs(void)
+{
+	return (uint64) (GetCurrentTimestamp() / 1000);
+}
+
+bool
+SummaryPassBegin(Summary *s, uint64 *gen)
+{
+	uint64		w = pg_atomic_read_u64(&s->word);
+
+	if ((w & 3) != SUMMARY_EMPTY)
+		return false;
+	if (!pg_atomic_compare_exchange_u64(&s->word, &w, (w & ~UINT64CONST(3)) | SUMMARY_BUILDING))
+		return false;
+	*gen = w >> 2;
+	pg_atomic_write_u64(&s->scanned, 0);
+	pg_atomic_write_u64(&s->started_ms, NowMs());
+	return true;
+}
+
+void
+SummaryPassProgress(Summary *s, uint64 rows)
+{
+	pg_atomic_fetch_add_u64(&s->scanned, rows);
+}
+
+bool
+SummaryPassEnd(Summary *s, uint64 gen, bool done)
+{
+	uint64		w = gen << 2 | SUMMARY_BUILDING;
+	bool		ok;
+
+	/* every bucket the pass raised is stored before the state says so */
+	pg_write_barrier();
+	ok = pg_atomic_compare_exchange_u64(&s->word, &w,
+										gen << 2 | (done ? SUMMARY_READY : SUMMARY_EMPTY));
+	if (ok && done)
+		pg_atomic_write_u64(&s->pass_ms, NowMs() - pg_atomic_read_u64(&s->started_ms));
+	return ok && done;
+}
+
+bool
+SummaryAskBegin(const Summary *s, SummaryAsk *ask)
+{
+	if (s == NULL)
+		return false;
+	ask->summary = s;
+	ask->word = pg_atomic_read_u64((pg_atomic_uint64 *) &s->word);
+	ask->buckets = s->buckets;
+	ask->nblocks = s->nblocks;
+	/* the buckets are read after the state that vouches for them */
+	pg_read_barrier();
+	return (ask->word & 3) == SUMMARY_READY;
+}
+
+bool
+SummaryAskStillValid(const SummaryAsk *ask)
+{
+	pg_read_barrier();
+	return pg_atomic_read_u64((pg_atomic_uint64 *) &ask->summary->word) == ask->word;
+}
+
+int
+SummaryMayHaveMany(const Summary *s, int n, const uint32 *keys, const uint64 *floors,
+				   bool *may)
+{
+	SummaryAsk	ask;
+	bool	   *mine;
+	int			count = 0;
+
+	if (!SummaryAskBegin(s, &ask))
+	{
+		for (int i = 0; i < n; i++)
+			count += may[i];
+		return count;
+	}
+	mine = palloc(sizeof(bool) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		SummaryAskPrefetch(&ask, keys[i]);
+	for (int i = 0; i < n; i++)
+		mine[i] = may[i] && SummaryAskMay(&ask, keys[i], floors[i]);
+	/* reset meanwhile: its answers are void, the others stand */
+	if (SummaryAskStillValid(&ask))
+		memcpy(may, mine, sizeof(bool) * n);
+	for (int i = 0; i < n; i++)
+		count += may[i];
+	pfree(mine);
+	return count;
+}
+
+bool
+SummaryStatsOf(const RegistryDb *db, PositionKind kind, SummaryState *state, int64 *scanned,
+			   int64 *pass_ms)
+{
+	Summary    *s;
+
+	if (Summaries == NULL || db == NULL || !db->ready)
+		return false;
+	s = SummaryOf(db, kind);
+	*state = SummaryStateOf(s, NULL);
+	*scanned = (int64) pg_atomic_read_u64(&s->scanned);
+	*pass_ms = (int64) pg_atomic_read_u64(&s->pass_ms);
+	return true;
+}
