@@ -141,6 +141,31 @@ temp_install() {
 	BINDIR=$inst$PG_BINDIR
 }
 
+# The package's gateway and its systemd unit: both installed, the unit's
+# ExecStart naming the installed program, and the unit well-formed
+# (systemd-analyze verify on an instance, where systemd-analyze is at hand).
+package_gateway_unit() {
+	local unit=/lib/systemd/system/xip83-gateway@.service ok=1 tmp
+	[ -x "$PG_BINDIR/xip83-gateway" ] || { echo "no $PG_BINDIR/xip83-gateway in the package"; ok=0; }
+	[ -f "$unit" ] || { echo "no $unit in the package"; ok=0; }
+	if [ "$ok" = 1 ] && ! grep -q "^ExecStart=$PG_BINDIR/xip83-gateway " "$unit"; then
+		echo "$unit does not start $PG_BINDIR/xip83-gateway"; ok=0
+	fi
+	if [ "$ok" = 1 ] && command -v systemd-analyze >/dev/null; then
+		tmp=$(mktemp -d)
+		cp "$unit" "$tmp/xip83-gateway@check.service"
+		if ! out=$(systemd-analyze verify --man=no "$tmp/xip83-gateway@check.service" 2>&1); then
+			echo "$out"; ok=0
+		fi
+		rm -rf "$tmp"
+	fi
+	if [ "$ok" = 1 ]; then
+		PASSED=$((PASSED + 1)); echo "test gateway_unit ... ok"
+	else
+		FAILED=$((FAILED + 1)); FAILED_NAMES+=(gateway_unit); echo "test gateway_unit ... FAILED"
+	fi
+}
+
 # ------------------------------------------------------------------ cluster
 DATA=$RUN/data
 SOCK=$RUN/sock
@@ -331,6 +356,8 @@ case "$mode" in
 		command -v dpkg-buildpackage >/dev/null || pkgs+=(dpkg-dev)
 		command -v dh >/dev/null || pkgs+=(debhelper)
 		[ -f /usr/share/perl5/Debian/Debhelper/Sequence/pgxs.pm ] || pkgs+=(postgresql-server-dev-all)
+		pkg-config --exists libnghttp2 || pkgs+=(libnghttp2-dev)
+		pkg-config --exists openssl || pkgs+=(libssl-dev)
 		if [ ${#pkgs[@]} -gt 0 ]; then
 			log "installing: ${pkgs[*]}"
 			apt-get update -q >/dev/null || die "apt-get update failed"
@@ -368,6 +395,7 @@ case "$mode" in
 		run_target as_server installcheck-regress
 		run_target as_server installcheck-isolation
 		cluster_stop
+		package_gateway_unit
 		for n in "${FAILED_NAMES[@]}"; do echo "failed: $n"; done
 		echo "package: $PASSED passed, $FAILED failed"
 		[ "$FAILED" = 0 ]
