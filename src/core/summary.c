@@ -176,6 +176,7 @@ SummaryReset(Summary *s)
 		pg_atomic_write_u64(&s->buckets[i], 0);
 	pg_atomic_write_u64(&s->scanned, 0);
 	pg_write_barrier();
+	/* cppcheck-suppress badBitmaskCheck ; the state is named even where it is 0 */
 	pg_atomic_write_u64(&s->word, gen << 2 | SUMMARY_EMPTY);
 }
 
