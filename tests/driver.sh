@@ -318,12 +318,13 @@ case "$mode" in
 		temp_install
 		cluster_init
 		cluster_start
-		fresh_db xip83_bench
 		# `bench NAME [ARGS...]` runs one benchmark, with its arguments
 		logs=()
 		for b in build/bench/${2:-*}; do
 			[ -x "$b" ] || continue
 			log "bench: $(basename "$b")"
+			# each bench loads its own data into empty tables
+			fresh_db xip83_bench
 			PGDATABASE=xip83_bench "$b" "${@:3}" | tee "$RUN/$(basename "$b").log" \
 				|| die "benchmark $(basename "$b") failed"
 			logs+=("$RUN/$(basename "$b").log")
