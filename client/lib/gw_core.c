@@ -738,10 +738,8 @@ Connect(const char *conninfo, char *err, size_t errlen)
 }
 
 /*
- * Starts the feed at the current horizons. A standby just started answers
- * 55000 until it has replayed the primary's next full horizon record (at
- * the latest after the primary's next checkpoint): it is asked again for a
- * while before the gateway gives up.
+ * Starts the feed at the current horizons, asking again for a while: a
+ * standby just started answers 55000 until it replays a full horizon record.
  */
 static bool
 StartFeed(Xip83Feed *feed)
