@@ -4,6 +4,12 @@
  *
  *   xip83-gateway --dsn DSN --listen HOST:PORT [--pool N] [--tls-cert F --tls-key F]
  *                 [--metrics HOST:PORT] [--keepalive-ms N] [--drain-ms N]
+ *                 [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]
+ *
+ * Read replicas: with --standby-dsn the waves and live rows are read on that
+ * hot standby, fenced by the horizons of --dsn, the primary (which the feed
+ * LISTENs on). A --dsn in recovery is served alone: the feed polls its
+ * replayed horizons every --poll-ms, and LISTENs once it is promoted.
  *
  * Serves h2c on --listen, or TLS (ALPN h2) with --tls-cert and --tls-key.
  * Prints "h2c PORT" or "tls PORT" (and "metrics PORT") once listening (port 0: a free
@@ -31,7 +37,7 @@ Usage(void)
 {
 	fprintf(stderr, "usage: xip83-gateway --dsn DSN --listen HOST:PORT [--pool N]"
 			" [--tls-cert FILE --tls-key FILE] [--metrics HOST:PORT] [--keepalive-ms N]"
-			" [--drain-ms N]\n");
+			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]\n");
 	exit(2);
 }
 
@@ -98,6 +104,9 @@ main(int argc, char **argv)
 		{"metrics", required_argument, NULL, 'm'},
 		{"keepalive-ms", required_argument, NULL, 'K'},
 		{"drain-ms", required_argument, NULL, 'D'},
+		{"standby-dsn", required_argument, NULL, 's'},
+		{"poll-ms", required_argument, NULL, 'P'},
+		{"fence-wait-ms", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -114,7 +123,7 @@ main(int argc, char **argv)
 				bound;
 	bool		ok;
 
-	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:h", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:h", longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -142,6 +151,15 @@ main(int argc, char **argv)
 				break;
 			case 'D':
 				cfg.drain_ms = (uint32_t) Number("--drain-ms", optarg, 1, 3600000);
+				break;
+			case 's':
+				go.standby_conninfo = optarg;
+				break;
+			case 'P':
+				go.poll_ms = Number("--poll-ms", optarg, 1, 60000);
+				break;
+			case 'F':
+				go.fence_wait_ms = Number("--fence-wait-ms", optarg, 1, 60000);
 				break;
 			default:
 				Usage();

@@ -20,7 +20,8 @@
  *
  * With a standby (feed.h), a second connection reads the rows: each round
  * reads a kind's horizons and fence on the primary first, then pages from
- * the standby up to them.
+ * the standby up to them. A conninfo in recovery is polled, and asked on
+ * every poll whether it was promoted.
  */
 #include "feed_internal.h"
 
@@ -236,12 +237,73 @@ FeedQueryFailed(Xip83Feed *f, PGresult *res)
 	return lost ? -1 : -2;
 }
 
-/* Connects and LISTENs (autocommit: the LISTEN is committed before any read). */
+/*
+ * LISTENs (autocommit: committed before any read that follows) and looks up
+ * the notifier; false (disconnected) when it fails.
+ */
+static bool
+Listen(Xip83Feed *f)
+{
+	PGresult   *res = PQexec(f->conn, "LISTEN xip83_live");
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		PQclear(res);
+		Disconnect(f, "cannot listen");
+		return false;
+	}
+	PQclear(res);
+	f->pid_checked_ms = 0;
+	CheckNotifierPid(f);
+	return true;
+}
+
+/*
+ * Whether conninfo's server is in recovery: 1 yes, 0 no, -1 unknown
+ * (disconnected).
+ */
+static int
+InRecovery(Xip83Feed *f)
+{
+	PGresult   *res = PQexec(f->conn, "SELECT pg_is_in_recovery()");
+	int			rc = -1;
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+		rc = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	if (rc < 0)
+		Disconnect(f, "connection lost");
+	return rc;
+}
+
+/* A connection with the settings of the standby the rows come from. */
+static PGconn *
+ConnectStandby(Xip83Feed *f)
+{
+	PGconn	   *conn = PQconnectdb(f->opt.standby_conninfo);
+	char		ms[16];
+	const char *params[1] = {ms};
+	PGresult   *res;
+
+	if (PQstatus(conn) != CONNECTION_OK || f->opt.fence_wait_ms <= 0)
+		return conn;
+	/* the fetch blocks its caller while it waits: the caller bounds that */
+	snprintf(ms, sizeof(ms), "%d", f->opt.fence_wait_ms);
+	res = PQexecParams(conn, "SELECT set_config('xip83.standby_wait_ms', $1, false)", 1, NULL,
+					   params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(conn));
+	PQclear(res);
+	return conn;
+}
+
+/*
+ * Connects and LISTENs, or, when conninfo is a standby (which cannot
+ * LISTEN), only connects: the feed polls it.
+ */
 static bool
 Connect(Xip83Feed *f)
 {
-	PGresult   *res;
-
 	if (NowMs() < f->next_connect_ms)
 		return false;
 	f->conn = PQconnectdb(f->opt.conninfo);
@@ -253,31 +315,47 @@ Connect(Xip83Feed *f)
 	PQsetNoticeProcessor(f->conn, IgnoreNotice, NULL);
 	if (f->opt.standby_conninfo != NULL)
 	{
-		f->standby = PQconnectdb(f->opt.standby_conninfo);
+		f->standby = ConnectStandby(f);
 		if (PQstatus(f->standby) != CONNECTION_OK)
 		{
 			Disconnect(f, "cannot connect to the standby");
 			return false;
 		}
 		PQsetNoticeProcessor(f->standby, IgnoreNotice, NULL);
+		f->in_recovery = false;
 	}
-	/* a standby cannot LISTEN: the feed polls it */
-	if (f->opt.standby_only)
+	else
 	{
-		f->backoff_ms = 50;
-		return true;
+		int			rc = InRecovery(f);
+
+		if (rc < 0)
+			return false;
+		f->in_recovery = rc == 1;
 	}
-	res = PQexec(f->conn, "LISTEN xip83_live");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-	{
-		PQclear(res);
-		Disconnect(f, "cannot listen");
+	if (!f->in_recovery && !Listen(f))
 		return false;
-	}
-	PQclear(res);
 	f->backoff_ms = 50;
-	f->pid_checked_ms = 0;
-	CheckNotifierPid(f);
+	return true;
+}
+
+/*
+ * Polling a standby: when it has been promoted, LISTENs there from now on.
+ * The cursors stay: the promoted server keeps the horizons and the late ring
+ * it replayed, and the feed never read past them. The LISTEN is committed
+ * before the round that follows, so no commit falls between polls and
+ * notices. Returns false when the connection was lost.
+ */
+static bool
+FollowPromotion(Xip83Feed *f)
+{
+	int			rc = InRecovery(f);
+
+	if (rc != 0)
+		return rc == 1;
+	if (!Listen(f))
+		return false;
+	f->in_recovery = false;
+	FeedStatus(f, "promoted", "the standby became a primary: listening there");
 	return true;
 }
 
@@ -391,11 +469,13 @@ static PGresult *
 HorizonQuery(Xip83Feed *f, const char *sql, const char *source)
 {
 	const char *params[1] = {source};
-	PGresult   *res = PQexecParams(f->conn, sql, 1, NULL, params, NULL, NULL, 0);
+	/* a standby's own horizons: waves reading there with them as ceilings miss nothing */
+	PGconn	   *conn = f->standby != NULL ? f->standby : f->conn;
+	PGresult   *res = PQexecParams(conn, sql, 1, NULL, params, NULL, NULL, 0);
 
 	if (PQresultStatus(res) == PGRES_TUPLES_OK)
 		return res;
-	fprintf(stderr, "xip83 feed: %s", PQerrorMessage(f->conn));
+	fprintf(stderr, "xip83 feed: %s", PQerrorMessage(conn));
 	PQclear(res);
 	Disconnect(f, "cannot read horizons");
 	return NULL;
@@ -475,7 +555,7 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 
 	/* sleep until a notice, the poll timer, or the silence deadline */
 	wait = timeout_ms;
-	if (f->live)
+	if (f->live && !f->fence_missed)
 	{
 		int64_t		deadline = f->last_notice_ms + f->opt.offline_after_ms - now;
 
@@ -506,12 +586,15 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 	now = NowMs();
 	if (now - f->last_notice_ms >= f->opt.offline_after_ms)
 		GoOffline(f, "no notices");
-	if (!f->live && now - f->last_poll_ms >= f->opt.poll_ms)
+	/* a round the standby could not serve yet is retried on the poll timer too */
+	if ((!f->live || f->fence_missed) && now - f->last_poll_ms >= f->opt.poll_ms)
 	{
 		f->last_poll_ms = now;
 		fetch = true;
 	}
 	if (!fetch)
+		return 0;
+	if (f->in_recovery && !FollowPromotion(f))
 		return 0;
 	/* originators are learned from the server, never from a notice */
 	rc = FeedFetchAll(f, true);
@@ -526,5 +609,5 @@ xip83_feed_fetch(Xip83Feed *f)
 	if (f->conn == NULL && !Connect(f))
 		return -1;
 	rc = FeedFetchAll(f, true);
-	return rc;
+	return rc >= 0 && f->fence_missed ? -1 : rc;
 }

@@ -23,9 +23,16 @@
  * and their fence (xip83.horizon_fence) on conninfo, the primary, and reads
  * rows on the standby, which waits until it replayed the fence: no row is
  * skipped whatever the replay lag. A fetch the standby could not serve in
- * time (SQLSTATE X83F0) is retried on the next notice. With standby_only,
- * conninfo is a standby: no LISTEN (a standby cannot), the feed polls every
- * poll_ms and reads up to the standby's own replayed horizons.
+ * time (SQLSTATE X83F0) is retried on the next notice or poll tick; the
+ * start horizons are the standby's own (replayed), so every position below
+ * the cursors is on the server the rows come from.
+ *
+ * Without standby_conninfo the feed asks conninfo whether it is in recovery
+ * on every connect. A standby cannot LISTEN: the feed polls it every poll_ms
+ * and reads up to its own replayed horizons. When it is promoted (checked
+ * on every poll) the feed LISTENs there, reports "promoted" and goes on from
+ * its cursors, the late cursor included: horizons and late cursors carry
+ * over a promotion, and the feed never read past what the standby replayed.
  */
 #ifndef XIP83_FEED_H
 #define XIP83_FEED_H
@@ -59,7 +66,8 @@ typedef struct Xip83FeedRow
 
 typedef void (*Xip83FeedRowFn) (void *arg, const Xip83FeedRow *row);
 /*
- * status: "live", "offline" or "back"; or "late-lost" when late writes owed
+ * status: "live", "offline" or "back"; "promoted" when the standby the feed
+ * polled became a primary (it LISTENs there from then on); or "late-lost" when late writes owed
  * to the feed were dropped (late ring overflow, server restart): a caller that
  * must not miss them replays its topics as a wave. detail says why.
  */
@@ -82,7 +90,12 @@ typedef struct Xip83FeedOptions
 	const char *envelope_source;
 	const char *blob_source;	/* envelopes: the blob table it was tracked with */
 	const char *standby_conninfo;	/* rows from this standby, fenced; NULL: none */
-	bool		standby_only;	/* conninfo is a standby: poll its own horizons */
+	bool		standby_only;	/* unused: a standby as conninfo is detected */
+	/*
+	 * Longest wait of a fenced fetch on the standby for replay (a session
+	 * setting of xip83.standby_wait_ms); 0 = the server's setting.
+	 */
+	int			fence_wait_ms;
 	Xip83FeedRowFn on_row;
 	Xip83FeedStatusFn on_status;	/* may be NULL */
 	void	   *arg;			/* passed to both callbacks */
@@ -97,7 +110,10 @@ extern void xip83_feed_free(Xip83Feed *feed);
 extern void xip83_feed_set_cursor(Xip83Feed *feed, int kind, int32_t originator_node_id,
 								  int64_t after);
 extern int64_t xip83_feed_cursor(const Xip83Feed *feed, int kind, int32_t originator_node_id);
-/* Moves every cursor to the current horizons (follow from now); false if unreachable. */
+/*
+ * Moves every cursor to the current horizons (follow from now; with a
+ * standby, its replayed ones); false if unreachable.
+ */
 extern bool xip83_feed_start_at_horizon(Xip83Feed *feed);
 /*
  * Waits at most timeout_ms for a notice or a poll tick and delivers what is
@@ -107,8 +123,9 @@ extern int	xip83_feed_step(Xip83Feed *feed, int timeout_ms);
 /*
  * Fetches everything up to the current horizons now, without waiting for a
  * notice: afterwards every row committed before the call has been delivered.
- * Returns the rows delivered; -1 when the server could not be reached (try
- * again later), -2 after a fatal error (printed).
+ * Returns the rows delivered; -1 when the server could not be reached or the
+ * standby had not replayed the fence in time (try again later), -2 after a
+ * fatal error (printed).
  */
 extern int	xip83_feed_fetch(Xip83Feed *feed);
 /*

@@ -108,13 +108,14 @@ KindIndex(int kind)
  * read; the next notice or poll tries again.
  */
 static bool
-FenceNotReached(PGresult *res)
+FenceNotReached(Xip83Feed *f, PGresult *res)
 {
 	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
 	if (state == NULL || strcmp(state, XIP83_SQLSTATE_FENCE_TIMEOUT) != 0)
 		return false;
 	PQclear(res);
+	f->fence_missed = true;
 	return true;
 }
 
@@ -273,7 +274,7 @@ FetchPage(Xip83Feed *f, int kind)
 		res = PQexecParams(RowsConn(f), sql, 6, NULL, params, NULL, NULL, 1);
 	}
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return LateLost(f, res, kind) || FenceNotReached(res) ? 0 : FeedQueryFailed(f, res);
+		return LateLost(f, res, kind) || FenceNotReached(f, res) ? 0 : FeedQueryFailed(f, res);
 	n = PQntuples(res);
 	for (int r = 0; r < n; r++)
 	{
@@ -357,6 +358,7 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 	static const int kinds[] = {XIP83_FEED_GROUP, XIP83_FEED_WELCOME, XIP83_FEED_ENVELOPE};
 	int			total = 0;
 
+	f->fence_missed = false;
 	if ((f->opt.kinds & XIP83_FEED_ENVELOPE) && discover)
 	{
 		int			rc = DiscoverOriginators(f);
@@ -379,6 +381,9 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 				return n;
 			total += n;
 		} while (n == f->opt.page_rows);
+		/* replay is behind: the other kinds would wait for it too */
+		if (f->fence_missed)
+			break;
 	}
 	return total;
 }

@@ -39,6 +39,8 @@ struct Xip83Feed
 	OriginatorCursor *originators;
 	int			notifier_pid;	/* the real notifier's backend, 0 when unknown */
 	int64_t		pid_checked_ms; /* when notifier_pid was last looked up */
+	bool		in_recovery;	/* conninfo is a standby: polled, no LISTEN */
+	bool		fence_missed;	/* the last round stopped at a fence not replayed */
 	bool		live;			/* hearing LIVE notices */
 	bool		ever_live;		/* reported "live" once */
 	bool		offline_reported;

@@ -11,6 +11,7 @@
  */
 #include "gw_core.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@
 #define WAVE_PAUSE (1024 * 1024)
 /* The feed is stepped at least this often (its offline polls, its silence deadline). */
 #define FEED_TICK_MS 50
+/* Tries of the feed's start, 100 ms apart. */
+#define START_TRIES 100
 
 typedef struct GwStream GwStream;
 
@@ -734,6 +737,22 @@ Connect(const char *conninfo, char *err, size_t errlen)
 	return conn;
 }
 
+/*
+ * Starts the feed at the current horizons, asking again for a while: a
+ * standby just started answers 55000 until it replays a full horizon record.
+ */
+static bool
+StartFeed(Xip83Feed *feed)
+{
+	for (int i = 0; i < START_TRIES; i++)
+	{
+		if (xip83_feed_start_at_horizon(feed))
+			return true;
+		(void) poll(NULL, 0, 100);
+	}
+	return false;
+}
+
 /* The methods served, in the order of Xip83GatewayStats.streams. */
 const Xip83GatewayMethod xip83_gateway_methods[XIP83_GATEWAY_METHODS] = {
 	{"/xmtp.mls.api.v1.MlsApi/Subscribe", GW_SUBSCRIBE, false},
@@ -772,18 +791,22 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 
 		c->gw = gw;
 		c->watch.fd = -1;
-		if ((c->conn = Connect(gw->opt.conninfo, err, errlen)) == NULL)
+		if ((c->conn = Connect(gw->opt.standby_conninfo ? gw->opt.standby_conninfo
+							   : gw->opt.conninfo, err, errlen)) == NULL)
 			goto fail;
 		c->next_free = gw->free_conns;
 		gw->free_conns = c;
 	}
 	/* every kind of both bindings, from now on */
 	fo.conninfo = gw->opt.conninfo;
+	fo.standby_conninfo = gw->opt.standby_conninfo;
+	fo.poll_ms = gw->opt.poll_ms;
+	fo.fence_wait_ms = gw->opt.fence_wait_ms > 0 ? gw->opt.fence_wait_ms : 100;
 	fo.kinds = XIP83_FEED_ALL;
 	fo.on_row = RouteRow;
 	fo.on_status = FeedStatus;
 	fo.arg = gw;
-	if ((gw->feed = xip83_feed_new(&fo)) == NULL || !xip83_feed_start_at_horizon(gw->feed))
+	if ((gw->feed = xip83_feed_new(&fo)) == NULL || !StartFeed(gw->feed))
 	{
 		snprintf(err, errlen, "live feed: cannot read the horizons");
 		goto fail;

@@ -17,7 +17,15 @@
  *   through it (and are folded into the wave), so no query pins them;
  * - one seam fetch of the feed per turn of the loop for every wave whose
  *   scans reached their ceilings.
- * Database connections: pool + 1.
+ * Database connections: pool + 1 (+ 1 on the standby with a standby).
+ *
+ * Read replicas. Waves read on the same server as the live rows, with the
+ * feed's cursors as ceilings: the feed read every row up to them there, so
+ * the server has replayed them. With standby_conninfo the feed is fenced
+ * (feed.h) and the pool connects to the standby; a conninfo in recovery is
+ * polled, and followed across its promotion (feed.h).
+ * A fenced fetch blocks the loop while replay is behind: fence_wait_ms
+ * bounds that, and the round is retried on the next poll tick.
  * A slow client stops its waves (no page is read for it while more than
  * WAVE_PAUSE bytes wait to be sent to it) and, when its live rows pile up
  * past 64 MiB, its stream alone ends RESOURCE_EXHAUSTED.
@@ -45,7 +53,15 @@ extern const Xip83GatewayMethod xip83_gateway_methods[XIP83_GATEWAY_METHODS];
 
 typedef struct Xip83GatewayOptions
 {
-	const char *conninfo;		/* libpq connection string */
+	const char *conninfo;		/* libpq connection string; a standby is polled */
+	/*
+	 * A hot standby the waves and the live rows are read on, fenced by the
+	 * horizons of conninfo (the primary), which the feed LISTENs on; NULL:
+	 * everything on conninfo.
+	 */
+	const char *standby_conninfo;
+	int			poll_ms;		/* the feed's polls of a standby or while offline (50) */
+	int			fence_wait_ms;	/* longest wait of a fenced fetch for replay (100) */
 	int			pool;			/* wave connections (4) */
 	int			keepalive_ms;	/* Subscribe's keepalive interval (30000) */
 } Xip83GatewayOptions;

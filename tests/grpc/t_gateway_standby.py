@@ -1,0 +1,319 @@
+"""xip83-gateway on a hot standby: a standby of the test's server is built
+here (pg_basebackup as the server's user, its own data directory and socket
+under the run directory, stopped and removed at the end whatever happens).
+
+Two gateways: one against the standby alone (it polls the standby's replayed
+horizons) and one fenced (rows and waves on the standby, LISTEN and horizons
+on the primary). Streams of both bindings on both must receive every row
+written on the primary exactly once, waves and live: rows written while
+replay is paused (nothing of them before replay resumes), a fenced gateway
+started while replay is paused (its ceilings must be rows the standby has),
+a late committer and late writes. Then, with replay paused again and a
+late committer, late writes and later rows waiting in the WAL, the standby
+is promoted: the gateway
+serving from it alone follows on from its cursors, the late cursor included,
+LISTENs there, and its streams get the waiting rows and the rows written on
+the promoted server, each once."""
+import os
+import re
+import subprocess
+import time
+
+from gatewaytest import GATEWAY, Stream, msg, psql, put_envelope, put_group
+from grpctest import Failure, Server, check, run
+
+U = os.urandom(4).hex().encode()
+DB = os.environ.get("PGDATABASE", "xip83_libpq")
+PRIMARY = "dbname=%s" % DB
+NODE = 100
+T = b"S" + U             # the group topic
+E = b"\x01SB" + U        # the envelope topic
+
+
+def as_server(*cmd):
+    """Runs a command as the server's user (the owner of the run directory)."""
+    if os.getuid() == 0:
+        cmd = ("runuser", "-u", SERVER_USER, "--") + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise Failure("%s: %s%s" % (" ".join(cmd[:6]), r.stdout, r.stderr))
+    return r.stdout
+
+
+PGCTL = os.environ.get("XIP83_PGCTL") or ""
+RUN = os.path.dirname(PGCTL)
+SERVER_USER = "postgres"
+BINDIR = ""
+if PGCTL:
+    with open(PGCTL) as f:
+        wrapper = f.read()
+    BINDIR = os.path.dirname(re.search(r'"([^"]*)/pg_ctl"', wrapper).group(1) + "/pg_ctl")
+    SERVER_USER = re.search(r"SERVER_USER=(\S+)", wrapper).group(1)
+SB_DATA = os.path.join(RUN, "gwstandby")
+SB_SOCK = os.path.join(RUN, "gwstandby_sock")
+SB_PORT = 5499
+STANDBY = "host=%s port=%d dbname=%s" % (SB_SOCK, SB_PORT, DB)
+
+
+def sql(dsn, query):
+    r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", query],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise Failure("psql on %s: %s\n%s" % (dsn, query[:200], r.stderr))
+    return r.stdout.strip()
+
+
+def sb_ctl(*args):
+    return as_server(os.path.join(BINDIR, "pg_ctl"), "-D", SB_DATA, "-l", SB_DATA + ".log",
+                     "-w", "-t", "60", *args)
+
+
+def build_standby():
+    remove_standby()
+    os.makedirs(SB_SOCK)
+    if os.getuid() == 0:
+        subprocess.run(["chown", SERVER_USER, SB_SOCK], check=True)
+    as_server(os.path.join(BINDIR, "pg_basebackup"), "-h", os.environ["PGHOST"],
+              "-p", os.environ.get("PGPORT", "5432"), "-U", "postgres", "-D", SB_DATA,
+              "-R", "-X", "stream", "-c", "fast")
+    with open(os.path.join(SB_DATA, "postgresql.auto.conf"), "a") as f:
+        f.write("port = %d\nunix_socket_directories = '%s'\nhot_standby = on\n"
+                "hot_standby_feedback = on\nmax_standby_streaming_delay = -1\n" % (SB_PORT, SB_SOCK))
+    sb_ctl("start")
+
+
+def remove_standby():
+    if os.path.exists(os.path.join(SB_DATA, "postmaster.pid")):
+        subprocess.run((("runuser", "-u", SERVER_USER, "--") if os.getuid() == 0 else ())
+                       + (os.path.join(BINDIR, "pg_ctl"), "-D", SB_DATA, "-m", "immediate", "-w", "stop"),
+                       capture_output=True, timeout=120)
+    subprocess.run(["rm", "-rf", SB_DATA, SB_SOCK, SB_DATA + ".log"], check=True)
+
+
+def until(what, cond, timeout=60):
+    deadline = time.time() + timeout
+    while not cond():
+        if time.time() > deadline:
+            raise Failure("timed out: " + what)
+        time.sleep(0.05)
+
+
+def caught_up():
+    """Waits until the standby received and replayed everything the primary wrote."""
+    lsn = sql(PRIMARY, "SELECT pg_current_wal_lsn()")
+    until("the standby replays %s" % lsn, lambda: sql(
+        STANDBY, "SELECT pg_last_wal_replay_lsn() >= '%s'" % lsn) == "t")
+
+
+def pause():
+    sql(STANDBY, "SELECT pg_wal_replay_pause()")
+    until("replay pauses", lambda: sql(STANDBY, "SELECT pg_get_wal_replay_pause_state()") == "paused")
+
+
+def resume():
+    sql(STANDBY, "SELECT pg_wal_replay_resume()")
+
+
+class Writes:
+    """What was written: group ids, envelope sequence ids."""
+
+    def __init__(self):
+        self.groups = []
+        self.seqs = []
+        self.next_seq = 1
+
+    def write(self, label, n=3):
+        for i in range(n):
+            self.groups.append(put_group(T, b"%s%d" % (label, i) + U))
+            put_envelope(NODE, self.next_seq, E)
+            self.seqs.append(self.next_seq)
+            self.next_seq += 1
+
+    def hole(self):
+        """Leaves a group id and a sequence id behind: rows written above pass them."""
+        gid = int(psql("SELECT nextval('xip83.group_messages_id_seq');"))
+        self.next_seq += 1
+        return gid, self.next_seq - 1
+
+    def fill(self, hole):
+        """Late writes: rows stored in a hole the horizons passed."""
+        gid, seq = hole
+        psql("INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)"
+             " VALUES (:'a1'::bigint, decode(:'a2', 'hex'), decode(:'a3', 'hex'),"
+             " sha256(decode(:'a3', 'hex')));", gid, T.hex(), (b"fill%d" % gid + U).hex())
+        put_envelope(NODE, seq, E)
+        self.groups.append(gid)
+        self.seqs.append(seq)
+
+
+class Late:
+    """A writer that draws a group id and commits it after rows above it."""
+
+    def __init__(self, label):
+        self.data = label + U
+        self.w = subprocess.Popen(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.w.stdin.write("BEGIN; INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+                           " VALUES (decode('%s', 'hex'), decode('%s', 'hex'),"
+                           " sha256(decode('%s', 'hex') || decode('%s', 'hex')));\n"
+                           % (T.hex(), self.data.hex(), T.hex(), self.data.hex()))
+        self.w.stdin.flush()
+        time.sleep(1)
+
+    def commit(self, writes):
+        self.w.stdin.write("COMMIT;\n")
+        self.w.stdin.close()
+        check(self.w.wait(timeout=60) == 0, "the late writer: %s" % self.w.stderr.read())
+        lid = int(sql(PRIMARY, "SELECT id FROM xip83.group_messages WHERE data = '\\x%s'" % self.data.hex()))
+        check(lid < max(writes.groups), "the late row drew a lower id than rows committed before it")
+        writes.groups.append(lid)
+
+
+class Client:
+    """A v3 and a d14n stream on one gateway, every row each received."""
+
+    def __init__(self, g, mid):
+        ch = g.channel()
+        self.v3 = Stream(ch)
+        self.d14n = Stream(ch, d14n=True)
+        for s in (self.v3, self.d14n):
+            s.next()  # Started
+        self.got = {self.v3: [], self.d14n: []}
+        self.v3.mutate(mid, adds=[(b"\x00" + T, 0)])
+        self.d14n.mutate(mid, adds=[(E, {NODE: 0})])
+        self.mid = mid
+        self.done = {self.v3: False, self.d14n: False}
+
+    def drain(self, s, seconds):
+        """Everything s sends for seconds (rows of waves and live)."""
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                r = s.q.get(timeout=max(0.01, deadline - time.time()))
+            except Exception:
+                return
+            check(r is not None, "the stream ended: %s" % (s.error and s.error.details()))
+            kind = r.WhichOneof("response")
+            if kind == "catchup_complete" and r.catchup_complete.mutate_id == self.mid:
+                self.done[s] = True
+            elif kind in ("messages", "envelopes"):
+                self.got[s] += s.rows(r)
+            elif kind == "ping":
+                # the test outlasts a keepalive interval
+                s.send(pong=msg(s.pkg + "Pong", nonce=r.ping.nonce))
+
+    def want(self, writes, what, timeout=60):
+        """Every written row arrived exactly once (checked until timeout, then a moment more)."""
+        groups = sorted(("g", i) for i in writes.groups)
+        envs = sorted((NODE, q) for q in writes.seqs)
+        deadline = time.time() + timeout
+        for s, expect in ((self.v3, groups), (self.d14n, envs)):
+            while sorted(self.got[s]) != expect and time.time() < deadline:
+                if len(self.got[s]) > len(expect):
+                    break
+                self.drain(s, 0.2)
+            self.drain(s, 0.3)
+            check(self.done[s], "%s: CatchupComplete" % what)
+            check(sorted(self.got[s]) == expect, "%s, %s: every row once: got %s, want %s"
+                  % (what, "d14n" if s.d14n else "v3", sorted(self.got[s]), expect))
+
+    def quiet(self, writes, what, seconds=1.5):
+        """Nothing beyond writes arrives for seconds."""
+        for s in (self.v3, self.d14n):
+            self.drain(s, seconds / 2)
+        check(len(self.got[self.v3]) <= len(writes.groups) and len(self.got[self.d14n]) <= len(writes.seqs),
+              "%s: rows arrived the standby has not replayed" % what)
+
+
+def gw(*args):
+    return Server("--listen", "127.0.0.1:0", "--pool", "2", *args, program=GATEWAY)
+
+
+def test():
+    check(PGCTL and BINDIR, "XIP83_PGCTL (the driver's pg_ctl wrapper) is needed")
+    w = Writes()
+    w.write(b"before")
+    sql(PRIMARY, "SELECT xip83.group_horizon(), xip83.late_cursor()")
+    try:
+        build_standby()
+        # the standby knows the horizons once it replayed the notifier's full record
+        top = max(w.groups)
+        until("the standby learns the horizons", lambda: sql(
+            STANDBY, "SELECT coalesce((SELECT xip83.group_horizon() >= %d), false)" % top) == "t", 120)
+
+        # polls far apart: the promotion falls between two of them, with rows unread
+        alone = gw("--dsn", STANDBY, "--poll-ms", "1500")
+        fenced = gw("--dsn", PRIMARY, "--standby-dsn", STANDBY)
+        ca, cf = Client(alone, 1), Client(fenced, 1)
+        for c, name in ((ca, "standby alone"), (cf, "fenced")):
+            c.want(w, name + ": the wave")
+        w.write(b"live")
+        for c, name in ((ca, "standby alone"), (cf, "fenced")):
+            c.want(w, name + ": live")
+
+        # replay paused: nothing written meanwhile may arrive; a fenced gateway
+        # started now has ceilings the standby has replayed
+        pause()
+        seen = Writes()
+        seen.groups, seen.seqs = list(w.groups), list(w.seqs)
+        w.write(b"paused")
+        fenced2 = gw("--dsn", PRIMARY, "--standby-dsn", STANDBY)
+        c2 = Client(fenced2, 7)
+        for c, name in ((ca, "standby alone"), (cf, "fenced"), (c2, "fenced, started while paused")):
+            c.quiet(seen, name + " during the pause")
+        resume()
+        for c, name in ((ca, "standby alone"), (cf, "fenced"), (c2, "fenced, started while paused")):
+            c.want(w, name + ": rows written during the pause")
+
+        # a late committer, and late writes the feeds get on their late lanes
+        late = Late(b"late")
+        hole = w.hole()
+        w.write(b"above")
+        late.commit(w)
+        for c, name in ((ca, "standby alone"), (cf, "fenced"), (c2, "fenced, started while paused")):
+            c.want(w, name + ": a late committer")
+        w.fill(hole)
+        for c, name in ((ca, "standby alone"), (cf, "fenced"), (c2, "fenced, started while paused")):
+            c.want(w, name + ": late writes")
+        check(fenced.stop() == 0 and fenced2.stop() == 0, "the fenced gateways exit 0")
+
+        # promotion with a late committer, late writes and later rows still
+        # waiting in the WAL: the feed's late cursor must carry over
+        hole = w.hole()
+        w.write(b"over")
+        ca.want(w, "rows above the holes")
+        caught_up()
+        pause()
+        waiting_late = Late(b"late2")
+        w.write(b"waiting")
+        waiting_late.commit(w)
+        w.fill(hole)
+        lsn = sql(PRIMARY, "SELECT pg_current_wal_lsn()")
+        until("the standby receives %s" % lsn, lambda: sql(
+            STANDBY, "SELECT pg_last_wal_receive_lsn() >= '%s'" % lsn) == "t")
+        sb_ctl("promote")
+        check(sql(STANDBY, "SELECT pg_is_in_recovery()") == "f", "promoted")
+        check(sql(STANDBY, "SELECT count(*) FROM xip83.group_messages WHERE data = '\\x%s'"
+                  % waiting_late.data.hex()) == "1", "the promoted server has the late row")
+        ca.want(w, "across the promotion")
+        # rows written on the promoted server, one of them late
+        saved = os.environ["PGHOST"], os.environ.get("PGPORT", "5432")
+        os.environ["PGHOST"], os.environ["PGPORT"] = SB_SOCK, str(SB_PORT)
+        try:
+            after = Late(b"late3")
+            w.write(b"promoted")
+            after.commit(w)
+        finally:
+            os.environ["PGHOST"], os.environ["PGPORT"] = saved
+        ca.want(w, "rows written on the promoted server")
+        check(alone.stop() == 0, "the gateway exits 0")
+        err = alone.proc.stderr.read()
+        check(re.search(r"feed promoted.*\n(.*\n)*.*feed (live|back)", err),
+              "the feed followed the promotion and hears notices there: %s" % err)
+        print("%d group rows and %d envelopes once each on every stream, across a replay pause,"
+              " late committers and the promotion" % (len(w.groups), len(w.seqs)))
+    finally:
+        remove_standby()
+
+
+run(test)
