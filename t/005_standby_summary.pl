@@ -318,6 +318,11 @@ check_case('an UPDATE moving a row to another topic', 'xip83.group_messages',
 	"UPDATE xip83.group_messages SET group_id = 'o5' WHERE id = $START + 11 RETURNING id");
 check_case('xip83.import below the horizon', 'xip83.group_messages',
 	"CALL xip83.import('node.ng', 'xip83.group_messages', 40); SELECT 650");
+check_case('a row written while the table was not tracked, then tracked again', 'node.pg',
+	"SELECT xip83.untrack('node.pg');
+	 INSERT INTO node.pg (id, group_id, data, group_id_data_hash) VALUES (250, 'n1', 'u', 'u');
+	 SELECT xip83.track('node.pg', 'group');
+	 SELECT 250");
 
 # rows brought by ATTACH PARTITION into the gap of a tracked envelope table,
 # below its horizons (a standby's d14n waves read without a summary)

@@ -144,6 +144,8 @@ extern void RegistryLogHorizons(const RegistryDb *db, const RegistryHorizonLine 
 extern void RegistryLogSummaryRaise(const RegistryDb *db, PositionKind kind, uint32 key,
 									uint64 position);
 extern void RegistryLogSummaryReset(const RegistryDb *db, PositionKind kind, bool off);
+/* A reset of every kind of a feed, whether or not this server has its entry. */
+extern void RegistryLogSummaryResetFeed(Oid dboid, Oid relid);
 
 /* ------------------------------------------------------------- horizons */
 

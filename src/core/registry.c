@@ -343,6 +343,11 @@ RegistryForgetFeed(Oid relid)
 	if (db != NULL)
 		ResetDbLocked(db, MyDatabaseId, relid);
 	LWLockRelease(Reg->lock);
+	/*
+	 * A standby's summaries of the feed start over before the track commits
+	 * there: rows written while it was not tracked were never registered.
+	 */
+	RegistryLogSummaryResetFeed(MyDatabaseId, relid);
 }
 
 /* Tables whose feeds end with this transaction, and the nesting level that ended each. */

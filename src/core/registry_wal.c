@@ -106,6 +106,19 @@ RegistryLogSummaryReset(const RegistryDb *db, PositionKind kind, bool off)
 	LogSummary(db, XLOG_XIP83_SUMMARY, kind, 0, off ? 1 : 0);
 }
 
+void
+RegistryLogSummaryResetFeed(Oid dboid, Oid relid)
+{
+	RegistryDb	feed;
+
+	/* only the names a record carries */
+	memset(&feed, 0, sizeof(feed));
+	feed.dboid = dboid;
+	feed.relid = relid;
+	for (int k = 0; k < 3; k++)
+		LogSummary(&feed, XLOG_XIP83_SUMMARY, (PositionKind) k, 0, 0);
+}
+
 /* Replays a RAISE or SUMMARY record into the feed's summary (lock not held). */
 static void
 RedoSummary(RegistryDb *db, uint8 info, const xl_xip83_summary *rec)
