@@ -15,8 +15,9 @@
 # two must see every committed row exactly once, range rows in ascending id
 # order, late rows flagged by their late lane. Randomized waves equal their
 # plain SQL definition on the primary (with its topic summary ready), on the
-# standby (which reads without one), and after the promotion, once the
-# promoted node's summary is ready, with floors from before it.
+# standby (with the summary it builds and follows, t/005_standby_summary.pl),
+# and after the promotion, once the promoted node's summary is ready, with
+# floors from before it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -298,7 +299,7 @@ for my $mode (['--standby', $standby->connstr('postgres'), '-d', $primary->conns
 }
 
 # randomized waves, writers done: on the primary once its summary is ready,
-# on the standby (no summary: nothing notes replayed rows)
+# on the standby (its own summary, late rows raised by replay)
 $primary->poll_query_until('postgres',
 	"SELECT (SELECT count(*) FROM xip83.group_wave_scan('{x}', '{0}', 0, 1, 1)) >= 0"
 	  . " AND summary_states[1] = 'ready' FROM xip83.feed_status", 't')

@@ -94,7 +94,10 @@ extern RegistryDb *RegistryReplayedFeed(Oid relid);
 /* The existing entry of a feed of the current database without attaching, or NULL. */
 extern RegistryDb *RegistryLookupFeed(Oid relid);
 #define RegistryLookupMine() RegistryLookupFeed(InvalidOid)
-/* The loaded feeds of a database (at most max), for the notifier; returns how many. */
+/*
+ * The loaded feeds of a database (at most max), for the notifier and the
+ * summary worker (during recovery: the replayed ones); returns how many.
+ */
 extern int	RegistryFeedsOf(Oid dboid, RegistryDb **out, int max);
 /* Starts a feed over, unloaded (track and untrack; no writer can hold a pin). */
 extern void RegistryForgetFeed(Oid relid);
@@ -112,6 +115,8 @@ extern void RegistryLoadOriginator(RegistryDb *db, int32 node, uint64 high);
 
 /* A feed's tracked table (InvalidOid: xip83's own tables). */
 extern Oid	RegistryFeedRelid(const RegistryDb *db);
+/* Standby: whether replay brought every line of the feed (a full horizon record). */
+extern bool RegistryFeedHorizonsReplayed(RegistryDb *db);
 /* The end of the newest commit that raised one of its highs (0: none yet). */
 extern XLogRecPtr RegistryFeedCommitLsn(RegistryDb *db);
 /* Positions registered by commits since start. */
@@ -131,6 +136,16 @@ typedef struct RegistryHorizonLine
 /* Logs published horizons for standbys (full: every line of the feed). */
 extern void RegistryLogHorizons(const RegistryDb *db, const RegistryHorizonLine *lines, int n,
 								bool full);
+/*
+ * For standbys' topic summaries (see the summary below): a non-fresh write
+ * of a key at a position, logged before the row is written; and a kind
+ * whose summary must be reset (a load) or turned off (TRUNCATE, drop).
+ */
+extern void RegistryLogSummaryRaise(const RegistryDb *db, PositionKind kind, uint32 key,
+									uint64 position);
+extern void RegistryLogSummaryReset(const RegistryDb *db, PositionKind kind, bool off);
+/* A reset of every kind of a feed, whether or not this server has its entry. */
+extern void RegistryLogSummaryResetFeed(Oid dboid, Oid relid);
 
 /* ------------------------------------------------------------- horizons */
 
@@ -465,7 +480,21 @@ extern bool RecentStatsOf(const RegistryDb *db, int64 low[3], int64 used[3]);
  *
  * Readers take their snapshot, then SummaryAskBegin, ask, and discard every
  * "no" unless SummaryAskStillValid: a reset between the two moved the state.
+ *
+ * Covered position. A summary vouches for the rows at or below its covered
+ * position: every position after a primary's pass (SUMMARY_COVERS_ALL). On
+ * a hot standby nothing writes, so its worker builds the v3 kinds' summaries
+ * from the standby's own rows and follows replay (src/feed/summary_build.c):
+ * covered is a horizon the standby replayed, and a wave trusts a "no" only
+ * for a ceiling at or below it (SummaryAskCovers). The rows a standby cannot
+ * find by position come with records of their own: a non-fresh write (late,
+ * or a row moved to another topic) is raised by the replay of a RAISE record
+ * its writer logged before the row (RegistryLogSummaryRaise); a committed
+ * TRUNCATE or drop starts positions over below what the standby follows, so
+ * its record turns the standby's summary off (standby_off) until the server
+ * leaves recovery; a load of the feed on the primary resets it.
  */
+#define SUMMARY_COVERS_ALL PG_UINT64_MAX
 typedef struct Summary Summary;
 
 typedef enum SummaryState
@@ -525,7 +554,16 @@ extern void SummaryPassProgress(Summary *s, uint64 rows);
  * Ends a pass: READY when done and no reset came meanwhile, otherwise back to
  * EMPTY (another pass is wanted); returns whether it became READY.
  */
-extern bool SummaryPassEnd(Summary *s, uint64 gen, bool done);
+extern bool SummaryPassEnd(Summary *s, uint64 gen, bool done, uint64 covered);
+/*
+ * A standby's follower: the rows up to covered are raised (only rises, and
+ * only while the summary is READY in generation gen).
+ */
+extern void SummaryAdvance(Summary *s, uint64 gen, uint64 covered);
+extern uint64 SummaryCoveredOf(const Summary *s);
+/* A standby cannot follow this summary any more (replay of a TRUNCATE or drop). */
+extern void SummarySetStandbyOff(Summary *s);
+extern bool SummaryStandbyOff(const Summary *s);
 
 /* A batch of questions, begun after the reader's snapshot was taken. */
 typedef struct SummaryAsk
@@ -534,12 +572,20 @@ typedef struct SummaryAsk
 	const pg_atomic_uint64 *buckets;
 	uint64		nblocks;
 	uint64		word;			/* the state word at the start */
+	uint64		covered;		/* the covered position at the start */
 } SummaryAsk;
 
 /* Starts a batch; false when the summary cannot answer (not READY, or NULL). */
 extern bool SummaryAskBegin(const Summary *s, SummaryAsk *ask);
 /* After the last question: false when a reset voids every "no" of the batch. */
 extern bool SummaryAskStillValid(const SummaryAsk *ask);
+
+/* Whether its "no"s hold for rows up to ceiling (every one on a primary). */
+static inline bool
+SummaryAskCovers(const SummaryAsk *ask, int64 ceiling)
+{
+	return ceiling <= 0 || ask->covered >= (uint64) ceiling;
+}
 
 /* False only when the key has no row above floor (see the invariant above). */
 static inline bool

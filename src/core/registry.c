@@ -197,7 +197,8 @@ RegistryFeedsOf(Oid dboid, RegistryDb **out, int max)
 
 	LWLockAcquire(Reg->lock, LW_SHARED);
 	for (int d = 0; d < Reg->n_dbs && n < max; d++)
-		if (Reg->dbs[d].dboid == dboid && Reg->dbs[d].ready)
+		if (Reg->dbs[d].dboid == dboid && (Reg->dbs[d].ready ||
+										  (Reg->dbs[d].horizons_replayed && RecoveryInProgress())))
 			out[n++] = &Reg->dbs[d];
 	LWLockRelease(Reg->lock);
 	return n;
@@ -342,6 +343,11 @@ RegistryForgetFeed(Oid relid)
 	if (db != NULL)
 		ResetDbLocked(db, MyDatabaseId, relid);
 	LWLockRelease(Reg->lock);
+	/*
+	 * A standby's summaries of the feed start over before the track commits
+	 * there: rows written while it was not tracked were never registered.
+	 */
+	RegistryLogSummaryResetFeed(MyDatabaseId, relid);
 }
 
 /* Tables whose feeds end with this transaction, and the nesting level that ended each. */
@@ -581,6 +587,9 @@ RegistryEntryForRedoLocked(Oid dboid, Oid relid)
 		{
 			db = &Reg->dbs[d];
 			ResetDbLocked(db, dboid, relid);
+			/* what another feed left there is not this one's */
+			for (int k = 0; k < 3; k++)
+				SummaryResetKind(db, (PositionKind) k);
 		}
 	return db;
 }
@@ -642,9 +651,16 @@ LoadDb(RegistryDb *db)
 		/* every row present is at or below its line's high: nothing to remember yet */
 		for (int k = 0; k < 3; k++)
 			RecentResetKind(db, (PositionKind) k);
-		/* rows stored before now are for the summary's pass to read; no writer yet */
+		/*
+		 * rows stored before now are for the summary's pass to read; no
+		 * writer yet. A standby starts over too: rows written while the feed
+		 * was not loaded (untracked) were never registered.
+		 */
 		for (int k = 0; k < 3; k++)
+		{
 			SummaryResetKind(db, (PositionKind) k);
+			RegistryLogSummaryReset(db, (PositionKind) k, false);
+		}
 		db->ready = true;
 	}
 	LWLockRelease(Reg->lock);
@@ -753,6 +769,17 @@ Oid
 RegistryFeedRelid(const RegistryDb *db)
 {
 	return db->relid;
+}
+
+bool
+RegistryFeedHorizonsReplayed(RegistryDb *db)
+{
+	bool		r;
+
+	LWLockAcquire(Reg->lock, LW_SHARED);
+	r = db->horizons_replayed;
+	LWLockRelease(Reg->lock);
+	return r;
 }
 
 XLogRecPtr

@@ -19,6 +19,11 @@
  * by the notifier: src/feed/standby.c): redo raises each line's published value, and
  * a full record (every line of the feed) marks the feed readable there.
  *
+ * Standbys' topic summaries get two more records (core.h has the model):
+ * RAISE, a key and position a non-fresh write raises, logged by the writer
+ * before its row; SUMMARY, a kind whose summary a load resets or a TRUNCATE
+ * or drop turns off there.
+ *
  * The resource manager id is PostgreSQL's experimental one (128): a cluster
  * cannot load another extension that uses it at the same time.
  */
@@ -37,6 +42,8 @@
 #define XLOG_XIP83_LATE 0x00
 #define XLOG_XIP83_RING 0x10
 #define XLOG_XIP83_HORIZONS 0x20
+#define XLOG_XIP83_RAISE 0x30
+#define XLOG_XIP83_SUMMARY 0x40
 
 /* One late entry, or (RING) the bounds of a copy of the ring that follows. */
 typedef struct xl_xip83_late
@@ -56,6 +63,81 @@ typedef struct xl_xip83_horizons
 	uint32		n;
 	uint32		full;			/* 1: every line of the feed */
 } xl_xip83_horizons;
+
+/* A RAISE record (key, position) or a SUMMARY record (off). */
+typedef struct xl_xip83_summary
+{
+	Oid			dboid;
+	Oid			relid;
+	int32		kind;
+	uint32		key;			/* RAISE */
+	uint64		position;		/* RAISE; SUMMARY: 1 off, 0 reset */
+} xl_xip83_summary;
+
+static void
+LogSummary(const RegistryDb *db, uint8 info, PositionKind kind, uint32 key, uint64 position)
+{
+	xl_xip83_summary rec;
+
+	/* only a standby reads them */
+	if (!XLogStandbyInfoActive())
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.dboid = db->dboid;
+	rec.relid = db->relid;
+	rec.kind = (int32) kind;
+	rec.key = key;
+	rec.position = position;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &rec, sizeof(rec));
+	/* the transaction's commit, which follows, flushes it */
+	(void) XLogInsert(XIP83_RMGR_ID, info);
+}
+
+void
+RegistryLogSummaryRaise(const RegistryDb *db, PositionKind kind, uint32 key, uint64 position)
+{
+	LogSummary(db, XLOG_XIP83_RAISE, kind, key, position);
+}
+
+void
+RegistryLogSummaryReset(const RegistryDb *db, PositionKind kind, bool off)
+{
+	LogSummary(db, XLOG_XIP83_SUMMARY, kind, 0, off ? 1 : 0);
+}
+
+void
+RegistryLogSummaryResetFeed(Oid dboid, Oid relid)
+{
+	RegistryDb	feed;
+
+	/* only the names a record carries */
+	memset(&feed, 0, sizeof(feed));
+	feed.dboid = dboid;
+	feed.relid = relid;
+	for (int k = 0; k < 3; k++)
+		LogSummary(&feed, XLOG_XIP83_SUMMARY, (PositionKind) k, 0, 0);
+}
+
+/* Replays a RAISE or SUMMARY record into the feed's summary (lock not held). */
+static void
+RedoSummary(RegistryDb *db, uint8 info, const xl_xip83_summary *rec)
+{
+	Summary    *s;
+
+	if (rec->kind < 0 || rec->kind > (int32) KIND_ENVELOPE ||
+		(s = SummaryOf(db, (PositionKind) rec->kind)) == NULL)
+		return;
+	if (info == XLOG_XIP83_RAISE)
+	{
+		/* before the commit that makes the row visible is replayed */
+		SummaryNote(s, rec->key, rec->position);
+		return;
+	}
+	if (rec->position != 0)
+		SummarySetStandbyOff(s);
+	SummaryReset(s);
+}
 
 void
 RegistryLogHorizons(const RegistryDb *db, const RegistryHorizonLine *lines, int n, bool full)
@@ -181,6 +263,13 @@ Xip83Redo(XLogReaderState *record)
 	LWLockAcquire(Reg->lock, LW_EXCLUSIVE);
 	/* every record starts with the feed's (dboid, relid) */
 	db = RegistryEntryForRedoLocked(rec->dboid, rec->relid);
+	if (db != NULL && (info == XLOG_XIP83_RAISE || info == XLOG_XIP83_SUMMARY))
+	{
+		/* an entry stays with its feed during recovery */
+		LWLockRelease(Reg->lock);
+		RedoSummary(db, info, (const xl_xip83_summary *) XLogRecGetData(record));
+		return;
+	}
 	if (db != NULL)
 	{
 		if (info == XLOG_XIP83_HORIZONS)
@@ -231,6 +320,17 @@ Xip83Desc(StringInfo buf, XLogReaderState *record)
 		appendStringInfo(buf, "db %u feed %u late seq " UINT64_FORMAT " kind %d node %d position " INT64_FORMAT " xid %u",
 						 rec->dboid, rec->relid, rec->entry.seq, rec->entry.kind, rec->entry.node,
 						 rec->entry.position, rec->entry.xid);
+	else if (info == XLOG_XIP83_RAISE || info == XLOG_XIP83_SUMMARY)
+	{
+		const xl_xip83_summary *r = (const xl_xip83_summary *) rec;
+
+		if (info == XLOG_XIP83_RAISE)
+			appendStringInfo(buf, "db %u feed %u kind %d key %u position " UINT64_FORMAT,
+							 r->dboid, r->relid, r->kind, r->key, r->position);
+		else
+			appendStringInfo(buf, "db %u feed %u kind %d summary %s", r->dboid, r->relid,
+							 r->kind, r->position != 0 ? "off" : "reset");
+	}
 	else
 		appendStringInfo(buf, "db %u feed %u late ring head " UINT64_FORMAT " first " UINT64_FORMAT " evicted " UINT64_FORMAT,
 						 rec->dboid, rec->relid, rec->entry.seq, rec->late_first, rec->late_evicted);
@@ -247,6 +347,10 @@ Xip83Identify(uint8 info)
 			return "RING";
 		case XLOG_XIP83_HORIZONS:
 			return "HORIZONS";
+		case XLOG_XIP83_RAISE:
+			return "RAISE";
+		case XLOG_XIP83_SUMMARY:
+			return "SUMMARY";
 	}
 	return NULL;
 }

@@ -31,6 +31,8 @@ struct Summary
 	pg_atomic_uint64 scanned;	/* rows the newest pass read so far */
 	pg_atomic_uint64 pass_ms;	/* how long the last completed pass took */
 	pg_atomic_uint64 started_ms;	/* when the newest pass began */
+	pg_atomic_uint64 covered;	/* highest position vouched for (core.h), 0 when none */
+	pg_atomic_uint32 standby_off;	/* 1: this standby cannot follow it (core.h) */
 	uint64		nblocks;
 	pg_atomic_uint64 *buckets;	/* nblocks * SUMMARY_BUCKETS_PER_BLOCK */
 };
@@ -96,6 +98,8 @@ SummaryShmemInit(void)
 		pg_atomic_init_u64(&s->scanned, 0);
 		pg_atomic_init_u64(&s->pass_ms, 0);
 		pg_atomic_init_u64(&s->started_ms, 0);
+		pg_atomic_init_u64(&s->covered, 0);
+		pg_atomic_init_u32(&s->standby_off, 0);
 		s->nblocks = BlocksPer();
 		s->buckets = (pg_atomic_uint64 *) (buckets + (Size) i * BlocksPer() * SUMMARY_BLOCK_BYTES);
 	}
@@ -172,6 +176,7 @@ SummaryReset(Summary *s)
 		if (pg_atomic_compare_exchange_u64(&s->word, &w, gen << 2 | SUMMARY_RESETTING))
 			break;
 	}
+	pg_atomic_write_u64(&s->covered, 0);
 	for (uint64 i = 0; i < s->nblocks * SUMMARY_BUCKETS_PER_BLOCK; i++)
 		pg_atomic_write_u64(&s->buckets[i], 0);
 	pg_atomic_write_u64(&s->scanned, 0);
@@ -217,18 +222,54 @@ SummaryPassProgress(Summary *s, uint64 rows)
 }
 
 bool
-SummaryPassEnd(Summary *s, uint64 gen, bool done)
+SummaryPassEnd(Summary *s, uint64 gen, bool done, uint64 covered)
 {
 	uint64		w = gen << 2 | SUMMARY_BUILDING;
 	bool		ok;
 
-	/* every bucket the pass raised is stored before the state says so */
+	/*
+	 * Every bucket the pass raised, and what it covers, are stored before
+	 * the state says so. A pass that lost to a reset may leave its covered
+	 * behind on the emptied summary: the next pass writes its own before
+	 * READY, and nothing reads it before.
+	 */
+	if (done)
+		pg_atomic_write_u64(&s->covered, covered);
 	pg_write_barrier();
 	ok = pg_atomic_compare_exchange_u64(&s->word, &w,
 										gen << 2 | (done ? SUMMARY_READY : SUMMARY_EMPTY));
 	if (ok && done)
 		pg_atomic_write_u64(&s->pass_ms, NowMs() - pg_atomic_read_u64(&s->started_ms));
 	return ok && done;
+}
+
+void
+SummaryAdvance(Summary *s, uint64 gen, uint64 covered)
+{
+	/* the buckets raised up to it are stored before it says so */
+	pg_write_barrier();
+	if (pg_atomic_read_u64(&s->word) == (gen << 2 | SUMMARY_READY) &&
+		pg_atomic_read_u64(&s->covered) < covered)
+		pg_atomic_write_u64(&s->covered, covered);
+}
+
+uint64
+SummaryCoveredOf(const Summary *s)
+{
+	return pg_atomic_read_u64((pg_atomic_uint64 *) &s->covered);
+}
+
+void
+SummarySetStandbyOff(Summary *s)
+{
+	pg_atomic_write_u32(&s->standby_off, 1);
+	pg_memory_barrier();
+}
+
+bool
+SummaryStandbyOff(const Summary *s)
+{
+	return pg_atomic_read_u32((pg_atomic_uint32 *) &s->standby_off) != 0;
 }
 
 bool
@@ -238,9 +279,10 @@ SummaryAskBegin(const Summary *s, SummaryAsk *ask)
 		return false;
 	ask->summary = s;
 	ask->word = pg_atomic_read_u64((pg_atomic_uint64 *) &s->word);
+	ask->covered = pg_atomic_read_u64((pg_atomic_uint64 *) &s->covered);
 	ask->buckets = s->buckets;
 	ask->nblocks = s->nblocks;
-	/* the buckets are read after the state that vouches for them */
+	/* the buckets are read after the state and the covered position that vouch for them */
 	pg_read_barrier();
 	return (ask->word & 3) == SUMMARY_READY;
 }
@@ -260,7 +302,8 @@ SummaryMayHaveMany(const Summary *s, int n, const uint32 *keys, const uint64 *fl
 	bool	   *mine;
 	int			count = 0;
 
-	if (!SummaryAskBegin(s, &ask))
+	/* these questions name no ceiling: only a summary that covers every position answers */
+	if (!SummaryAskBegin(s, &ask) || ask.covered != SUMMARY_COVERS_ALL)
 	{
 		for (int i = 0; i < n; i++)
 			count += may[i];
@@ -286,7 +329,8 @@ SummaryStatsOf(const RegistryDb *db, PositionKind kind, SummaryState *state, int
 {
 	Summary    *s;
 
-	if (Summaries == NULL || db == NULL || !db->ready)
+	/* a standby's feeds are never loaded: replay fills them */
+	if (Summaries == NULL || db == NULL || !(db->ready || db->horizons_replayed))
 		return false;
 	s = SummaryOf(db, kind);
 	*state = SummaryStateOf(s, NULL);

@@ -99,9 +99,10 @@ extern RegistryDb *HorizonFeedFor(Oid relid, PositionKind kind);
 extern RecentTable *RecentForSource(Oid relid, PositionKind kind);
 /*
  * The topic summary a wave over relid may skip descents with (same sources
- * as RecentForSource; NULL on a standby). Asks the builder to run when the
- * summary waits for its pass (summary_build.c); the caller asks it only
- * when SummaryAskBegin finds it READY.
+ * as RecentForSource; on a standby only the v3 kinds' it follows, which
+ * vouch for rows up to a covered position: SummaryAskCovers). Asks the
+ * builder to run when the summary waits for its pass (summary_build.c); the
+ * caller asks it only when SummaryAskBegin finds it READY.
  */
 extern Summary *SummaryForSource(Oid relid, PositionKind kind);
 /*

@@ -240,8 +240,11 @@ DbWorkerStart(DbWorkerSort sort)
 	TimestampTz now;
 	bool		start = false;
 
-	/* a standby runs neither: it cannot NOTIFY, and nothing writes there */
-	if (Shared == NULL || RecoveryInProgress())
+	/*
+	 * A standby runs no notifier (it cannot NOTIFY, and nothing writes
+	 * there); its summary worker follows replay (summary_build.c).
+	 */
+	if (Shared == NULL || (RecoveryInProgress() && sort != WORKER_SUMMARY))
 		return;
 	e = MyEntry();
 	if (e == NULL || ((volatile NotifierDb *) e)->w[sort].pid != 0)
@@ -263,7 +266,8 @@ DbWorkerStart(DbWorkerSort sort)
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_start_time = sort == WORKER_SUMMARY ? BgWorkerStart_ConsistentState
+		: BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "xip83");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", WorkerSorts[sort].function);

@@ -408,6 +408,23 @@ NoteRecent(RegistryDb *db, PositionKind kind, const bytea *topic, int32 node, ui
 }
 
 /*
+ * A v3 write a standby's summary cannot find by position (a late write, a
+ * row moved to another topic): WAL tells the standby before the row is
+ * written (core.h, the summary). Fresh writes log nothing: the standby
+ * reads them by position once a horizon passes them.
+ */
+static void
+RaiseOnStandbys(RegistryDb *db, PositionKind kind, const bytea *topic, uint64 position)
+{
+	if (topic == NULL || !XLogStandbyInfoActive())
+		return;
+	/* the record carries the writer's xid: a standby's pass waits for it */
+	(void) GetCurrentTransactionId();
+	RegistryLogSummaryRaise(db, kind, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0),
+							position);
+}
+
+/*
  * Notes and registers one written row of a target: the write path of the
  * trigger and of the tracking index (track_am.c). sets_position false: an
  * UPDATE that moved the row to another topic, only noted; inserted: a new
@@ -442,7 +459,10 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 	db = RegistryAttachFeed(target->feed);
 	NoteRecent(db, kind, topic, 0, (uint64) position);
 	if (!sets_position)
+	{
+		RaiseOnStandbys(db, kind, topic, (uint64) position);
 		return false;
+	}
 	if (position == LastDrawn[kind] && LastDrawnDb[kind] == db && inserted)
 	{
 		LastDrawn[kind] = 0;	/* drawn by the default just now: registered */
@@ -451,7 +471,10 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 	/* first: its privilege check must not fail with the position registered */
 	SequenceCatchUp(OidIsValid(target->feed) ? target->sequence
 					: SourceOwnRelation(KindSequence[kind]), (uint64) position);
-	return PinsRegister(db, V3_LINE(kind), kind, 0, (uint64) position);
+	if (!PinsRegister(db, V3_LINE(kind), kind, 0, (uint64) position))
+		return false;
+	RaiseOnStandbys(db, kind, topic, (uint64) position);
+	return true;
 }
 
 /*
@@ -649,7 +672,13 @@ PositionsOnTruncate(TriggerData *trigdata)
 		TriggerMisuse("reset_positions", "must be an AFTER TRUNCATE trigger");
 	(void) TriggerTargetOf(trigdata, "reset_positions", &target);
 	if (RegistryReady())
-		PinsResetAtCommit(RegistryAttachFeed(target.feed), target.kind);
+	{
+		RegistryDb *db = RegistryAttachFeed(target.feed);
+
+		PinsResetAtCommit(db, target.kind);
+		/* positions start over below what a standby follows: before the commit */
+		RegistryLogSummaryReset(db, target.kind, true);
+	}
 }
 
 /* A transaction's end forgets whether register_position fired for an UPDATE. */
@@ -696,7 +725,10 @@ PositionsObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int su
 		return;
 	for (int k = 0; k < 3; k++)
 		if (objectId == SourceOwnRelation(RegistryKindTable[k]))
+		{
 			PinsResetAtCommit(db, (PositionKind) k);
+			RegistryLogSummaryReset(db, (PositionKind) k, true);
+		}
 }
 
 void

@@ -24,15 +24,33 @@
  * later. The worker leaves when no summary of its database has wanted a
  * pass for a few seconds, or when its database is dropped.
  *
- * The pass is a primary's: during recovery nothing writes, so nothing would
- * note the rows replay brings after the snapshot, and a standby's waves read
- * without the summary (SummaryForSource). A promoted standby's summaries
- * were never filled (EMPTY since its start): the first wave after the
- * promotion starts their pass, while the new writers raise them.
+ * On a hot standby nothing writes, so nothing would raise the buckets for
+ * the rows replay brings after a pass's snapshot. There the worker builds
+ * the summaries of the v3 kinds (group, welcome) and follows replay:
+ *   1. waits for every transaction the standby knows to be running to end,
+ *      so that a RAISE record replayed before the summary was emptied (or
+ *      before this server's redo began) belongs to a row the pass sees;
+ *   2. reads the line's replayed horizon H0, then takes the pass's snapshot,
+ *      reads every leaf as above, and ends READY covering H0: a fresh row at
+ *      or below H0 was committed before the horizon record that carried H0
+ *      (src/feed/standby.c), so the snapshot sees it;
+ *   3. every few milliseconds, when the replayed horizon H1 passed the
+ *      covered one, takes a snapshot after reading H1, reads the rows in
+ *      (covered, H1] of each leaf by its primary key, and covers H1.
+ * Rows a position range cannot find (late writes, rows moved to another
+ * topic) were raised by the replay of their writer's RAISE record before
+ * their commit; a TRUNCATE or drop turns the kind's summary off until the
+ * server leaves recovery (core.h). Waves trust a "no" only for a ceiling at
+ * or below the covered position (SummaryAskCovers). Envelopes (a horizon per
+ * originator) are not followed: a standby's d14n waves read without it.
+ * Promotion: the first attach of a feed loads it on the new primary, which
+ * resets its summaries (registry.c), and a primary's pass rebuilds them.
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/relation.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -49,8 +67,10 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -64,6 +84,7 @@
 
 #define BUILDER_IDLE_MS 3000
 #define PASS_CHUNK_ROWS 4096
+#define FOLLOW_POLL_MS 2
 
 int			xip83_summary_pass_rows_per_s = 5000000;
 
@@ -80,13 +101,20 @@ SummaryForSource(Oid relid, PositionKind kind)
 	TrackedSource t;
 	Summary    *s;
 
-	if (!SummaryReady() || RecoveryInProgress())
+	bool		standby = RecoveryInProgress();
+	Oid			feed;
+
+	if (!SummaryReady() || (standby && kind == KIND_ENVELOPE))
 		return NULL;
 	if (relid == SourceOwnRelation(RegistryKindTable[kind]))
-		s = SummaryOf(RegistryAttach(), kind);
+		feed = InvalidOid;
 	else if (TrackedFind(relid, &t) && t.source == relid && t.kind == kind)
-		s = SummaryOf(RegistryAttachFeed(relid), kind);
+		feed = relid;
 	else
+		return NULL;
+	/* a standby's feed is what replay brought, perhaps nothing yet: no error */
+	s = SummaryOf(standby ? RegistryLookupFeed(feed) : RegistryAttachFeed(feed), kind);
+	if (s == NULL || (standby && SummaryStandbyOff(s)))
 		return NULL;
 	if (SummaryStateOf(s, NULL) == SUMMARY_EMPTY)
 		SummaryBuilderEnsureRunning();
@@ -122,6 +150,57 @@ Pace(uint64 rows, TimestampTz start)
 	ResetLatch(MyLatch);
 }
 
+/* The columns of a leaf a summary reads; false when it has no topics of the kind. */
+typedef struct LeafColumns
+{
+	AttrNumber	topic;
+	AttrNumber	pos;
+	AttrNumber	node;			/* envelopes */
+	bool		pos_int4;
+} LeafColumns;
+
+static bool
+LeafColumnsOf(Relation rel, PositionKind kind, LeafColumns *c)
+{
+	Oid			leaf = RelationGetRelid(rel);
+
+	c->topic = get_attnum(leaf, TopicColumn[kind]);
+	c->pos = get_attnum(leaf, PositionColumn[kind]);
+	c->node = kind == KIND_ENVELOPE ? get_attnum(leaf, "originator_node_id") : InvalidAttrNumber;
+	/* a blob table's leaf, or not a table of this kind: no topics */
+	if (c->topic == InvalidAttrNumber || c->pos == InvalidAttrNumber ||
+		(kind == KIND_ENVELOPE && c->node == InvalidAttrNumber))
+		return false;
+	c->pos_int4 = TupleDescAttr(RelationGetDescr(rel), c->pos - 1)->atttypid == INT4OID;
+	return true;
+}
+
+/* Raises the buckets of one row's key to its position. */
+static void
+NoteSlot(Summary *s, TupleTableSlot *slot, const LeafColumns *c)
+{
+	bool		null_topic,
+				null_pos,
+				null_node = false;
+	Datum		topic_d = slot_getattr(slot, c->topic, &null_topic);
+	Datum		pos_d = slot_getattr(slot, c->pos, &null_pos);
+	int32		node = 0;
+
+	if (c->node != InvalidAttrNumber)
+		node = DatumGetInt32(slot_getattr(slot, c->node, &null_node));
+	if (!null_topic && !null_pos && !null_node)
+	{
+		bytea	   *topic = DatumGetByteaPP(topic_d);
+		int64		pos = c->pos_int4 ? DatumGetInt32(pos_d) : DatumGetInt64(pos_d);
+
+		if (pos >= 0)
+			SummaryNote(s, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node),
+						(uint64) pos);
+		if ((Pointer) topic != DatumGetPointer(topic_d))
+			pfree(topic);
+	}
+}
+
 /*
  * Reads one leaf under the pass's snapshot into the summary; false when the
  * pass must stop (a reset voided it, or the worker is asked to leave).
@@ -131,47 +210,22 @@ ReadLeaf(Summary *s, uint64 gen, PositionKind kind, Oid leaf, Snapshot snapshot,
 		 uint64 *rows, TimestampTz start)
 {
 	Relation	rel = table_open(leaf, AccessShareLock);
-	AttrNumber	topic_col = get_attnum(leaf, TopicColumn[kind]);
-	AttrNumber	pos_col = get_attnum(leaf, PositionColumn[kind]);
-	AttrNumber	node_col = kind == KIND_ENVELOPE ? get_attnum(leaf, "originator_node_id") : InvalidAttrNumber;
+	LeafColumns c;
 	TableScanDesc scan;
 	TupleTableSlot *slot;
-	bool		pos_int4;
 	uint64		chunk = 0;
 	bool		go_on = true;
 
-	if (topic_col == InvalidAttrNumber || pos_col == InvalidAttrNumber ||
-		(kind == KIND_ENVELOPE && node_col == InvalidAttrNumber))
+	if (!LeafColumnsOf(rel, kind, &c))
 	{
-		/* a blob table's leaf, or not a table of this kind: no topics */
 		table_close(rel, AccessShareLock);
 		return true;
 	}
-	pos_int4 = TupleDescAttr(RelationGetDescr(rel), pos_col - 1)->atttypid == INT4OID;
 	scan = table_beginscan(rel, snapshot, 0, NULL);
 	slot = table_slot_create(rel, NULL);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
-		bool		null_topic,
-					null_pos,
-					null_node = false;
-		Datum		topic_d = slot_getattr(slot, topic_col, &null_topic);
-		Datum		pos_d = slot_getattr(slot, pos_col, &null_pos);
-		int32		node = 0;
-
-		if (node_col != InvalidAttrNumber)
-			node = DatumGetInt32(slot_getattr(slot, node_col, &null_node));
-		if (!null_topic && !null_pos && !null_node)
-		{
-			bytea	   *topic = DatumGetByteaPP(topic_d);
-			int64		pos = pos_int4 ? DatumGetInt32(pos_d) : DatumGetInt64(pos_d);
-
-			if (pos >= 0)
-				SummaryNote(s, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node),
-							(uint64) pos);
-			if ((Pointer) topic != DatumGetPointer(topic_d))
-				pfree(topic);
-		}
+		NoteSlot(s, slot, &c);
 		if (++chunk == PASS_CHUNK_ROWS)
 		{
 			uint64		g;
@@ -213,57 +267,143 @@ PassTable(RegistryDb *db, PositionKind kind)
 	return InvalidOid;
 }
 
+/*
+ * The leaves (plain tables) of a feed's table of a kind, and into *tags, when
+ * not NULL, a lock tag for every relation of it.
+ */
+static List *
+PassLeaves(RegistryDb *db, PositionKind kind, List **tags)
+{
+	Oid			table = PassTable(db, kind);
+	List	   *leaves = NIL;
+	ListCell   *lc;
+
+	if (!OidIsValid(table) || get_rel_relkind(table) == '\0')
+		return NIL;
+	foreach(lc, find_all_inheritors(table, AccessShareLock, NULL))
+	{
+		Oid			leaf = lfirst_oid(lc);
+
+		if (tags != NULL)
+		{
+			LOCKTAG    *tag = palloc(sizeof(LOCKTAG));
+
+			SET_LOCKTAG_RELATION(*tag, MyDatabaseId, leaf);
+			*tags = lappend(*tags, tag);
+		}
+		if (get_rel_relkind(leaf) == RELKIND_RELATION)
+			leaves = lappend_oid(leaves, leaf);
+	}
+	return leaves;
+}
+
+/* The horizon this standby replayed for a v3 kind's line; false when it knows none yet. */
+static bool
+ReplayedHorizon(RegistryDb *db, PositionKind kind, uint64 *horizon)
+{
+	uint64		h[2];
+
+	if (kind == KIND_ENVELOPE || !RegistryFeedHorizonsReplayed(db))
+		return false;
+	RegistryHorizons(db, 2, h);
+	*horizon = h[kind == KIND_GROUP ? LINE_GROUP : LINE_WELCOME];
+	return true;
+}
+
+/*
+ * Standby: waits until every transaction this standby knows to be running
+ * has ended; false when the pass must stop meanwhile.
+ */
+static bool
+WaitForRunning(Summary *s, uint64 gen)
+{
+	Snapshot	snap = GetLatestSnapshot();
+	int			n = snap->xcnt + Max(snap->subxcnt, 0);
+	TransactionId *xids = palloc(sizeof(TransactionId) * Max(n, 1));
+
+	/* during recovery the running xids are in subxip */
+	memcpy(xids, snap->xip, sizeof(TransactionId) * snap->xcnt);
+	if (snap->subxcnt > 0)
+		memcpy(xids + snap->xcnt, snap->subxip, sizeof(TransactionId) * snap->subxcnt);
+	for (int i = 0; i < n; i++)
+		while (TransactionIdIsInProgress(xids[i]))
+		{
+			uint64		g;
+
+			if (SummaryStateOf(s, &g) != SUMMARY_BUILDING || g != gen || StopWanted())
+			{
+				pfree(xids);
+				return false;
+			}
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+							 PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	pfree(xids);
+	return true;
+}
+
 /* One pass over a feed's rows of a kind (in a transaction); see the header. */
 static void
 RunPass(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 {
 	Oid			table = PassTable(db, kind);
-	List	   *leaves = NIL;
 	List	   *tags = NIL;
+	List	   *leaves;
 	ListCell   *lc;
 	Snapshot	snapshot;
 	TimestampTz start = GetCurrentTimestamp();
 	uint64		rows = 0;
+	uint64		covered = SUMMARY_COVERS_ALL;
 	bool		done = true;
 
-	if (OidIsValid(table) && get_rel_relkind(table) != '\0')
+	if (RecoveryInProgress())
 	{
-		foreach(lc, find_all_inheritors(table, AccessShareLock, NULL))
+		leaves = PassLeaves(db, kind, NULL);
+		/* no horizon replayed yet: the pass is tried again later */
+		if (!WaitForRunning(s, gen) || !ReplayedHorizon(db, kind, &covered))
 		{
-			Oid			leaf = lfirst_oid(lc);
-			LOCKTAG    *tag = palloc(sizeof(LOCKTAG));
-
-			SET_LOCKTAG_RELATION(*tag, MyDatabaseId, leaf);
-			tags = lappend(tags, tag);
-			if (get_rel_relkind(leaf) == RELKIND_RELATION)
-				leaves = lappend_oid(leaves, leaf);
+			(void) SummaryPassEnd(s, gen, false, 0);
+			return;
 		}
 	}
-	/* every writer that may have written before the load has ended */
-	if (tags != NIL)
-		WaitForLockersMultiple(tags, ShareLock, false);
+	else
+	{
+		leaves = PassLeaves(db, kind, &tags);
+		/* every writer that may have written before the load has ended */
+		if (tags != NIL)
+			WaitForLockersMultiple(tags, ShareLock, false);
+	}
+	/* on a standby taken after the horizon was read: it sees every fresh row up to it */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	foreach(lc, leaves)
 		if (!(done = ReadLeaf(s, gen, kind, lfirst_oid(lc), snapshot, &rows, start)))
 			break;
 	UnregisterSnapshot(snapshot);
-	if (SummaryPassEnd(s, gen, done))
+	if (SummaryPassEnd(s, gen, done, covered))
 		ereport(DEBUG1,
 				(errmsg("xip83 summary of %s ready: " UINT64_FORMAT " rows in %ld ms",
 						OidIsValid(table) ? get_rel_name(table) : "(no table)", rows,
 						(long) TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()))));
 }
 
-/* One pass in a transaction of its own; an error leaves the summary EMPTY, retried after a pause. */
-static void
-RunPassSafely(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen, MemoryContext cxt)
+/* A step of the worker, run in a transaction of its own (InTransaction). */
+typedef void (*WorkerStep) (RegistryDb *db, PositionKind kind, Summary *s, uint64 gen);
+
+/* Runs a step in a transaction of its own; false when it failed (reported). */
+static bool
+InTransaction(WorkerStep step, RegistryDb *db, PositionKind kind, Summary *s, uint64 gen,
+			  MemoryContext cxt)
 {
+	volatile bool ok = true;
+
 	PG_TRY();
 	{
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
-		RunPass(db, kind, s, gen);
+		step(db, kind, s, gen);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 	}
@@ -274,31 +414,156 @@ RunPassSafely(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen, MemoryC
 		EmitErrorReport();
 		AbortCurrentTransaction();
 		FlushErrorState();
-		(void) SummaryPassEnd(s, gen, false);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		ok = false;
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
+	return ok;
 }
 
-/* Runs every pass wanted in the database; returns whether one ran or runs. */
+/* One pass; an error leaves the summary EMPTY, retried after a pause. */
+static void
+RunPassSafely(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen, MemoryContext cxt)
+{
+	if (InTransaction(RunPass, db, kind, s, gen, cxt))
+		return;
+	(void) SummaryPassEnd(s, gen, false, 0);
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 1000, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+}
+
+/*
+ * Raises the rows of a leaf with positions in (lo, hi], read by its primary
+ * key when that leads with the position (otherwise by a filtered scan).
+ */
+static void
+ReadRange(Summary *s, PositionKind kind, Oid leaf, Snapshot snapshot, uint64 lo, uint64 hi)
+{
+	Relation	rel = table_open(leaf, AccessShareLock);
+	Oid			pkid = xip83_primary_key_index(rel);
+	LeafColumns c;
+	TupleTableSlot *slot;
+
+	if (!LeafColumnsOf(rel, kind, &c) || c.pos_int4)
+	{
+		/* v3 ids are bigint (register_position insists) */
+		table_close(rel, AccessShareLock);
+		return;
+	}
+	slot = table_slot_create(rel, NULL);
+	if (OidIsValid(pkid))
+	{
+		Relation	pk = index_open(pkid, AccessShareLock);
+
+		if (pk->rd_index->indkey.values[0] != c.pos)
+		{
+			index_close(pk, AccessShareLock);
+			pkid = InvalidOid;
+		}
+		else
+		{
+			ScanKeyData keys[2];
+			IndexScanDesc scan;
+
+			ScanKeyInit(&keys[0], 1, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum((int64) lo));
+			ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum((int64) hi));
+			scan = xip83_index_beginscan(rel, pk, snapshot, 2, 0);
+			index_rescan(scan, keys, 2, NULL, 0);
+			while (index_getnext_slot(scan, ForwardScanDirection, slot))
+				NoteSlot(s, slot, &c);
+			index_endscan(scan);
+			index_close(pk, AccessShareLock);
+		}
+	}
+	if (!OidIsValid(pkid))
+	{
+		TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
+
+		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			int64		pos = DatumGetInt64(slot_getattr(slot, c.pos, &isnull));
+
+			if (!isnull && pos > (int64) lo && pos <= (int64) hi)
+				NoteSlot(s, slot, &c);
+		}
+		table_endscan(scan);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, AccessShareLock);
+}
+
+/*
+ * Standby: raises the rows in (covered, H1] for the replayed horizon H1 and
+ * covers H1 (the header's step 3).
+ */
+static void
+FollowStep(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
+{
+	uint64		covered = SummaryCoveredOf(s);
+	uint64		h1;
+	Snapshot	snapshot;
+	ListCell   *lc;
+
+	if (!ReplayedHorizon(db, kind, &h1) || h1 <= covered)
+		return;
+	/* taken after h1 was read: every fresh row up to it is visible */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	foreach(lc, PassLeaves(db, kind, NULL))
+		ReadRange(s, kind, lfirst_oid(lc), snapshot, covered, h1);
+	UnregisterSnapshot(snapshot);
+	SummaryAdvance(s, gen, h1);
+}
+
+/*
+ * Standby: follows replay when its horizon passed what a READY summary
+ * covers. Returns whether the summary is one this standby follows.
+ */
 static bool
-PassesWanted(MemoryContext cxt)
+Follow(RegistryDb *db, PositionKind kind, Summary *s, MemoryContext cxt)
+{
+	uint64		gen;
+	uint64		covered;
+	uint64		h1;
+
+	if (SummaryStateOf(s, &gen) != SUMMARY_READY ||
+		(covered = SummaryCoveredOf(s)) == SUMMARY_COVERS_ALL)
+		return false;
+	/* looked at without a transaction: most polls find nothing new */
+	if (ReplayedHorizon(db, kind, &h1) && h1 > covered &&
+		!InTransaction(FollowStep, db, kind, s, gen, cxt))
+		SummaryReset(s);		/* the pass starts over */
+	return true;
+}
+
+/*
+ * Runs every pass wanted in the database, and on a standby follows replay;
+ * returns whether one ran or runs (or a summary is followed).
+ */
+static bool
+PassesWanted(MemoryContext cxt, bool *following)
 {
 	RegistryDb *feeds[64];
 	int			n = RegistryFeedsOf(MyDatabaseId, feeds, lengthof(feeds));
+	bool		standby = RecoveryInProgress();
 	bool		any = false;
 
+	*following = false;
 	for (int i = 0; i < n && !StopWanted(); i++)
 		for (int k = 0; k < 3 && !StopWanted(); k++)
 		{
 			Summary    *s = SummaryOf(feeds[i], (PositionKind) k);
 			uint64		gen;
 
-			if (s == NULL)
+			/* a standby follows the v3 kinds it was not told to leave */
+			if (s == NULL || (standby && (k == KIND_ENVELOPE || SummaryStandbyOff(s))))
 				continue;
+			if (standby && Follow(feeds[i], (PositionKind) k, s, cxt))
+			{
+				any = *following = true;
+				continue;
+			}
 			if (SummaryStateOf(s, NULL) == SUMMARY_BUILDING)
 				any = true;
 			if (!SummaryPassBegin(s, &gen))
@@ -314,6 +579,7 @@ xip83_summary_main(Datum main_arg)
 {
 	MemoryContext cxt;
 	TimestampTz last_work;
+	bool		following = false;
 
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -334,14 +600,15 @@ xip83_summary_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		if (StopWanted() || RecoveryInProgress())
+		if (StopWanted())
 			proc_exit(0);
-		if (PassesWanted(cxt))
+		if (PassesWanted(cxt, &following))
 			last_work = GetCurrentTimestamp();
 		else if (TimestampDifferenceExceeds(last_work, GetCurrentTimestamp(), BUILDER_IDLE_MS))
 			proc_exit(0);
 		MemoryContextReset(cxt);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 200,
-						 PG_WAIT_EXTENSION);
+		/* replay wakes nobody: a follower looks again every few milliseconds */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 following ? FOLLOW_POLL_MS : 200, PG_WAIT_EXTENSION);
 	}
 }

@@ -368,7 +368,9 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 	/* asked after the snapshot, as the recent-writes table is */
 	use_summary = SummaryAskBegin(SummaryForSource(PG_GETARG_OID(source_arg),
 												   spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME),
-								  &summary);
+								  &summary) &&
+		/* a standby's summary vouches for rows up to what it followed */
+		SummaryAskCovers(&summary, ceiling);
 	nread = ChooseListings(recent, use_summary ? &summary : NULL, &topics, &floors, scan_cursor,
 						   ceiling, &read);
 	if (use_summary && !SummaryAskStillValid(&summary))

@@ -1,0 +1,427 @@
+# The topic summary on a hot standby: built there from the standby's own rows,
+# kept current as replay advances, and never the cause of a skipped row.
+#
+# The standby's summary_states say 'ready' (for xip83's group table and for a
+# tracked, partitioned group table), and a caught-up wave of 5,000 idle topics
+# there reads far fewer buffers than with the summary off. Then, on a standby
+# that has not replayed the write yet (replay paused while the primary writes
+# and the standby's floors are read), each way a row arrives below what the
+# standby may already have summarized: an in-flight write for a topic whose
+# floor was just read, a late write below the horizon, a deleted id written
+# again, an UPDATE of a row's topic, xip83.import, rows brought by ATTACH
+# PARTITION, and TRUNCATE ... RESTART IDENTITY. Each wave is compared row for
+# row with its SQL definition, as are randomized waves while 4 writers run,
+# with a summary far smaller than the topics, and across a promotion in the
+# middle of a wave read by cursor.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(sleep);
+
+my $START = 1_000_000;	# fresh ids start above; old topics and late ids are below
+my $TOPICS = 5000;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', <<'CONF');
+shared_preload_libraries = 'xip83'
+timezone = 'UTC'
+max_connections = 40
+hot_standby_feedback = on
+CONF
+$primary->start;
+$primary->safe_psql('postgres', <<"SQL");
+CREATE EXTENSION xip83;
+-- old topics o1..o40, ids 1..400: floors below every late id of the cases
+INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)
+    SELECT i, ('o' || (i % 40 + 1))::bytea, int8send(i), sha256(int8send(i)) FROM generate_series(1, 400) i;
+SELECT setval('xip83.group_messages_id_seq', $START);
+-- 5,000 topics t1..t5000 written once each, then a few more rows
+SELECT count(*) FROM xip83.insert_group_messages(
+    ARRAY(SELECT ('t' || i)::bytea FROM generate_series(1, $TOPICS) i),
+    ARRAY(SELECT int8send(-i) FROM generate_series(1, $TOPICS) i));
+SELECT count(*) FROM xip83.insert_group_messages(
+    ARRAY(SELECT ('t' || (i % 300 + 1))::bytea FROM generate_series(1, 2000) i),
+    ARRAY(SELECT int8send(-100000 - i) FROM generate_series(1, 2000) i));
+CREATE SEQUENCE late_ids START 1000;
+
+-- a node's group table, tracked
+CREATE SCHEMA node;
+CREATE TABLE node.pg (
+    id bigserial, created_at timestamp NOT NULL DEFAULT now(), group_id bytea NOT NULL,
+    data bytea NOT NULL, group_id_data_hash bytea NOT NULL, is_commit boolean,
+    sender_hmac bytea, should_push boolean, PRIMARY KEY (id));
+CREATE INDEX ON node.pg (group_id, id);
+INSERT INTO node.pg (id, group_id, data, group_id_data_hash)
+    SELECT i, ('o' || (i % 20 + 1))::bytea, int8send(i), sha256(int8send(i)) FROM generate_series(1, 200) i;
+SELECT setval('node.pg_id_seq', $START);
+SELECT xip83.track('node.pg', 'group');
+INSERT INTO node.pg (group_id, data, group_id_data_hash)
+    SELECT ('t' || (i % 100 + 1))::bytea, int8send(i), sha256(int8send(-i)) FROM generate_series(1, 500) i;
+
+-- a node's envelope table, RANGE partitioned by sequence id with a gap, tracked
+CREATE TABLE node.e (
+    originator_node_id int NOT NULL, originator_sequence_id bigint NOT NULL,
+    topic bytea NOT NULL, gateway_time timestamp NOT NULL DEFAULT now(),
+    expiry bigint NOT NULL DEFAULT 0, payer_id int, originator_envelope bytea NOT NULL,
+    PRIMARY KEY (originator_node_id, originator_sequence_id)) PARTITION BY RANGE (originator_sequence_id);
+CREATE INDEX ON node.e (topic, originator_node_id, originator_sequence_id);
+CREATE TABLE node.e_p0 PARTITION OF node.e FOR VALUES FROM (0) TO (500);
+CREATE TABLE node.e_p2 PARTITION OF node.e FOR VALUES FROM (600) TO (100000);
+INSERT INTO node.e (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    SELECT n, i, ('e' || (i * n) % 97)::bytea, '\x01'
+      FROM generate_series(1, 1000) i, unnest('{100,200}'::int[]) n WHERE i < 450 OR i >= 600;
+SELECT xip83.track('node.e', 'envelope');
+-- (topic, originator) floors at each pair's last sequence id below 500
+CREATE FUNCTION last_env(OUT topics bytea[], OUT nodes int[], OUT floors bigint[]) LANGUAGE sql AS \$\$
+  SELECT array_agg(topic ORDER BY topic, n), array_agg(n ORDER BY topic, n), array_agg(f ORDER BY topic, n)
+    FROM (SELECT topic, originator_node_id n, max(originator_sequence_id) f FROM node.e
+           WHERE originator_sequence_id < 500 GROUP BY 1, 2) x
+\$\$;
+CREATE FUNCTION diff_env(topics bytea[], nodes int[], floors bigint[]) RETURNS text LANGUAGE plpgsql AS \$\$
+DECLARE cn int[]; cs bigint[]; got text[]; want text[];
+BEGIN
+  PERFORM set_config('xip83.max_page_limit', '1000000', true);
+  SELECT array_agg(originator_node_id), array_agg(max_sequence_id) INTO cn, cs
+    FROM xip83.originator_ceilings(NULL, 'node.e');
+  SELECT array_agg(originator_node_id || ':' || originator_sequence_id
+                   ORDER BY originator_node_id, originator_sequence_id) INTO got
+    FROM xip83.envelope_wave_scan(topics, nodes, floors, cn, cs, 0, 0, 100000, 'node.e');
+  SELECT array_agg(m.originator_node_id || ':' || m.originator_sequence_id
+                   ORDER BY m.originator_node_id, m.originator_sequence_id) INTO want
+    FROM node.e m JOIN unnest(cn, cs) c(node, ceil) ON c.node = m.originator_node_id
+   WHERE m.originator_sequence_id <= c.ceil AND EXISTS (SELECT 1 FROM unnest(topics, nodes, floors) f(t, n, fl)
+           WHERE f.t = m.topic AND f.n = m.originator_node_id AND m.originator_sequence_id > f.fl);
+  RETURN format('%s rows, %s', coalesce(cardinality(want), 0),
+                CASE WHEN got IS NOT DISTINCT FROM want THEN 'same' ELSE 'DIFFERENT' END);
+END \$\$;
+
+-- a node's table for xip83.import: ids between the old topics and the fresh rows
+CREATE TABLE node.ng (
+    id bigserial PRIMARY KEY, created_at timestamp NOT NULL DEFAULT now(),
+    group_id bytea NOT NULL, data bytea NOT NULL, group_id_data_hash bytea NOT NULL UNIQUE,
+    is_commit boolean, sender_hmac bytea, should_push boolean);
+CREATE INDEX ON node.ng (group_id, id);
+INSERT INTO node.ng (id, group_id, data, group_id_data_hash)
+    SELECT i, ('o' || (i % 7 + 10))::bytea, int8send(i), sha256(int8send(i) || '\\x01')
+      FROM generate_series(600, 699) i;
+
+-- every topic's last id (floors of a caught-up wave), and 'n1'..'n3' at 0
+CREATE FUNCTION last_ids(source regclass, OUT topics bytea[], OUT floors bigint[])
+LANGUAGE plpgsql AS \$\$
+BEGIN
+  EXECUTE format('SELECT array_agg(t ORDER BY t), array_agg(f ORDER BY t) FROM ('
+                 ' SELECT group_id t, max(id) f FROM %s GROUP BY 1'
+                 ' UNION ALL SELECT (''n'' || i)::bytea, 0 FROM generate_series(1, 3) i) x', source)
+    INTO topics, floors;
+END \$\$;
+-- the wave from those floors at the current ceiling against its definition
+CREATE FUNCTION diff_floors(source regclass, topics bytea[], floors bigint[]) RETURNS text
+LANGUAGE plpgsql AS \$\$
+DECLARE ceil bigint := xip83.group_ceiling(source); got bigint[]; want bigint[];
+BEGIN
+  PERFORM set_config('xip83.max_page_limit', '1000000', true);
+  SELECT array_agg(id ORDER BY id) INTO got
+    FROM xip83.group_wave_scan(topics, floors, 0, ceil, 1000000, source);
+  EXECUTE format('SELECT array_agg(id ORDER BY id) FROM %s m WHERE id <= \$3 AND EXISTS'
+                 ' (SELECT 1 FROM unnest(\$1, \$2) f(t, fl) WHERE f.t = m.group_id AND m.id > f.fl)', source)
+    INTO want USING topics, floors, ceil;
+  RETURN format('%s rows, %s', coalesce(cardinality(want), 0),
+                CASE WHEN got IS NOT DISTINCT FROM want THEN 'same'
+                     ELSE format('DIFFERENT: got %s want %s', got, want) END);
+END \$\$;
+-- a randomized wave: floors at, near or far below each topic's last id
+CREATE FUNCTION diff_random(source regclass, seed float8) RETURNS text LANGUAGE plpgsql AS \$\$
+DECLARE topics bytea[]; floors bigint[];
+BEGIN
+  PERFORM setseed(seed);
+  EXECUTE format('SELECT array_agg(t ORDER BY t), array_agg(fl ORDER BY t) FROM ('
+                 ' SELECT group_id t, CASE WHEN random() < 0.6 THEN max(id) WHEN random() < 0.5 THEN max(id) - 2'
+                 '   ELSE (max(id) * random())::bigint END fl FROM %s GROUP BY 1) x', source)
+    INTO topics, floors;
+  RETURN diff_floors(source, topics, floors);
+END \$\$;
+SQL
+
+$primary->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->append_conf('postgresql.conf', "xip83.summary_memory = 0\n");
+$standby->start;
+$standby->poll_query_until('postgres', "SELECT xip83.group_ceiling() > $START", 't')
+  or die 'the standby never learned the horizons';
+$standby->poll_query_until('postgres',
+	"SELECT xip83.group_ceiling('node.pg') > $START", 't')
+  or die 'the standby never learned the tracked table\'s horizons';
+# the notifier logs a feed's every line after a checkpoint
+$primary->safe_psql('postgres', "INSERT INTO node.e (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (100, 5000, 'e1', '\\x01'), (200, 5000, 'e2', '\\x01'); CHECKPOINT");
+$standby->poll_query_until('postgres',
+	"SELECT count(*) = 2 FROM xip83.originator_ceilings(NULL, 'node.e')", 't')
+  or die 'the standby never learned the envelope table\'s horizons';
+
+# Shared buffers a caught-up wave of every topic reads on the standby.
+sub wave_buffers
+{
+	my ($node) = @_;
+	my ($t, $f) = split /\|/, $node->safe_psql('postgres',
+		"SELECT topics, floors FROM last_ids('xip83.group_messages')");
+	my $plan = $node->safe_psql('postgres',
+		"SET xip83.max_page_limit = 1000000; EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON, COSTS OFF) "
+		  . "SELECT count(*) FROM xip83.group_wave_scan('$t', '$f', 0, xip83.group_ceiling(), 1000000)");
+	my ($hit) = $plan =~ /"Shared Hit Blocks": (\d+)/;
+	my ($read) = $plan =~ /"Shared Read Blocks": (\d+)/;
+	return ($hit // 0) + ($read // 0);
+}
+
+# Waits until the standby's summary of a feed (xip83's group table or a
+# tracked table) is ready; a wave asks for the pass.
+sub standby_summary_ready
+{
+	my ($source) = @_;
+	my $state = $source eq 'xip83.group_messages'
+	  ? 'SELECT summary_states[1] FROM xip83.feed_status'
+	  : "SELECT summary_state FROM xip83.tracked WHERE source = '$source'::regclass";
+	return $standby->poll_query_until('postgres',
+		"SELECT CASE WHEN (SELECT count(*) FROM xip83.group_wave_scan('{x}', '{0}', 0, 1, 1, '$source')) >= 0"
+		  . " THEN ($state) END",
+		'ready');
+}
+
+my $off_buffers = wave_buffers($standby);
+my $state = $standby->safe_psql('postgres', 'SELECT summary_states[1] FROM xip83.feed_status');
+isnt($state, 'ready', "summary off on the standby: state '$state'");
+
+# ------------------------------------------------ a summary far smaller than the topics
+$standby->stop;
+$standby->append_conf('postgresql.conf', "xip83.summary_memory = 1\n");
+$standby->start;
+$standby->poll_query_until('postgres', "SELECT xip83.group_ceiling() > $START", 't')
+  or die 'the restarted standby never learned the horizons';
+ok(standby_summary_ready('xip83.group_messages'),
+	'a 1 kB summary (128 buckets for 5,040 topics) becomes ready on the standby');
+
+# writers on the primary while randomized waves run on the standby
+my $write = $primary->basedir . '/write.sql';
+PostgreSQL::Test::Utils::append_to_file($write, <<'SQL');
+\set g random(1, 5000)
+\set r random(1, 100)
+BEGIN;
+INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)
+    VALUES (convert_to('t' || :g, 'UTF8'), int4send(:r), uuid_send(gen_random_uuid()));
+\if :r <= 3
+INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)
+    VALUES (nextval('late_ids'), convert_to('o' || :r, 'UTF8'), 'late', uuid_send(gen_random_uuid()));
+\endif
+\if :r <= 8
+ROLLBACK;
+\else
+COMMIT;
+\endif
+SQL
+
+sub random_waves
+{
+	my ($label, $seconds) = @_;
+	my ($out, $err) = ('', '');
+	my $pgbench = IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', '4', '-j', '2', '-T', $seconds, '-f', $write,
+			'-h', $primary->host, '-p', $primary->port, 'postgres'
+		],
+		'>', \$out, '2>', \$err);
+	my ($waves, $bad) = (0, 0);
+	my $until = time + $seconds;
+	while (time < $until)
+	{
+		my $seed = ($waves % 97) / 100.0;
+		for my $source ('xip83.group_messages', 'node.pg')
+		{
+			my $r = $standby->safe_psql('postgres', "SELECT diff_random('$source', $seed)");
+			$waves++;
+			if ($r !~ /same$/)
+			{
+				$bad++;
+				diag("$label: $source seed $seed: $r");
+			}
+		}
+	}
+	$pgbench->finish;
+	is($bad, 0, "$label: $waves randomized waves on the standby equal their definition");
+}
+
+random_waves('1 kB summary, writers running', 6);
+
+# ------------------------------------------------ the default summary
+$standby->stop;
+$standby->append_conf('postgresql.conf', "xip83.summary_memory = 1024\n");
+$standby->start;
+$standby->poll_query_until('postgres', "SELECT xip83.group_ceiling() > $START", 't')
+  or die 'the restarted standby never learned the horizons';
+ok(standby_summary_ready('xip83.group_messages'), 'the standby builds its summary: ready');
+ok(standby_summary_ready('node.pg'), 'and the tracked partitioned table\'s: ready');
+
+$primary->wait_for_catchup($standby);
+sleep 0.5;
+my $on_buffers = wave_buffers($standby);
+cmp_ok($on_buffers * 5, '<', $off_buffers,
+	"a caught-up wave of every topic on the standby skips idle topics: "
+	  . "$on_buffers buffers with the summary, $off_buffers without");
+
+# One case: with replay paused, the primary writes (returning the id of the
+# row that must come back) and the standby's floors are read; replay
+# resumes, and once the standby's ceiling passed that id its wave from those
+# floors must equal its definition and hold the row.
+sub pause_replay
+{
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+	$standby->poll_query_until('postgres', 'SELECT pg_get_wal_replay_pause_state()', 'paused')
+	  or die 'replay did not pause';
+}
+
+sub check_case
+{
+	my ($name, $source, $write_sql) = @_;
+	pause_replay();
+	my $floors = $standby->safe_psql('postgres', "SELECT topics, floors FROM last_ids('$source')");
+	# the last line: what a CALL prints comes before
+	my ($id) = $primary->safe_psql('postgres', $write_sql) =~ /(\d+)\s*$/;
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+	$primary->wait_for_catchup($standby);
+	$standby->poll_query_until('postgres', "SELECT xip83.group_ceiling('$source') >= $id", 't')
+	  or die "$name: the standby's ceiling never reached $id";
+	# the follower's poll
+	sleep 0.1;
+	my ($t, $f) = split /\|/, $floors;
+	my $r = $standby->safe_psql('postgres', "SELECT diff_floors('$source', '$t', '$f')");
+	like($r, qr/^[1-9]\d* rows, same$/, "$name: $r");
+	my $has = $standby->safe_psql('postgres',
+		"SET xip83.max_page_limit = 1000000; SELECT count(*) FROM xip83.group_wave_scan('$t', '$f', 0, "
+		  . "xip83.group_ceiling('$source'), 1000000, '$source') WHERE id = $id");
+	is($has, '1', "$name: row $id is in the standby's wave");
+}
+
+check_case('a fresh write in an idle topic', 'xip83.group_messages',
+	"INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)
+	   VALUES ('t4321', 'x', 'h-fresh') RETURNING id");
+check_case('a late write below the horizon', 'xip83.group_messages',
+	"INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)
+	   VALUES (450, 'o3', 'late', 'h-late') RETURNING id");
+check_case('a deleted id written again in another topic', 'xip83.group_messages',
+	"WITH d AS (DELETE FROM xip83.group_messages WHERE id = $START + 7 RETURNING *)
+	   INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)
+	   SELECT id, 'o4', data, group_id_data_hash FROM d RETURNING id");
+check_case('an UPDATE moving a row to another topic', 'xip83.group_messages',
+	"UPDATE xip83.group_messages SET group_id = 'o5' WHERE id = $START + 11 RETURNING id");
+check_case('xip83.import below the horizon', 'xip83.group_messages',
+	"CALL xip83.import('node.ng', 'xip83.group_messages', 40); SELECT 650");
+check_case('a row written while the table was not tracked, then tracked again', 'node.pg',
+	"SELECT xip83.untrack('node.pg');
+	 INSERT INTO node.pg (id, group_id, data, group_id_data_hash) VALUES (250, 'n1', 'u', 'u');
+	 SELECT xip83.track('node.pg', 'group');
+	 SELECT 250");
+
+# rows brought by ATTACH PARTITION into the gap of a tracked envelope table,
+# below its horizons (a standby's d14n waves read without a summary)
+{
+	pause_replay();
+	my $floors = $standby->safe_psql('postgres', 'SELECT topics, nodes, floors FROM last_env()');
+	$primary->safe_psql('postgres', <<'SQL');
+CREATE TABLE node.e_p1 (LIKE node.e INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+INSERT INTO node.e_p1 (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    SELECT n, i, ('e' || (i * n) % 97)::bytea, '\x03' FROM generate_series(500, 599) i, unnest('{100,200}'::int[]) n;
+ALTER TABLE node.e ATTACH PARTITION node.e_p1 FOR VALUES FROM (500) TO (600);
+SQL
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+	$primary->wait_for_catchup($standby);
+	my ($t, $n, $f) = split /\|/, $floors;
+	my $r = $standby->safe_psql('postgres', "SELECT diff_env('$t', '$n', '$f')");
+	like($r, qr/^[1-9]\d* rows, same$/, "rows brought by ATTACH PARTITION below the horizons: $r");
+	like($r, qr/^([2-9]\d\d|1\d\d\d)\b/, 'the attached rows are among them');
+}
+
+# an in-flight write: its transaction is open while the standby's floors are read
+{
+	my $bg = $primary->background_psql('postgres');
+	pause_replay();
+	my $floors = $standby->safe_psql('postgres',
+		"SELECT topics, floors FROM last_ids('xip83.group_messages')");
+	my $id = $bg->query_safe(
+		"BEGIN; INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)
+		   VALUES ('t17', 'x', 'h-inflight') RETURNING id");
+	$id =~ s/\D//g;
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+	# the standby's floors read again while the write is in flight: replayed, not committed
+	$primary->wait_for_catchup($standby);
+	my $floors2 = $standby->safe_psql('postgres',
+		"SELECT topics, floors FROM last_ids('xip83.group_messages')");
+	$bg->query_safe('COMMIT');
+	$bg->quit;
+	$primary->wait_for_catchup($standby);
+	$standby->poll_query_until('postgres', "SELECT xip83.group_ceiling() >= $id", 't')
+	  or die 'in-flight: the standby\'s ceiling never reached the row';
+	sleep 0.1;
+	for my $fl ($floors, $floors2)
+	{
+		my ($t, $f) = split /\|/, $fl;
+		my $r = $standby->safe_psql('postgres',
+			"SELECT diff_floors('xip83.group_messages', '$t', '$f')");
+		like($r, qr/^[1-9]\d* rows, same$/, "an in-flight write for a topic whose floor was just read: $r");
+	}
+}
+
+# TRUNCATE ... RESTART IDENTITY: positions start over below what the standby followed
+check_case('TRUNCATE RESTART IDENTITY of a tracked table, then new rows', 'node.pg',
+	"TRUNCATE node.pg RESTART IDENTITY;
+	 INSERT INTO node.pg (group_id, data, group_id_data_hash)
+	   SELECT ('n' || (i % 3 + 1))::bytea, int8send(i), 'tr' FROM generate_series(1, 30) i;
+	 SELECT max(id) FROM node.pg");
+isnt($standby->safe_psql('postgres',
+		"SELECT summary_state FROM xip83.tracked WHERE source = 'node.pg'::regclass"),
+	'ready', 'after the TRUNCATE the standby no longer trusts that summary');
+
+random_waves('default summary, writers running', 6);
+
+# ------------------------------------------------ promotion in the middle of a wave
+my ($t, $f) = split /\|/, $standby->safe_psql('postgres',
+	"SELECT topics, floors FROM last_ids('xip83.group_messages')");
+$primary->safe_psql('postgres', <<'SQL');
+INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)
+    SELECT ('t' || (i * 7 % 5000 + 1))::bytea, 'p', sha256(int8send(i) || '\x02')
+      FROM generate_series(1, 300) i;
+INSERT INTO xip83.group_messages (id, group_id, data, group_id_data_hash)
+    VALUES (470, 'o9', 'late', 'h-late-2');
+SQL
+$primary->wait_for_catchup($standby);
+my $pre = $primary->safe_psql('postgres', 'SELECT xip83.group_ceiling()');
+$standby->poll_query_until('postgres', "SELECT xip83.group_ceiling() >= $pre", 't')
+  or die 'the standby never caught up before the promotion';
+sleep 0.1;
+my $cur = $standby->background_psql('postgres');
+my $ceil = $standby->safe_psql('postgres', 'SELECT xip83.group_ceiling()');
+$cur->query_safe("BEGIN; DECLARE w CURSOR FOR SELECT id FROM xip83.group_wave_stream('$t', '$f', 0, $ceil)");
+my @got = split /\n/, $cur->query_safe('FETCH 50 FROM w');
+$primary->stop;
+$standby->promote;
+push @got, split /\n/, $cur->query_safe('FETCH ALL FROM w');
+$cur->query_safe('COMMIT');
+$cur->quit;
+my @want = split /\n/, $standby->safe_psql('postgres',
+	"SELECT id FROM xip83.group_messages m WHERE id <= $ceil AND EXISTS
+	   (SELECT 1 FROM unnest('$t'::bytea[], '$f'::bigint[]) f(t, fl) WHERE f.t = m.group_id AND m.id > f.fl)
+	 ORDER BY id");
+ok(@want > 300, 'the wave across the promotion has rows to return: ' . scalar(@want));
+is_deeply(\@got, \@want, 'a wave opened on the standby and finished after its promotion equals its definition');
+like($standby->safe_psql('postgres', "SELECT diff_floors('xip83.group_messages', '$t', '$f')"),
+	qr/same$/, 'a wave after the promotion with floors from before it');
+$standby->safe_psql('postgres', <<'SQL');
+INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash) VALUES ('t99', 'after', 'h-after');
+SQL
+like($standby->safe_psql('postgres', "SELECT diff_floors('xip83.group_messages', '$t', '$f')"),
+	qr/same$/, 'and after a write on the promoted node');
+
+$standby->stop;
+done_testing();
