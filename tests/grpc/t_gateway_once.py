@@ -16,13 +16,12 @@ pace) scale it; under XIP83_SANITIZE=1 the defaults are a tenth."""
 import asyncio
 import os
 import random
-import subprocess
 import time
 
 import grpc
 import grpc.aio
 
-from gatewaytest import M, V3, V3_SUBSCRIBE, gateway, msg, psql
+from gatewaytest import M, V3, V3_SUBSCRIBE, gateway, msg
 from grpctest import Failure, check, run
 
 SMALL = os.environ.get("XIP83_SANITIZE") == "1"
