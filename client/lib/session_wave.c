@@ -315,7 +315,6 @@ bool
 xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, int stmt, const char *sql, int n_params,
 				const char *const *params)
 {
-	char		name[32];
 	int			sent;
 
 	/* one query at a time: a page another wave asked for ahead is collected first */
@@ -323,8 +322,12 @@ xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, int stmt, const char *sql,
 	if (s->wave_prepared == NULL)
 		sent = PQsendQueryParams(s->wave_conn, sql, n_params, NULL, params, NULL, NULL, 1);
 	else
+	{
+		char		name[32];
+
 		sent = Prepared(s, stmt, sql, n_params, name, sizeof(name)) &&
 			PQsendQueryPrepared(s->wave_conn, name, n_params, params, NULL, NULL, 1);
+	}
 	if (!sent)
 		return xip83_session_fail(s, "UNAVAILABLE", "wave %llu: %s",
 								  (unsigned long long) w->mutate_id, PQerrorMessage(s->wave_conn));
