@@ -38,6 +38,7 @@ typedef struct PoolConn
 	Xip83Watch	watch;
 	GwStream   *owner;			/* whose page query is in flight; NULL: none or orphaned */
 	bool		busy;			/* a query is in flight */
+	unsigned	prepared;		/* the session's wave_prepared while it runs here */
 	struct PoolConn *next_free;
 } PoolConn;
 
@@ -220,13 +221,16 @@ static void PoolReady(void *arg, uint32_t events);
  * query (waits for the reconnect, as the feed's reconnects do).
  */
 static void
-Revive(PGconn *conn)
+Revive(PoolConn *c)
 {
 	/* the first read may take the server's goodbye (an error), the second its EOF */
-	for (int i = 0; i < 2 && PQstatus(conn) == CONNECTION_OK; i++)
-		(void) PQconsumeInput(conn);
-	if (PQstatus(conn) != CONNECTION_OK)
-		PQreset(conn);
+	for (int i = 0; i < 2 && PQstatus(c->conn) == CONNECTION_OK; i++)
+		(void) PQconsumeInput(c->conn);
+	if (PQstatus(c->conn) != CONNECTION_OK)
+	{
+		PQreset(c->conn);
+		c->prepared = 0;		/* a new backend knows none of them */
+	}
 }
 
 /* One wave page of st on c: sent, and c watched until its result is in. */
@@ -236,6 +240,7 @@ Step(GwStream *st, PoolConn *c)
 	Xip83Session *s = st->s;
 
 	s->wave_conn = c->conn;
+	s->wave_prepared = &c->prepared;
 	(void) xip83_wave_step(s);
 	/* a wave that ended fetched the feed: other streams got live rows */
 	FlushDirty(st->gw);
@@ -309,7 +314,7 @@ Schedule(Xip83Gateway *gw)
 		}
 		c = gw->free_conns;
 		gw->free_conns = c->next_free;
-		Revive(c->conn);
+		Revive(c);
 		Step(st, c);
 		Enqueue(st);
 	}

@@ -114,6 +114,12 @@ struct Xip83Session
 	Xip83SessionOptions opt;
 	const Xip83WaveOps *ops;
 	PGconn	   *wave_conn;
+	/*
+	 * The page statements wave_conn holds prepared (bit per statement id),
+	 * owned by whoever owns the connection and cleared when it reconnects;
+	 * NULL: each page is an unnamed statement, parsed and planned anew.
+	 */
+	unsigned   *wave_prepared;
 	Xip83Feed  *feed;
 	Xip83Out	out;
 	Xip83Batch	live;			/* the live lane's frame in the making */
@@ -183,8 +189,12 @@ extern bool xip83_msg_v3(Xip83Session *s, Xip83Msg *m, const Xip83V3Row *row);
 
 /* The wave lane (session_wave.c). */
 extern bool xip83_wave_start(Xip83Session *s, const Xip83Request *req);
-/* Sends a page query of wave w's pass p on the wave connection (binary results). */
-extern bool xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, const char *sql,
+/*
+ * Sends a page query of wave w's pass p on the wave connection (binary
+ * results); stmt (below XIP83_WAVE_STMTS) names sql for the prepared path.
+ */
+#define XIP83_WAVE_STMTS 3
+extern bool xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, int stmt, const char *sql,
 							int n_params, const char *const *params);
 /* Collects a page query in flight into its wave, so the wave connection can run another query. */
 extern void xip83_wave_conn_idle(Xip83Session *s);

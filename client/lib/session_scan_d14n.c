@@ -102,7 +102,7 @@ Page(Xip83Session *s, Xip83Wave *w, int p)
 	snprintf(node, sizeof(node), "%d", pass->scan.node);
 	snprintf(seq, sizeof(seq), "%lld", (long long) pass->scan.seq);
 	snprintf(limit, sizeof(limit), "%d", XIP83_PAGE_ROWS);
-	return xip83_wave_send(s, w, p,
+	return xip83_wave_send(s, w, p, 2,
 						   "SELECT originator_node_id, originator_sequence_id, topic, originator_envelope"
 						   " FROM xip83.envelope_wave_scan($1::bytea[], $2::int[], $3::bigint[],"
 						   " $4::int[], $5::bigint[], $6::int, $7::bigint, $8::int)", 8, params);

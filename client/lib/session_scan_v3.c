@@ -71,7 +71,7 @@ Page(Xip83Session *s, Xip83Wave *w, int k)
 	snprintf(cursor, sizeof(cursor), "%lld", (long long) pass->scan.seq);
 	snprintf(ceiling, sizeof(ceiling), "%lld", (long long) pass->ceiling);
 	snprintf(limit, sizeof(limit), "%d", XIP83_PAGE_ROWS);
-	return xip83_wave_send(s, w, k, scan_sql[k], 5, params);
+	return xip83_wave_send(s, w, k, k, scan_sql[k], 5, params);
 }
 
 static Xip83Pos

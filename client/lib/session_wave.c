@@ -288,13 +288,47 @@ Finish(Xip83Session *s, Xip83Wave *w)
 	return ok && xip83_send_catchup_complete(&s->out, w->mutate_id);
 }
 
+/*
+ * Prepares statement stmt on the idle wave connection the first time it runs
+ * there: a page then skips the parse and plan of the scan, which a catch-up
+ * storm of many streams otherwise pays once per page. Blocks once per
+ * connection and statement.
+ */
+static bool
+Prepared(Xip83Session *s, int stmt, const char *sql, int n_params, char *name, size_t len)
+{
+	PGresult   *res;
+	bool		ok;
+
+	snprintf(name, len, "xip83_wave_%d", stmt);
+	if (*s->wave_prepared & (1u << stmt))
+		return true;
+	res = PQprepare(s->wave_conn, name, sql, n_params, NULL);
+	ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+	PQclear(res);
+	if (ok)
+		*s->wave_prepared |= 1u << stmt;
+	return ok;
+}
+
 bool
-xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, const char *sql, int n_params,
+xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, int stmt, const char *sql, int n_params,
 				const char *const *params)
 {
+	int			sent;
+
 	/* one query at a time: a page another wave asked for ahead is collected first */
 	xip83_wave_conn_idle(s);
-	if (!PQsendQueryParams(s->wave_conn, sql, n_params, NULL, params, NULL, NULL, 1))
+	if (s->wave_prepared == NULL)
+		sent = PQsendQueryParams(s->wave_conn, sql, n_params, NULL, params, NULL, NULL, 1);
+	else
+	{
+		char		name[32];
+
+		sent = Prepared(s, stmt, sql, n_params, name, sizeof(name)) &&
+			PQsendQueryPrepared(s->wave_conn, name, n_params, params, NULL, NULL, 1);
+	}
+	if (!sent)
 		return xip83_session_fail(s, "UNAVAILABLE", "wave %llu: %s",
 								  (unsigned long long) w->mutate_id, PQerrorMessage(s->wave_conn));
 	s->ahead = w;
