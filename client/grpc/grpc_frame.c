@@ -6,6 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const xip83_grpc_codes[XIP83_GRPC_NCODES] = {
+	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+	"ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+	"UNAUTHENTICATED"
+};
+
 /* The first allocation for a message split across DATA frames. */
 #define BODY_FIRST	16384
 

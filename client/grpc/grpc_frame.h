@@ -32,6 +32,10 @@
 #define XIP83_GRPC_UNIMPLEMENTED		12
 #define XIP83_GRPC_INTERNAL				13
 #define XIP83_GRPC_UNAVAILABLE			14
+#define XIP83_GRPC_NCODES				17
+
+/* Status names by code, 0 to XIP83_GRPC_NCODES - 1 (the metrics' labels). */
+extern const char *const xip83_grpc_codes[XIP83_GRPC_NCODES];
 
 typedef enum Xip83GrpcRead
 {

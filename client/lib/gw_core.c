@@ -95,25 +95,20 @@ struct Xip83Gateway
 static void Schedule(Xip83Gateway *gw);
 static void Check(GwStream *st);
 static void FlushDirty(Xip83Gateway *gw);
+static void PoolReady(void *arg, uint32_t events);
+static void FeedReady(void *arg, uint32_t events);
 
 /* ------------------------------------------------------------ statuses */
-
-const char *const xip83_gateway_codes[17] = {
-	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-	"ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-	"UNAUTHENTICATED"
-};
 
 /* The status code a session's "CODE message" status starts with. */
 static int
 StatusCode(const char *status, const char **message)
 {
-	for (int c = 0; c < 17; c++)
+	for (int c = 0; c < XIP83_GRPC_NCODES; c++)
 	{
-		size_t		n = strlen(xip83_gateway_codes[c]);
+		size_t		n = strlen(xip83_grpc_codes[c]);
 
-		if (strncmp(status, xip83_gateway_codes[c], n) == 0 && (status[n] == ' ' || status[n] == '\0'))
+		if (strncmp(status, xip83_grpc_codes[c], n) == 0 && (status[n] == ' ' || status[n] == '\0'))
 		{
 			*message = status[n] ? status + n + 1 : NULL;
 			return c;
@@ -132,7 +127,7 @@ Finish(GwStream *st, int code, const char *message)
 	if (st->finished)
 		return;
 	st->finished = true;
-	gw->stats.errors[code < 17 ? code : XIP83_GRPC_INTERNAL]++;
+	gw->stats.errors[code < XIP83_GRPC_NCODES ? code : XIP83_GRPC_INTERNAL]++;
 	if (st->queued)
 	{
 		*(st->q_prev ? &st->q_prev->q_next : &gw->q_head) = st->q_next;
@@ -213,23 +208,22 @@ Release(PoolConn *c)
 	gw->free_conns = c;
 }
 
-static void PoolReady(void *arg, uint32_t events);
-
 /*
  * Makes an idle connection usable: a server that restarted left it an EOF
- * only reading notices, so it is reset here rather than failing the next
- * query (waits for the reconnect, as the feed's reconnects do).
+ * only reading notices, so it is reset here (waiting, as the feed's
+ * reconnects do) rather than failing the next query. The first read may
+ * take the server's goodbye, the second its EOF. A new backend has none of
+ * the prepared statements.
  */
 static void
 Revive(PoolConn *c)
 {
-	/* the first read may take the server's goodbye (an error), the second its EOF */
 	for (int i = 0; i < 2 && PQstatus(c->conn) == CONNECTION_OK; i++)
 		(void) PQconsumeInput(c->conn);
 	if (PQstatus(c->conn) != CONNECTION_OK)
 	{
 		PQreset(c->conn);
-		c->prepared = 0;		/* a new backend knows none of them */
+		c->prepared = 0;
 	}
 }
 
@@ -409,8 +403,6 @@ FeedStatus(void *arg, const char *status, const char *detail)
 			Check(st);
 		}
 }
-
-static void FeedReady(void *arg, uint32_t events);
 
 /* One round of the feed, without waiting; then its socket is watched again. */
 static void

@@ -82,7 +82,7 @@ typedef struct Xip83GatewayStats
 	size_t		pending;		/* bytes queued to clients and live rows held in waves */
 	uint64_t	rows_sent;
 	uint64_t	frames_sent;
-	uint64_t	errors[17];		/* streams ended, by gRPC status code */
+	uint64_t	errors[XIP83_GRPC_NCODES];		/* streams ended, by gRPC status code */
 	double		live_lag_s;		/* the last feed round with rows: wake-up to rows queued */
 	bool		feed_live;
 	int64_t		feed_rows;
@@ -98,8 +98,6 @@ extern Xip83Gateway *xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOpt
 extern void xip83_gateway_drain(void *gw);
 extern void xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out);
 extern Xip83H2Server *xip83_gateway_server(Xip83Gateway *gw);
-/* gRPC status names by code (0 to 16). */
-extern const char *const xip83_gateway_codes[17];
 /* After xip83_h2_run returned and the server was freed. */
 extern void xip83_gateway_free(Xip83Gateway *gw);
 

@@ -122,9 +122,9 @@ gw_metrics_page(Xip83Gateway *gw, size_t *len)
 		(double) st.frames_sent);
 	Add(&pg, "# HELP xip83_gateway_stream_ends_total Streams ended by the gateway, by gRPC status.\n"
 		"# TYPE xip83_gateway_stream_ends_total counter\n");
-	for (int c = 0; c < 17; c++)
+	for (int c = 0; c < XIP83_GRPC_NCODES; c++)
 		if (st.errors[c] || c == 0)
-			Add(&pg, "xip83_gateway_stream_ends_total{code=\"%s\"} %llu\n", xip83_gateway_codes[c],
+			Add(&pg, "xip83_gateway_stream_ends_total{code=\"%s\"} %llu\n", xip83_grpc_codes[c],
 				(unsigned long long) st.errors[c]);
 	if (pg.failed)
 	{
