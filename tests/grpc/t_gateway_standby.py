@@ -16,6 +16,7 @@ LISTENs there, and its streams get the waiting rows and the rows written on
 the promoted server, each once."""
 import os
 import re
+import shlex
 import subprocess
 import time
 
@@ -34,7 +35,8 @@ def as_server(*cmd):
     """Runs a command as the server's user (the owner of the run directory)."""
     if os.getuid() == 0:
         cmd = ("runuser", "-u", SERVER_USER, "--") + cmd
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, **SERVER_ENV))
     if r.returncode != 0:
         raise Failure("%s: %s%s" % (" ".join(cmd[:6]), r.stdout, r.stderr))
     return r.stdout
@@ -44,9 +46,14 @@ PGCTL = os.environ.get("XIP83_PGCTL") or ""
 RUN = os.path.dirname(PGCTL)
 SERVER_USER = "postgres"
 BINDIR = ""
+SERVER_ENV = {}
 if PGCTL:
     with open(PGCTL) as f:
         wrapper = f.read()
+    # what the wrapper exports for the server (a sanitizer build's runtime) the standby needs too
+    for line in wrapper.splitlines():
+        if line.startswith("export "):
+            SERVER_ENV.update(kv.split("=", 1) for kv in shlex.split(line[len("export "):]))
     BINDIR = os.path.dirname(re.search(r'"([^"]*)/pg_ctl"', wrapper).group(1) + "/pg_ctl")
     SERVER_USER = re.search(r"SERVER_USER=(\S+)", wrapper).group(1)
 SB_DATA = os.path.join(RUN, "gwstandby")
