@@ -6,8 +6,7 @@
  * per notice, and one per turn for the waves at their seam) and the reset of
  * a broken connection. A wave's ceilings are the feed's cursors when it
  * starts (no query). Wave pages, the bulk of the reading, never block the
- * loop: a page is sent, the connection's socket is watched, and the result
- * is collected when it is whole.
+ * loop (gw_pool.c).
  */
 #include "gw_core.h"
 
@@ -18,84 +17,13 @@
 #include <sys/epoll.h>
 
 #include "gw_frames.h"
-#include "gw_router.h"
-#include "session_internal.h"
+#include "gw_internal.h"
 
-/* No wave page is read for a stream with more than this queued to its client. */
-#define WAVE_PAUSE (1024 * 1024)
 /* The feed is stepped at least this often (its offline polls, its silence deadline). */
 #define FEED_TICK_MS 50
 /* Tries of the feed's start, 100 ms apart. */
 #define START_TRIES 100
 
-typedef struct GwStream GwStream;
-
-/* A wave connection of the pool. */
-typedef struct PoolConn
-{
-	Xip83Gateway *gw;
-	PGconn	   *conn;
-	Xip83Watch	watch;
-	GwStream   *owner;			/* whose page query is in flight; NULL: none or orphaned */
-	bool		busy;			/* a query is in flight */
-	unsigned	prepared;		/* the session's wave_prepared while it runs here */
-	struct PoolConn *next_free;
-} PoolConn;
-
-struct GwStream
-{
-	Xip83Gateway *gw;
-	Xip83H2Stream *h2;
-	Xip83Session *s;
-	GwMethodKind kind;
-	int			method;			/* index in xip83_gateway_methods */
-	bool		half_closed;
-	bool		finished;		/* ended by the core: nothing more is done for it */
-	bool		requested;		/* server streams: the filters came */
-	bool		dirty;			/* its live batch may hold rows */
-	bool		queued;			/* in the wave queue */
-	bool		paused;			/* waves wait for the client to read */
-	bool		at_seam;		/* a wave waits for the next seam fetch */
-	PoolConn   *conn;			/* holding a wave connection */
-	Xip83Timer	keepalive;
-	GwStream   *q_prev,
-			   *q_next;			/* the wave queue */
-	GwStream   *prev,
-			   *next;			/* every stream */
-};
-
-struct Xip83Gateway
-{
-	Xip83GatewayOptions opt;
-	Xip83H2Server *srv;
-	Xip83Feed  *feed;
-	Xip83Watch	feed_watch;
-	Xip83Timer	feed_timer;
-	Xip83Timer	seam_timer;
-	bool		seam_armed;
-	uint64_t	seam_started;	/* seam fetches started */
-	uint64_t	seam_done;		/* the last one that completed */
-	GwStream  **seam_waiters;
-	size_t		n_seam_waiters;
-	size_t		cap_seam_waiters;
-	PoolConn   *pool;
-	PoolConn   *free_conns;
-	GwRouter	routers[2];		/* v3, d14n: their topic bytes overlap */
-	GwStream   *streams;
-	GwStream   *q_head,
-			   *q_tail;
-	GwStream  **dirty;
-	size_t		n_dirty;
-	size_t		cap_dirty;
-	bool		draining;
-	Xip83GrpcMethod methods[XIP83_GATEWAY_METHODS];
-	Xip83GatewayStats stats;	/* the counters; the gauges are computed when asked */
-};
-
-static void Schedule(Xip83Gateway *gw);
-static void Check(GwStream *st);
-static void FlushDirty(Xip83Gateway *gw);
-static void PoolReady(void *arg, uint32_t events);
 static void FeedReady(void *arg, uint32_t events);
 
 /* ------------------------------------------------------------ statuses */
@@ -128,12 +56,7 @@ Finish(GwStream *st, int code, const char *message)
 		return;
 	st->finished = true;
 	gw->stats.errors[code < XIP83_GRPC_NCODES ? code : XIP83_GRPC_INTERNAL]++;
-	if (st->queued)
-	{
-		*(st->q_prev ? &st->q_prev->q_next : &gw->q_head) = st->q_next;
-		*(st->q_next ? &st->q_next->q_prev : &gw->q_tail) = st->q_prev;
-		st->queued = false;
-	}
+	gw_unqueue(st);
 	xip83_h2_timer_stop(gw->srv, &st->keepalive);
 	xip83_topics_free(&st->s->topics);
 	if (st->h2)
@@ -163,162 +86,10 @@ WriteFrame(void *arg, const unsigned char *frame, size_t len)
 	return gw_frame_translate(st->kind, frame, len, SendRaw, st);
 }
 
-/* ------------------------------------------------------------ the wave queue */
-
-static void
-Enqueue(GwStream *st)
-{
-	Xip83Gateway *gw = st->gw;
-
-	if (st->queued || st->finished || st->conn || st->at_seam || st->s->n_waves == 0
-		|| gw->draining)
-		return;
-	st->queued = true;
-	st->q_next = NULL;
-	st->q_prev = gw->q_tail;
-	*(gw->q_tail ? &gw->q_tail->q_next : &gw->q_head) = st;
-	gw->q_tail = st;
-}
-
-static GwStream *
-Dequeue(Xip83Gateway *gw)
-{
-	GwStream   *st = gw->q_head;
-
-	if (st == NULL)
-		return NULL;
-	gw->q_head = st->q_next;
-	*(gw->q_head ? &gw->q_head->q_prev : &gw->q_tail) = NULL;
-	st->queued = false;
-	return st;
-}
-
-static void
-Release(PoolConn *c)
-{
-	Xip83Gateway *gw = c->gw;
-
-	/* a socket libpq closed (lost connection) left epoll by itself */
-	if (PQsocket(c->conn) != c->watch.fd)
-		c->watch.fd = -1;
-	xip83_h2_unwatch(gw->srv, &c->watch);
-	c->owner = NULL;
-	c->busy = false;
-	c->next_free = gw->free_conns;
-	gw->free_conns = c;
-}
-
-/*
- * Makes an idle connection usable: a server that restarted left it an EOF
- * only reading notices, so it is reset here (waiting, as the feed's
- * reconnects do) rather than failing the next query. The first read may
- * take the server's goodbye, the second its EOF. A new backend has none of
- * the prepared statements.
- */
-static void
-Revive(PoolConn *c)
-{
-	for (int i = 0; i < 2 && PQstatus(c->conn) == CONNECTION_OK; i++)
-		(void) PQconsumeInput(c->conn);
-	if (PQstatus(c->conn) != CONNECTION_OK)
-	{
-		PQreset(c->conn);
-		c->prepared = 0;
-	}
-}
-
-/* One wave page of st on c: sent, and c watched until its result is in. */
-static void
-Step(GwStream *st, PoolConn *c)
-{
-	Xip83Session *s = st->s;
-
-	s->wave_conn = c->conn;
-	s->wave_prepared = &c->prepared;
-	(void) xip83_wave_step(s);
-	/* a wave that ended fetched the feed: other streams got live rows */
-	FlushDirty(st->gw);
-	if (s->ahead != NULL)
-	{
-		c->owner = st;
-		c->busy = true;
-		st->conn = c;
-		if (!xip83_h2_watch(st->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, PoolReady, c))
-			xip83_session_fail(s, "UNAVAILABLE", "cannot watch a database socket");
-	}
-	else
-		Release(c);
-	Check(st);
-}
-
-/* A wave connection's socket is readable: its page may be in. */
-static void
-PoolReady(void *arg, uint32_t events)
-{
-	PoolConn   *c = arg;
-	GwStream   *st = c->owner;
-
-	if (!PQconsumeInput(c->conn))
-	{
-		if (st)
-			xip83_session_fail(st->s, "UNAVAILABLE", "wave connection: %s",
-							   PQerrorMessage(c->conn));
-	}
-	else if (PQisBusy(c->conn))
-		return;
-	if (st == NULL)
-	{
-		/* its stream went away: the result is dropped */
-		PGresult   *res;
-
-		while ((res = PQgetResult(c->conn)) != NULL)
-			PQclear(res);
-	}
-	else
-	{
-		st->s->wave_conn = c->conn;
-		if (st->s->ahead != NULL && !st->s->failed)
-			xip83_wave_conn_idle(st->s);
-		st->conn = NULL;
-	}
-	Release(c);
-	if (st)
-	{
-		Check(st);
-		Enqueue(st);
-	}
-	Schedule(c->gw);
-}
-
-/* Hands free wave connections to the streams in the queue, in turn. */
-static void
-Schedule(Xip83Gateway *gw)
-{
-	while (gw->free_conns && gw->q_head)
-	{
-		GwStream   *st = Dequeue(gw);
-		PoolConn   *c;
-
-		if (st->finished || st->s->n_waves == 0)
-			continue;
-		if (st->h2 && xip83_h2_pending(st->h2) > WAVE_PAUSE)
-		{
-			st->paused = true;	/* back in the queue when it drains (Writable) */
-			continue;
-		}
-		c = gw->free_conns;
-		gw->free_conns = c->next_free;
-		Revive(c);
-		Step(st, c);
-		Enqueue(st);
-	}
-}
-
 /* ------------------------------------------------------------ after the engine */
 
-/* Ends the stream if the engine failed it, the client is done or too far behind. */
-static void
-Check(GwStream *st)
+void
+gw_check(GwStream *st)
 {
 	Xip83Session *s = st->s;
 	const char *message;
@@ -344,12 +115,11 @@ Check(GwStream *st)
 		Finish(st, XIP83_GRPC_OK, NULL);
 }
 
-/* Flushes the live batches the feed wrote into, and checks their streams. */
-static void
-FlushDirty(Xip83Gateway *gw)
+void
+gw_flush_dirty(Xip83Gateway *gw)
 {
 	for (size_t i = 0; i < gw->n_dirty; i++)
-		Check(gw->dirty[i]);
+		gw_check(gw->dirty[i]);
 	gw->n_dirty = 0;
 }
 
@@ -379,7 +149,7 @@ RouteRow(void *arg, const Xip83FeedRow *row)
 			if (d == NULL)
 			{
 				xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
-				Check(st);
+				gw_check(st);
 				continue;
 			}
 			gw->dirty = d;
@@ -400,7 +170,7 @@ FeedStatus(void *arg, const char *status, const char *detail)
 		if (!st->finished)
 		{
 			xip83_session_on_status(st->s, status, detail);
-			Check(st);
+			gw_check(st);
 		}
 }
 
@@ -413,7 +183,7 @@ FeedStep(Xip83Gateway *gw)
 
 	if (xip83_feed_step(gw->feed, 0) > 0)
 		gw->stats.live_lag_s = (double) (xip83_now_ms() - t0) / 1000.0;
-	FlushDirty(gw);
+	gw_flush_dirty(gw);
 
 	/*
 	 * A lost connection closed its socket, which left epoll with it; its
@@ -460,7 +230,7 @@ SeamFetch(void *arg)
 	gw->seam_armed = false;
 	gw->seam_started++;
 	rc = xip83_feed_fetch(gw->feed);
-	FlushDirty(gw);
+	gw_flush_dirty(gw);
 	if (rc == -1)
 	{
 		/* the feed is reconnecting: the waves wait for a fetch that works */
@@ -478,11 +248,11 @@ SeamFetch(void *arg)
 		st->at_seam = false;
 		if (rc < 0)
 			xip83_session_fail(st->s, "UNAVAILABLE", "live feed failed");
-		Check(st);
-		Enqueue(st);
+		gw_check(st);
+		gw_enqueue(st);
 	}
 	gw->n_seam_waiters = 0;
-	Schedule(gw);
+	gw_schedule(gw);
 }
 
 static uint64_t
@@ -559,7 +329,7 @@ KeepaliveFire(void *arg)
 	GwStream   *st = arg;
 
 	(void) xip83_session_keepalive(st->s, st->half_closed);
-	Check(st);
+	gw_check(st);
 	if (!st->finished && !st->half_closed)
 		KeepaliveArm(st);
 }
@@ -612,7 +382,7 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
 	else if (kind == GW_SUBSCRIBE)
 		KeepaliveArm(st);
-	Check(st);
+	gw_check(st);
 	return XIP83_GRPC_OK;
 }
 
@@ -662,9 +432,9 @@ Message(Xip83H2Stream *h2, const unsigned char *msg, size_t len)
 			free(req);
 		}
 	}
-	Check(st);
-	Enqueue(st);
-	Schedule(st->gw);
+	gw_check(st);
+	gw_enqueue(st);
+	gw_schedule(st->gw);
 }
 
 static void
@@ -675,7 +445,7 @@ HalfClose(Xip83H2Stream *h2)
 	st->half_closed = true;
 	if (st->kind != GW_SUBSCRIBE && !st->requested)
 		xip83_session_fail(st->s, "INVALID_ARGUMENT", "no request");
-	Check(st);
+	gw_check(st);
 }
 
 static void
@@ -686,8 +456,8 @@ Writable(Xip83H2Stream *h2)
 	if (!st->paused)
 		return;
 	st->paused = false;
-	Enqueue(st);
-	Schedule(st->gw);
+	gw_enqueue(st);
+	gw_schedule(st->gw);
 }
 
 static void
@@ -717,22 +487,6 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 }
 
 /* ------------------------------------------------------------ the gateway */
-
-static PGconn *
-Connect(const char *conninfo, char *err, size_t errlen)
-{
-	const char *const keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *const values[] = {conninfo, "xip83-gateway", NULL};
-	PGconn	   *conn = PQconnectdbParams(keys, values, 1);
-
-	if (PQstatus(conn) != CONNECTION_OK)
-	{
-		snprintf(err, errlen, "cannot connect: %s", PQerrorMessage(conn));
-		PQfinish(conn);
-		return NULL;
-	}
-	return conn;
-}
 
 /*
  * Starts the feed at the current horizons, asking again for a while: a
@@ -777,23 +531,8 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 		gw->opt.keepalive_ms = 30000;
 	gw->srv = srv;
 	gw->feed_watch.fd = -1;
-	if ((gw->pool = calloc((size_t) gw->opt.pool, sizeof(PoolConn))) == NULL)
-	{
-		snprintf(err, errlen, "out of memory");
+	if (!gw_pool_open(gw, err, errlen))
 		goto fail;
-	}
-	for (int i = 0; i < gw->opt.pool; i++)
-	{
-		PoolConn   *c = &gw->pool[i];
-
-		c->gw = gw;
-		c->watch.fd = -1;
-		if ((c->conn = Connect(gw->opt.standby_conninfo ? gw->opt.standby_conninfo
-							   : gw->opt.conninfo, err, errlen)) == NULL)
-			goto fail;
-		c->next_free = gw->free_conns;
-		gw->free_conns = c;
-	}
 	/* every kind of both bindings, from now on */
 	fo.conninfo = gw->opt.conninfo;
 	fo.standby_conninfo = gw->opt.standby_conninfo;
@@ -885,9 +624,7 @@ xip83_gateway_free(Xip83Gateway *gw)
 		return;
 	if (gw->feed)
 		xip83_feed_free(gw->feed);
-	for (int i = 0; gw->pool && i < gw->opt.pool; i++)
-		PQfinish(gw->pool[i].conn);
-	free(gw->pool);
+	gw_pool_close(gw);
 	for (int b = 0; b < 2; b++)
 		gw_router_free(&gw->routers[b]);
 	free(gw->dirty);

@@ -1,0 +1,96 @@
+/*
+ * gw_internal.h: what the gateway core's files share (gw_core.c: streams,
+ * the feed, the seam; gw_pool.c: the wave queue and the pool of wave
+ * connections). Not an API: gw_core.h is.
+ */
+#ifndef XIP83_GW_INTERNAL_H
+#define XIP83_GW_INTERNAL_H
+
+#include "gw_core.h"
+#include "gw_router.h"
+#include "session_internal.h"
+
+/* No wave page is read for a stream with more than this queued to its client. */
+#define WAVE_PAUSE (1024 * 1024)
+typedef struct GwStream GwStream;
+
+/* A wave connection of the pool. */
+typedef struct PoolConn
+{
+	Xip83Gateway *gw;
+	PGconn	   *conn;
+	Xip83Watch	watch;
+	GwStream   *owner;			/* whose page query is in flight; NULL: none or orphaned */
+	bool		busy;			/* a query is in flight */
+	unsigned	prepared;		/* the session's wave_prepared while it runs here */
+	struct PoolConn *next_free;
+} PoolConn;
+
+struct GwStream
+{
+	Xip83Gateway *gw;
+	Xip83H2Stream *h2;
+	Xip83Session *s;
+	GwMethodKind kind;
+	int			method;			/* index in xip83_gateway_methods */
+	bool		half_closed;
+	bool		finished;		/* ended by the core: nothing more is done for it */
+	bool		requested;		/* server streams: the filters came */
+	bool		dirty;			/* its live batch may hold rows */
+	bool		queued;			/* in the wave queue */
+	bool		paused;			/* waves wait for the client to read */
+	bool		at_seam;		/* a wave waits for the next seam fetch */
+	PoolConn   *conn;			/* holding a wave connection */
+	Xip83Timer	keepalive;
+	GwStream   *q_prev,
+			   *q_next;			/* the wave queue */
+	GwStream   *prev,
+			   *next;			/* every stream */
+};
+
+struct Xip83Gateway
+{
+	Xip83GatewayOptions opt;
+	Xip83H2Server *srv;
+	Xip83Feed  *feed;
+	Xip83Watch	feed_watch;
+	Xip83Timer	feed_timer;
+	Xip83Timer	seam_timer;
+	bool		seam_armed;
+	uint64_t	seam_started;	/* seam fetches started */
+	uint64_t	seam_done;		/* the last one that completed */
+	GwStream  **seam_waiters;
+	size_t		n_seam_waiters;
+	size_t		cap_seam_waiters;
+	PoolConn   *pool;
+	PoolConn   *free_conns;
+	GwRouter	routers[2];		/* v3, d14n: their topic bytes overlap */
+	GwStream   *streams;
+	GwStream   *q_head,
+			   *q_tail;
+	GwStream  **dirty;
+	size_t		n_dirty;
+	size_t		cap_dirty;
+	bool		draining;
+	Xip83GrpcMethod methods[XIP83_GATEWAY_METHODS];
+	Xip83GatewayStats stats;	/* the counters; the gauges are computed when asked */
+};
+
+/* gw_core.c */
+/* Ends the stream if the engine failed it, the client is done or too far behind. */
+extern void gw_check(GwStream *st);
+/* Flushes the live batches the feed wrote into, and checks their streams. */
+extern void gw_flush_dirty(Xip83Gateway *gw);
+
+/* gw_pool.c */
+/* Queues a stream with wave pages to read (no-op when it cannot read one now). */
+extern void gw_enqueue(GwStream *st);
+/* Takes a stream out of the wave queue. */
+extern void gw_unqueue(GwStream *st);
+/* Hands free wave connections to the streams in the queue, in turn. */
+extern void gw_schedule(Xip83Gateway *gw);
+/* Connects the pool (opt.pool connections, to the standby when there is one). */
+extern bool gw_pool_open(Xip83Gateway *gw, char *err, size_t errlen);
+extern void gw_pool_close(Xip83Gateway *gw);
+
+#endif
