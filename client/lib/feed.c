@@ -21,7 +21,9 @@
  * With a standby (feed.h), a second connection reads the rows: each round
  * reads a kind's horizons and fence on the primary first, then pages from
  * the standby up to them. A conninfo in recovery is polled, and asked on
- * every poll whether it was promoted.
+ * every poll whether it was promoted; a fenced feed asks its standby the
+ * same when the primary cannot be reached, and serves from it alone once it
+ * was.
  */
 #include "feed_internal.h"
 
@@ -258,6 +260,19 @@ Listen(Xip83Feed *f)
 	return true;
 }
 
+/* Whether a connection's server is in recovery: 1 yes, 0 no, -1 unknown. */
+static int
+ServerInRecovery(PGconn *conn)
+{
+	PGresult   *res = PQexec(conn, "SELECT pg_is_in_recovery()");
+	int			rc = -1;
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+		rc = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return rc;
+}
+
 /*
  * Whether conninfo's server is in recovery: 1 yes, 0 no, -1 unknown
  * (disconnected).
@@ -265,15 +280,66 @@ Listen(Xip83Feed *f)
 static int
 InRecovery(Xip83Feed *f)
 {
-	PGresult   *res = PQexec(f->conn, "SELECT pg_is_in_recovery()");
-	int			rc = -1;
+	int			rc = ServerInRecovery(f->conn);
 
-	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
-		rc = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-	PQclear(res);
 	if (rc < 0)
 		Disconnect(f, "connection lost");
 	return rc;
+}
+
+/*
+ * A fenced feed whose standby was promoted: conn, a connection to it,
+ * becomes the feed's only one, and the promoted server its conninfo from now
+ * on (a primary that comes back later is the old timeline). The cursors
+ * stay, as when a standby polled alone is promoted: every fenced round read
+ * on the standby after replay passed its fence, so nothing at or below them
+ * is missing there, and the late cursors came from its own replayed ring.
+ * Returns false when the LISTEN failed (disconnected: the next connect finds
+ * the promoted server as conninfo).
+ */
+static bool
+ServePromoted(Xip83Feed *f, PGconn *conn)
+{
+	if (f->conn != NULL && f->conn != conn)
+		PQfinish(f->conn);
+	if (f->standby != NULL && f->standby != conn)
+		PQfinish(f->standby);
+	f->conn = conn;
+	f->standby = NULL;
+	f->opt.conninfo = f->opt.standby_conninfo;
+	f->opt.standby_conninfo = NULL;
+	f->in_recovery = false;
+	f->fence_missed = false;
+	PQsetNoticeProcessor(f->conn, IgnoreNotice, NULL);
+	if (!Listen(f))
+		return false;
+	f->backoff_ms = 50;
+	FeedStatus(f, "promoted", "the standby became a primary: serving from it alone");
+	return true;
+}
+
+/*
+ * A fenced feed that cannot reach its primary asks the standby whether it
+ * was promoted: 1 it was and the feed serves from it now, 0 it was not (or
+ * is unreachable too), -1 it was but the LISTEN there failed.
+ */
+static int
+StandbyPromoted(Xip83Feed *f)
+{
+	PGconn	   *conn = PQconnectdb(f->opt.standby_conninfo);
+
+	if (PQstatus(conn) != CONNECTION_OK || ServerInRecovery(conn) != 0)
+	{
+		PQfinish(conn);
+		return 0;
+	}
+	return ServePromoted(f, conn) ? 1 : -1;
+}
+
+bool
+FeedFollowStandby(Xip83Feed *f)
+{
+	return ServePromoted(f, f->standby);
 }
 
 /* A connection with the settings of the standby the rows come from. */
@@ -309,8 +375,17 @@ Connect(Xip83Feed *f)
 	f->conn = PQconnectdb(f->opt.conninfo);
 	if (PQstatus(f->conn) != CONNECTION_OK)
 	{
-		Disconnect(f, "cannot connect");
-		return false;
+		int			promoted = 0;
+
+		if (f->opt.standby_conninfo != NULL)
+		{
+			PQfinish(f->conn);
+			f->conn = NULL;
+			promoted = StandbyPromoted(f);
+		}
+		if (promoted == 0)
+			Disconnect(f, "cannot connect");
+		return promoted == 1;
 	}
 	PQsetNoticeProcessor(f->conn, IgnoreNotice, NULL);
 	if (f->opt.standby_conninfo != NULL)

@@ -25,7 +25,13 @@
  * skipped whatever the replay lag. A fetch the standby could not serve in
  * time (SQLSTATE X83F0) is retried on the next notice or poll tick; the
  * start horizons are the standby's own (replayed), so every position below
- * the cursors is on the server the rows come from.
+ * the cursors is on the server the rows come from. When the primary cannot
+ * be reached and the standby says it is no longer in recovery, or a fetch
+ * finds it promoted short of a fence (X83F1), the feed serves from the
+ * promoted server alone (LISTEN, horizons and rows there), reports
+ * "promoted" and goes on from its cursors, the late cursor included; a
+ * primary that cannot be reached while the standby is still in recovery is
+ * reconnected to, as without a standby.
  *
  * Without standby_conninfo the feed asks conninfo whether it is in recovery
  * on every connect. A standby cannot LISTEN: the feed polls it every poll_ms
@@ -67,7 +73,8 @@ typedef struct Xip83FeedRow
 typedef void (*Xip83FeedRowFn) (void *arg, const Xip83FeedRow *row);
 /*
  * status: "live", "offline" or "back"; "promoted" when the standby the feed
- * polled became a primary (it LISTENs there from then on); or "late-lost" when late writes owed
+ * polled or read its rows from became a primary (it LISTENs there from then
+ * on); or "late-lost" when late writes owed
  * to the feed were dropped (late ring overflow, server restart): a caller that
  * must not miss them replays its topics as a wave. detail says why.
  */

@@ -120,6 +120,23 @@ FenceNotReached(Xip83Feed *f, PGresult *res)
 }
 
 /*
+ * SQLSTATE X83F1: the standby was promoted before it replayed the fence.
+ * Nothing was read; the round ends and the feed serves from the promoted
+ * server alone (FeedFollowStandby).
+ */
+static bool
+FenceUnreachable(Xip83Feed *f, PGresult *res)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	if (state == NULL || strcmp(state, XIP83_SQLSTATE_FENCE_UNREACHABLE) != 0)
+		return false;
+	PQclear(res);
+	f->fence_unreachable = true;
+	return true;
+}
+
+/*
  * Reads a kind's horizons and their fence on the primary, for the round of
  * pages read from the standby. Returns 0, -1 lost, -2 error.
  */
@@ -274,7 +291,8 @@ FetchPage(Xip83Feed *f, int kind)
 		res = PQexecParams(RowsConn(f), sql, 6, NULL, params, NULL, NULL, 1);
 	}
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return LateLost(f, res, kind) || FenceNotReached(f, res) ? 0 : FeedQueryFailed(f, res);
+		return LateLost(f, res, kind) || FenceNotReached(f, res) || FenceUnreachable(f, res)
+			? 0 : FeedQueryFailed(f, res);
 	n = PQntuples(res);
 	for (int r = 0; r < n; r++)
 	{
@@ -381,6 +399,15 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 				return n;
 			total += n;
 		} while (n == f->opt.page_rows);
+		if (f->fence_unreachable)
+		{
+			/* the round again on the promoted server, which has no fence to wait for */
+			f->fence_unreachable = false;
+			if (!FeedFollowStandby(f))
+				return -1;
+			n = FeedFetchAll(f, discover);
+			return n < 0 ? n : total + n;
+		}
 		/* replay is behind: the other kinds would wait for it too */
 		if (f->fence_missed)
 			break;

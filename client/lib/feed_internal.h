@@ -41,6 +41,7 @@ struct Xip83Feed
 	int64_t		pid_checked_ms; /* when notifier_pid was last looked up */
 	bool		in_recovery;	/* conninfo is a standby: polled, no LISTEN */
 	bool		fence_missed;	/* the last round stopped at a fence not replayed */
+	bool		fence_unreachable;	/* the standby was promoted short of a fence */
 	bool		live;			/* hearing LIVE notices */
 	bool		ever_live;		/* reported "live" once */
 	bool		offline_reported;
@@ -59,5 +60,6 @@ extern const char *FeedSourceOf(const Xip83Feed *f, int kind);
 extern int FeedFetchAll(Xip83Feed *f, bool discover);
 extern int FeedQueryFailed(Xip83Feed *f, PGresult *res);
 extern void FeedStatus(Xip83Feed *f, const char *status, const char *detail);
+extern bool FeedFollowStandby(Xip83Feed *f);
 
 #endif							/* XIP83_FEED_INTERNAL_H */
