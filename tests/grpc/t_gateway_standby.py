@@ -9,11 +9,14 @@ written on the primary exactly once, waves and live: rows written while
 replay is paused (nothing of them before replay resumes), a fenced gateway
 started while replay is paused (its ceilings must be rows the standby has),
 a late committer and late writes. Then, with replay paused again and a
-late committer, late writes and later rows waiting in the WAL, the standby
-is promoted: the gateway
-serving from it alone follows on from its cursors, the late cursor included,
-LISTENs there, and its streams get the waiting rows and the rows written on
-the promoted server, each once."""
+late committer, late writes and later rows waiting in the WAL, the primary
+stops (after a restart it comes back from, first: the fenced gateway
+reconnects to it) and the standby is promoted: both gateways, the one
+serving from it alone and the fenced one, which lost its primary, follow on
+from their cursors, the late cursor included, LISTEN there, and their
+streams get the waiting rows and the rows written on the promoted server
+during the switch and after it, each once. The primary is started again at
+the end."""
 import os
 import re
 import shlex
@@ -181,8 +184,9 @@ class Client:
 
     def __init__(self, g, mid):
         ch = g.channel()
-        self.v3 = Stream(ch)
-        self.d14n = Stream(ch, d14n=True)
+        # the calls outlast the test: a restart and a promotion come before their end
+        self.v3 = Stream(ch, timeout=900)
+        self.d14n = Stream(ch, d14n=True, timeout=900)
         for s in (self.v3, self.d14n):
             s.next()  # Started
         self.got = {self.v3: [], self.d14n: []}
@@ -249,6 +253,7 @@ def learned(top):
 
 def test():
     check(PGCTL and BINDIR, "XIP83_PGCTL (the driver's pg_ctl wrapper) is needed")
+    primary_down = False
     w = Writes()
     w.write(b"before")
     sql(PRIMARY, "SELECT xip83.group_horizon(), xip83.late_cursor()")
@@ -292,13 +297,21 @@ def test():
         w.fill(hole)
         for c, name in ((ca, "standby alone"), (cf, "fenced"), (c2, "fenced, started while paused")):
             c.want(w, name + ": late writes")
-        check(fenced.stop() == 0 and fenced2.stop() == 0, "the fenced gateways exit 0")
+        check(fenced2.stop() == 0, "the second fenced gateway exits 0")
+
+        # the primary restarts: the fenced gateway reconnects to it (its standby is no primary)
+        rc = subprocess.run([PGCTL, "restart", "-m", "fast"], capture_output=True, text=True, timeout=120)
+        check(rc.returncode == 0, "restarting the primary: %s" % rc.stderr)
+        w.write(b"restarted")
+        for c, name in ((ca, "standby alone"), (cf, "fenced")):
+            c.want(w, name + ": after the primary's restart")
 
         # promotion with a late committer, late writes and later rows still
         # waiting in the WAL: the feed's late cursor must carry over
         hole = w.hole()
         w.write(b"over")
-        ca.want(w, "rows above the holes")
+        for c, name in ((ca, "standby alone"), (cf, "fenced")):
+            c.want(w, name + ": rows above the holes")
         caught_up()
         pause()
         waiting_late = Late(b"late2")
@@ -308,29 +321,39 @@ def test():
         lsn = sql(PRIMARY, "SELECT pg_current_wal_lsn()")
         until("the standby receives %s" % lsn, lambda: sql(
             STANDBY, "SELECT pg_last_wal_receive_lsn() >= '%s'" % lsn) == "t")
+        # the primary goes first: the fenced gateway loses its LISTEN and horizons
+        rc = subprocess.run([PGCTL, "stop", "-m", "fast"], capture_output=True, text=True, timeout=120)
+        check(rc.returncode == 0, "stopping the primary: %s" % rc.stderr)
+        primary_down = True
         sb_ctl("promote")
         check(sql(STANDBY, "SELECT pg_is_in_recovery()") == "f", "promoted")
         check(sql(STANDBY, "SELECT count(*) FROM xip83.group_messages WHERE data = '\\x%s'"
                   % waiting_late.data.hex()) == "1", "the promoted server has the late row")
-        ca.want(w, "across the promotion")
-        # rows written on the promoted server, one of them late
+        # rows written on the promoted server while the gateways switch, then after, one of them late
         saved = os.environ["PGHOST"], os.environ.get("PGPORT", "5432")
         os.environ["PGHOST"], os.environ["PGPORT"] = SB_SOCK, str(SB_PORT)
         try:
+            w.write(b"switch")
+            for c, name in ((ca, "standby alone"), (cf, "fenced")):
+                c.want(w, name + ": across the promotion")
             after = Late(b"late3")
             w.write(b"promoted")
             after.commit(w)
         finally:
             os.environ["PGHOST"], os.environ["PGPORT"] = saved
-        ca.want(w, "rows written on the promoted server")
-        check(alone.stop() == 0, "the gateway exits 0")
-        err = alone.proc.stderr.read()
-        check(re.search(r"feed promoted.*\n(.*\n)*.*feed (live|back)", err),
-              "the feed followed the promotion and hears notices there: %s" % err)
+        for c, name in ((ca, "standby alone"), (cf, "fenced")):
+            c.want(w, name + ": rows written on the promoted server")
+        for g, name in ((alone, "alone"), (fenced, "fenced")):
+            check(g.stop() == 0, "the %s gateway exits 0" % name)
+            err = g.proc.stderr.read()
+            check(re.search(r"feed promoted.*\n(.*\n)*.*feed (live|back)", err),
+                  "the %s feed followed the promotion and hears notices there: %s" % (name, err))
         print("%d group rows and %d envelopes once each on every stream, across a replay pause,"
               " late committers and the promotion" % (len(w.groups), len(w.seqs)))
     finally:
         remove_standby()
+        if primary_down:
+            subprocess.run([PGCTL, "start"], capture_output=True, timeout=120)
 
 
 run(test)
