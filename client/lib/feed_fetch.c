@@ -104,35 +104,25 @@ KindIndex(int kind)
 }
 
 /*
- * SQLSTATE X83F0: the standby did not replay the fence in time. Nothing was
- * read; the next notice or poll tries again.
+ * The standby could not serve the round; nothing was read. SQLSTATE X83F0:
+ * it did not replay the fence in time, and the next notice or poll tries
+ * again. X83F1: it was promoted before it replayed the fence, and the feed
+ * serves from it alone from now on (FeedFetchAll).
  */
 static bool
-FenceNotReached(Xip83Feed *f, PGresult *res)
+FenceFailed(Xip83Feed *f, PGresult *res)
 {
 	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
-	if (state == NULL || strcmp(state, XIP83_SQLSTATE_FENCE_TIMEOUT) != 0)
+	if (state == NULL)
+		return false;
+	if (strcmp(state, XIP83_SQLSTATE_FENCE_TIMEOUT) == 0)
+		f->fence_missed = true;
+	else if (strcmp(state, XIP83_SQLSTATE_FENCE_UNREACHABLE) == 0)
+		f->fence_unreachable = true;
+	else
 		return false;
 	PQclear(res);
-	f->fence_missed = true;
-	return true;
-}
-
-/*
- * SQLSTATE X83F1: the standby was promoted before it replayed the fence.
- * Nothing was read; the round ends and the feed serves from the promoted
- * server alone (FeedFollowStandby).
- */
-static bool
-FenceUnreachable(Xip83Feed *f, PGresult *res)
-{
-	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
-	if (state == NULL || strcmp(state, XIP83_SQLSTATE_FENCE_UNREACHABLE) != 0)
-		return false;
-	PQclear(res);
-	f->fence_unreachable = true;
 	return true;
 }
 
@@ -291,8 +281,7 @@ FetchPage(Xip83Feed *f, int kind)
 		res = PQexecParams(RowsConn(f), sql, 6, NULL, params, NULL, NULL, 1);
 	}
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return LateLost(f, res, kind) || FenceNotReached(f, res) || FenceUnreachable(f, res)
-			? 0 : FeedQueryFailed(f, res);
+		return LateLost(f, res, kind) || FenceFailed(f, res) ? 0 : FeedQueryFailed(f, res);
 	n = PQntuples(res);
 	for (int r = 0; r < n; r++)
 	{
