@@ -229,34 +229,56 @@ LowestCursor(Xip83Add *a, const Xip83Add *b)
 	}
 }
 
-/* Coalesces duplicate adds in place: first position kept, lowest cursor. */
+/* Orders adds by topic, then by where they stand in the Mutate. */
+static int
+AddOrder(const void *x, const void *y)
+{
+	const Xip83Add *a = *(const Xip83Add *const *) x;
+	const Xip83Add *b = *(const Xip83Add *const *) y;
+	int			c;
+
+	if (a->len != b->len)
+		return a->len < b->len ? -1 : 1;
+	if ((c = memcmp(a->topic, b->topic, a->len)) != 0)
+		return c;
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Coalesces duplicate adds in place: first position kept, lowest cursor.
+ * Sorted pointers find them with one allocation: a storm of reconnecting
+ * streams passes every topic of every Mutate through here.
+ */
 static bool
 Coalesce(Xip83Request *req)
 {
-	Xip83Topics seen = {0};
+	Xip83Add  **by_topic;
 	size_t		n = 0;
 
+	if (req->n_adds < 2)
+		return true;
+	if ((by_topic = malloc(req->n_adds * sizeof(*by_topic))) == NULL)
+		return false;
 	for (size_t i = 0; i < req->n_adds; i++)
+		by_topic[i] = &req->adds[i];
+	qsort(by_topic, req->n_adds, sizeof(*by_topic), AddOrder);
+	for (size_t i = 1, first = 0; i < req->n_adds; i++)
 	{
-		Xip83Add   *a = &req->adds[i];
-		Xip83Topic *t = xip83_topics_get(&seen, a->topic, a->len);
-
-		/* in this set `wave` holds the index of the topic's first add */
-		if (t != NULL)
+		/* sorted: a topic's first add heads its run */
+		if (by_topic[first]->len == by_topic[i]->len
+			&& memcmp(by_topic[first]->topic, by_topic[i]->topic, by_topic[i]->len) == 0)
 		{
-			LowestCursor(&req->adds[t->wave], a);
-			continue;
+			LowestCursor(by_topic[first], by_topic[i]);
+			by_topic[i]->topic = NULL;	/* a duplicate: dropped below */
 		}
-		if ((t = xip83_topics_put(&seen, a->topic, a->len)) == NULL)
-		{
-			xip83_topics_free(&seen);
-			return false;
-		}
-		t->wave = n;
-		req->adds[n++] = *a;
+		else
+			first = i;
 	}
+	free(by_topic);
+	for (size_t i = 0; i < req->n_adds; i++)
+		if (req->adds[i].topic != NULL)
+			req->adds[n++] = req->adds[i];
 	req->n_adds = n;
-	xip83_topics_free(&seen);
 	return true;
 }
 

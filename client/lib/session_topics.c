@@ -16,6 +16,14 @@ Hash(const unsigned char *t, size_t len)
 	return (size_t) h;
 }
 
+/* A topic's lines, unless they are the one held in its entry. */
+static void
+FreeLines(Xip83Topic *t)
+{
+	if (t->lines != &t->one)
+		free(t->lines);
+}
+
 static Xip83Topic **
 Slot(const Xip83Topics *set, const unsigned char *t, size_t len)
 {
@@ -32,13 +40,16 @@ xip83_topics_get(const Xip83Topics *set, const unsigned char *t, size_t len)
 	return set->n_slots ? *Slot(set, t, len) : NULL;
 }
 
+/* Rehashes into at least `want` slots (a power of two). */
 static bool
-Grow(Xip83Topics *set)
+Grow(Xip83Topics *set, size_t want)
 {
 	size_t		n = set->n_slots ? set->n_slots * 2 : 16;
-	Xip83Topic **slots = calloc(n, sizeof(*slots));
+	Xip83Topic **slots;
 
-	if (slots == NULL)
+	while (n < want)
+		n *= 2;
+	if ((slots = calloc(n, sizeof(*slots))) == NULL)
 		return false;
 	for (size_t i = 0; i < set->n_slots; i++)
 		for (Xip83Topic *e = set->slots[i], *next; e; e = next)
@@ -63,14 +74,13 @@ xip83_topics_put(Xip83Topics *set, const unsigned char *t, size_t len)
 
 	if (e != NULL)
 		return e;
-	if (set->count >= set->n_slots && !Grow(set))
+	if (set->count >= set->n_slots && !Grow(set, 0))
 		return NULL;
 	p = Slot(set, t, len);
-	if ((e = calloc(1, sizeof(*e))) == NULL || (e->bytes = malloc(len ? len : 1)) == NULL)
-	{
-		free(e);
+	/* the identifier lives behind its entry: one allocation per topic */
+	if ((e = calloc(1, sizeof(*e) + len)) == NULL)
 		return NULL;
-	}
+	e->bytes = (unsigned char *) (e + 1);
 	memcpy(e->bytes, t, len);
 	e->len = len;
 	*p = e;
@@ -79,6 +89,12 @@ xip83_topics_put(Xip83Topics *set, const unsigned char *t, size_t len)
 	if (set->watch)
 		set->watch(set->watch_arg, t, len, true);
 	return e;
+}
+
+bool
+xip83_topics_reserve(Xip83Topics *set, size_t n)
+{
+	return set->count + n <= set->n_slots || Grow(set, set->count + n);
 }
 
 void
@@ -93,8 +109,7 @@ xip83_topics_del(Xip83Topics *set, const unsigned char *t, size_t len)
 	if (set->watch)
 		set->watch(set->watch_arg, e->bytes, e->len, false);
 	set->bytes -= e->len + sizeof(Xip83Line) * (size_t) e->n_lines;
-	free(e->lines);
-	free(e->bytes);
+	FreeLines(e);
 	free(e);
 	set->count--;
 }
@@ -108,8 +123,7 @@ xip83_topics_free(Xip83Topics *set)
 			next = e->next;
 			if (set->watch)
 				set->watch(set->watch_arg, e->bytes, e->len, false);
-			free(e->lines);
-			free(e->bytes);
+			FreeLines(e);
 			free(e);
 		}
 	free(set->slots);
@@ -142,7 +156,15 @@ xip83_topic_line_put(Xip83Topics *set, Xip83Topic *t, int32_t node)
 
 	if (l != NULL)
 		return l;
-	if ((lines = realloc(t->lines, sizeof(Xip83Line) * (size_t) (t->n_lines + 1))) == NULL)
+	if (t->n_lines == 0)
+		lines = &t->one;
+	else if (t->lines == &t->one)
+	{
+		if ((lines = malloc(sizeof(Xip83Line) * 2)) == NULL)
+			return NULL;
+		lines[0] = t->one;
+	}
+	else if ((lines = realloc(t->lines, sizeof(Xip83Line) * (size_t) (t->n_lines + 1))) == NULL)
 		return NULL;
 	t->lines = lines;
 	set->bytes += sizeof(Xip83Line);
@@ -155,16 +177,17 @@ xip83_topic_line_put(Xip83Topics *set, Xip83Topic *t, int32_t node)
 bool
 xip83_topic_reset(Xip83Topics *set, Xip83Topic *t, const Xip83Pos *cursor, size_t n)
 {
-	Xip83Line  *lines = n ? malloc(sizeof(Xip83Line) * n) : NULL;
+	/* a v3 topic has one line: it stays in the entry, no allocation */
+	Xip83Line  *lines = n > 1 ? malloc(sizeof(Xip83Line) * n) : n ? &t->one : NULL;
 
 	if (n && lines == NULL)
 		return false;
+	FreeLines(t);
 	for (size_t i = 0; i < n; i++)
 	{
 		lines[i].node = cursor[i].node;
 		lines[i].floor = lines[i].position = cursor[i].seq;
 	}
-	free(t->lines);
 	set->bytes += sizeof(Xip83Line) * n - sizeof(Xip83Line) * (size_t) t->n_lines;
 	t->lines = lines;
 	t->n_lines = (int) n;

@@ -38,8 +38,9 @@ typedef struct Xip83Topic
 	size_t		len;
 	bool		live;			/* false: gated in wave `wave` */
 	uint64_t	wave;
-	Xip83Line  *lines;
+	Xip83Line  *lines;			/* `one` while the topic has one line, or none */
 	int			n_lines;
+	Xip83Line	one;
 	void	   *data;			/* the set owner's, when it is not a session's */
 } Xip83Topic;
 
@@ -57,6 +58,8 @@ typedef struct Xip83Topics
 extern Xip83Topic *xip83_topics_get(const Xip83Topics *set, const unsigned char *t, size_t len);
 /* The topic's entry, created (gated in no wave, no lines) when absent; NULL when out of memory. */
 extern Xip83Topic *xip83_topics_put(Xip83Topics *set, const unsigned char *t, size_t len);
+/* Room for n more topics without rehashing as they come; false: out of memory. */
+extern bool xip83_topics_reserve(Xip83Topics *set, size_t n);
 extern void xip83_topics_del(Xip83Topics *set, const unsigned char *t, size_t len);
 extern void xip83_topics_free(Xip83Topics *set);
 

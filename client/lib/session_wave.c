@@ -110,6 +110,13 @@ xip83_wave_start(Xip83Session *s, const Xip83Request *req)
 	}
 	w->mutate_id = req->mutate_id;
 	w->history_only = req->history_only;
+	/* the set grows once for the whole Mutate, not once per doubling */
+	if (!w->history_only && !xip83_topics_reserve(&s->topics, req->n_adds))
+	{
+		xip83_wave_free(w);
+		free(chosen);
+		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+	}
 	w->batch.mutate_id = req->mutate_id;
 	for (size_t i = 0; ok && i < req->n_adds; i++)
 	{

@@ -4,6 +4,7 @@
  *
  *   bench_gateway [--streams N] [--conns C] [--topics T] [--universe K]
  *                 [--rate R] [--seconds S] [--pool P]
+ *                 [--storm [--rows R] [--fresh PCT]]
  *
  * Starts build/xip83-gateway (XIP83_GATEWAY) on the database of PGDATABASE,
  * opens N bidirectional v3 Subscribe streams over C HTTP/2 connections (one
@@ -16,8 +17,23 @@
  * (pg_stat_activity) with them open, rows expected and received, latency
  * p50/p99, and the gateway's CPU during the live phase. Keepalive Pings are
  * answered.
+ *
+ * --storm: a reconnect storm over stored rows instead of the live phase. R
+ * rows (1,000,000) are loaded over the K topics first; every stream's Mutate
+ * carries each topic's last id as its cursor (so each wave's answer is
+ * "nothing new", which the server must still prove), and all streams open at
+ * once. --fresh PCT then writes rows above the floors on PCT% of the topics
+ * before the storm. Prints the time until every CatchupComplete, the
+ * database's CPU (every process of the server) and the gateway's during it,
+ * then the same catch-ups done node-style straight on the database: the v3
+ * node's query (per topic a LATERAL ... ORDER BY id LIMIT 64, topics in
+ * chunks of 256, a max(id) ceiling first) on P connections in parallel, with
+ * its wall time, its database CPU and the ratios.
  */
+#include <dirent.h>
+#include <endian.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
@@ -52,6 +68,7 @@ typedef struct Call
 	unsigned char *in;			/* response bytes not yet parsed */
 	size_t		in_len;
 	size_t		in_cap;
+	int		   *topics;			/* its topics' numbers in the universe */
 	bool		started;
 	bool		caught_up;
 	bool		closed;
@@ -74,6 +91,10 @@ static int	n_streams = 10000,
 			rate = 2000,
 			seconds = 10,
 			pool = 4;
+static bool storm;
+static long storm_rows = 1000000;
+static double fresh_pct;
+static int64_t *floors;			/* per topic of the universe: the storm's cursor, its last id */
 static int	started,
 			caught_up,
 			closed_calls;
@@ -323,26 +344,46 @@ GatewayRssKb(void)
 	return kb;
 }
 
-/* utime + stime of the gateway, in seconds. */
+/*
+ * utime + stime of process pid in seconds, with those of its children it has
+ * reaped when reaped is set; -1 when it is gone; *ppid its parent.
+ */
 static double
-GatewayCpu(void)
+ProcCpu(pid_t pid, bool reaped, pid_t *ppid)
 {
 	char		path[64],
 				buf[1024];
 	FILE	   *f;
 	unsigned long ut = 0,
 				st = 0;
+	long		cut = 0,
+				cst = 0;
+	int			parent = 0;
 	char	   *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int) gw_pid);
-	if ((f = fopen(path, "r")) == NULL || fgets(buf, sizeof(buf), f) == NULL)
-		tl_fatal("cannot read %s", path);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
 	fclose(f);
 	/* after the command name's closing parenthesis: fields 3.. ; utime is 14, stime 15 */
-	p = strrchr(buf, ')');
-	if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		tl_fatal("cannot parse %s", path);
-	return (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
+	if (p == NULL || sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld",
+							&parent, &ut, &st, &cut, &cst) != 5)
+		return -1;
+	if (ppid)
+		*ppid = parent;
+	return (double) (ut + st + (reaped ? (unsigned long) (cut + cst) : 0))
+		/ (double) sysconf(_SC_CLK_TCK);
+}
+
+static double
+GatewayCpu(void)
+{
+	double		cpu = ProcCpu(gw_pid, false, NULL);
+
+	if (cpu < 0)
+		tl_fatal("cannot read the gateway's /proc/%d/stat", (int) gw_pid);
+	return cpu;
 }
 
 /* ------------------------------------------------------------ the writer */
@@ -391,6 +432,271 @@ Writer(void *arg)
 	}
 	PQfinish(conn);
 	return NULL;
+}
+
+/* ------------------------------------------------------------ the storm */
+
+/* CPU seconds of the whole server: the postmaster, its children and those gone. */
+static double
+DbCpu(PGconn *db)
+{
+	static pid_t pm;
+	double		cpu;
+
+	if (pm == 0 && ProcCpu((pid_t) PQbackendPID(db), false, &pm) < 0)
+		tl_fatal("cannot read the backend's /proc/%d/stat", PQbackendPID(db));
+	if ((cpu = ProcCpu(pm, true, NULL)) < 0)
+		tl_fatal("cannot read the postmaster's /proc/%d/stat", (int) pm);
+	{
+		int			n = 0;
+		struct dirent *e;
+		DIR		   *d = opendir("/proc");
+
+		while (d && (e = readdir(d)) != NULL)
+		{
+			pid_t		parent = 0;
+			double		c;
+
+			if (e->d_name[0] < '1' || e->d_name[0] > '9')
+				continue;
+			if ((c = ProcCpu((pid_t) atoi(e->d_name), false, &parent)) >= 0 && parent == pm)
+			{
+				cpu += c;
+				n++;
+			}
+		}
+		if (d)
+			closedir(d);
+		if (n == 0)
+			tl_fatal("no server process found under the postmaster %d", (int) pm);
+	}
+	return cpu;
+}
+
+/* Stored rows over the universe, then each topic's last id: the streams' cursors. */
+static void
+StormLoad(PGconn *db)
+{
+	const long	chunk = 100000;
+	char		sql[512];
+	PGresult   *res;
+
+	/* a database that holds rows already (a shell's, between runs) keeps them */
+	long		have = (long) tl_scalar(db, "SELECT count(*) FROM xip83.group_messages");
+
+	PQclear(tl_exec(db, "SELECT setseed(0.28)", 0, NULL));
+	for (long from = 1; have == 0 && from <= storm_rows; from += chunk)
+	{
+		snprintf(sql, sizeof(sql),
+				 "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+				 " SELECT g, d, sha256(g || d) FROM (SELECT"
+				 "   convert_to('t' || floor(%d * random())::int, 'UTF8') g,"
+				 "   decode(repeat(md5(i::text), 8), 'hex') d"
+				 "   FROM generate_series(%ld, %ld) i) s",
+				 universe, from, from + chunk - 1 < storm_rows ? from + chunk - 1 : storm_rows);
+		PQclear(tl_exec(db, sql, 0, NULL));
+	}
+	if (have == 0)
+		PQclear(tl_exec(db, "VACUUM ANALYZE xip83.group_messages", 0, NULL));
+	floors = calloc((size_t) universe, sizeof(int64_t));
+	res = tl_exec(db, "SELECT substr(convert_from(group_id, 'UTF8'), 2)::int, max(id)"
+				  " FROM xip83.group_messages GROUP BY group_id", 0, NULL);
+	for (int r = 0; r < PQntuples(res); r++)
+		floors[atoi(PQgetvalue(res, r, 0))] = atoll(PQgetvalue(res, r, 1));
+	PQclear(res);
+	if (fresh_pct > 0)
+	{
+		/* rows the clients missed while away: 10 above the floor on PCT% of the topics */
+		snprintf(sql, sizeof(sql),
+				 "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+				 " SELECT g, d, sha256(g || d) FROM (SELECT convert_to('t' || k, 'UTF8') g,"
+				 "   decode(repeat(md5(k::text || '/' || i), 8), 'hex') d"
+				 "   FROM generate_series(0, %d) k, generate_series(1, 10) i"
+				 "   WHERE k %% %d = 0) s", universe - 1, (int) (100 / fresh_pct));
+		PQclear(tl_exec(db, sql, 0, NULL));
+	}
+	printf("storm: %ld rows over %d topics stored%s\n", have ? have : storm_rows, universe,
+		   fresh_pct > 0 ? ", 10 new rows above the floors on every topic k % N = 0" : "");
+}
+
+/* The rows owed to the streams: each stream's topics' rows above their floors. */
+static int64_t
+StormOwed(PGconn *db, const Call *calls)
+{
+	int64_t    *fresh = calloc((size_t) universe, sizeof(int64_t));
+	int64_t		owed = 0;
+	PGresult   *res = tl_exec(db, "SELECT substr(convert_from(group_id, 'UTF8'), 2)::int, id"
+							  " FROM xip83.group_messages WHERE id > (SELECT max(id) FROM"
+							  " xip83.group_messages) - 1000000", 0, NULL);
+
+	for (int r = 0; r < PQntuples(res); r++)
+	{
+		int			k = atoi(PQgetvalue(res, r, 0));
+
+		fresh[k] += atoll(PQgetvalue(res, r, 1)) > floors[k];
+	}
+	PQclear(res);
+	for (int i = 0; i < n_streams; i++)
+		for (int t = 0; t < n_topics; t++)
+		{
+			bool		dup = false;
+
+			for (int j = 0; j < t; j++)
+				dup |= calls[i].topics[j] == calls[i].topics[t];
+			owed += dup ? 0 : fresh[calls[i].topics[t]];
+		}
+	free(fresh);
+	return owed;
+}
+
+/* One node-style worker: catch-ups i = w, w + P, ... on its own connection. */
+typedef struct NodeWorker
+{
+	PGconn	   *conn;
+	const Call *calls;
+	int			w;
+	int64_t		rows;
+	int64_t		queries;
+} NodeWorker;
+
+#define NODE_CHUNK 256
+#define NODE_LIMIT 64
+#define NODE_LIMIT_S "64"
+
+static void *
+NodeCatchups(void *arg)
+{
+	NodeWorker *nw = arg;
+	TlBuf		keys = {0},
+				fl = {0};
+	int64_t    *at = malloc(sizeof(int64_t) * (size_t) n_topics);
+	int		   *todo = malloc(sizeof(int) * (size_t) n_topics);
+
+	for (int i = nw->w; i < n_streams; i += pool)
+	{
+		const Call *c = &nw->calls[i];
+		PGresult   *res = tl_exec(nw->conn, "EXECUTE node_ceiling", 0, NULL);
+		char	   *ceiling = strdup(PQgetvalue(res, 0, 0));
+		int			n_todo = n_topics;
+
+		PQclear(res);
+		for (int t = 0; t < n_topics; t++)
+		{
+			todo[t] = t;
+			at[t] = floors[c->topics[t]];
+		}
+		/* topics whose chunk came back full go round again from their last id */
+		while (n_todo > 0)
+		{
+			int			n_next = 0;
+
+			for (int from = 0; from < n_todo; from += NODE_CHUNK)
+			{
+				int			to = from + NODE_CHUNK < n_todo ? from + NODE_CHUNK : n_todo;
+				int			got[NODE_CHUNK] = {0};
+				const char *params[3];
+
+				keys.len = fl.len = 0;
+				for (int j = from; j < to; j++)
+				{
+					char		name[16];
+
+					/* a bytea element in hex: "\\x74..." in the array literal */
+					snprintf(name, sizeof(name), "t%d", c->topics[todo[j]]);
+					tl_buf_add(&keys, "%s\"\\\\x", j == from ? "{" : ",");
+					for (const char *p = name; *p; p++)
+						tl_buf_add(&keys, "%02x", (unsigned char) *p);
+					tl_buf_add(&keys, "\"");
+					tl_buf_add(&fl, "%s%lld", j == from ? "{" : ",", (long long) at[todo[j]]);
+				}
+				tl_buf_add(&keys, "}");
+				tl_buf_add(&fl, "}");
+				params[0] = keys.s;
+				params[1] = fl.s;
+				params[2] = ceiling;
+				res = PQexecPrepared(nw->conn, "node_scan", 3, params, NULL, NULL, 1);
+				if (PQresultStatus(res) != PGRES_TUPLES_OK)
+					tl_fatal("node-style catch-up: %s", PQerrorMessage(nw->conn));
+				nw->queries++;
+				for (int r = 0; r < PQntuples(res); r++)
+				{
+					int			o;
+					uint64_t	id;
+
+					memcpy(&o, PQgetvalue(res, r, PQnfields(res) - 1), 4);
+					memcpy(&id, PQgetvalue(res, r, 0), 8);
+					o = (int) ntohl((uint32_t) o) - 1;
+					got[o]++;
+					at[todo[from + o]] = (int64_t) be64toh(id);
+				}
+				nw->rows += PQntuples(res);
+				PQclear(res);
+				for (int j = from; j < to; j++)
+					if (got[j - from] == NODE_LIMIT)
+						todo[n_next++] = todo[j];
+			}
+			n_todo = n_next;
+		}
+		free(ceiling);
+	}
+	free(keys.s);
+	free(fl.s);
+	free(at);
+	free(todo);
+	return NULL;
+}
+
+/* The same catch-ups as the streams' waves, done the way the v3 node does them. */
+static void
+NodeStyle(PGconn *db, const Call *calls, double storm_ms, double storm_db_cpu, const char *cs)
+{
+	NodeWorker *nw = calloc((size_t) pool, sizeof(NodeWorker));
+	pthread_t  *th = calloc((size_t) pool, sizeof(pthread_t));
+	double		cpu0,
+				t0,
+				ms,
+				cpu;
+	int64_t		rows = 0,
+				queries = 0;
+
+	for (int w = 0; w < pool; w++)
+	{
+		nw[w].conn = tl_connect();
+		nw[w].calls = calls;
+		nw[w].w = w;
+		PQclear(tl_exec(nw[w].conn, "PREPARE node_ceiling AS SELECT max(id) FROM xip83.group_messages",
+						0, NULL));
+		PQclear(tl_exec(nw[w].conn, "PREPARE node_scan(bytea[], bigint[], bigint) AS"
+						" SELECT m.*, w.ord::int FROM unnest($1, $2) WITH ORDINALITY AS w(topic, floor, ord)"
+						" CROSS JOIN LATERAL (SELECT * FROM xip83.group_messages m"
+						"   WHERE m.group_id = w.topic AND m.id > w.floor AND m.id <= $3"
+						"   ORDER BY m.id LIMIT " NODE_LIMIT_S ") m", 0, NULL));
+	}
+	cpu0 = DbCpu(db);
+	t0 = NowMs(CLOCK_MONOTONIC);
+	for (int w = 0; w < pool; w++)
+		pthread_create(&th[w], NULL, NodeCatchups, &nw[w]);
+	for (int w = 0; w < pool; w++)
+	{
+		pthread_join(th[w], NULL);
+		rows += nw[w].rows;
+		queries += nw[w].queries;
+	}
+	ms = NowMs(CLOCK_MONOTONIC) - t0;
+	cpu = DbCpu(db) - cpu0;
+	for (int w = 0; w < pool; w++)
+		PQfinish(nw[w].conn);
+	printf("node-style: %d catch-ups on %d connections (LATERAL LIMIT %d, chunks of %d):"
+		   " %lld queries, %lld rows, %.0f ms, database CPU %.2f s\n", n_streams, pool, NODE_LIMIT,
+		   NODE_CHUNK, (long long) queries, (long long) rows, ms, cpu);
+	printf("gateway storm / node-style: time %.2f, database CPU %.2f\n", storm_ms / ms,
+		   storm_db_cpu / cpu);
+	tl_result("bench_gateway", "%s,storm=node", "storm_ms", ms, "ms", cs);
+	tl_result("bench_gateway", "%s,storm=node", "storm_db_cpu_s", cpu, "s", cs);
+	tl_result("bench_gateway", "%s", "storm_time_ratio", storm_ms / ms, "", cs);
+	tl_result("bench_gateway", "%s", "storm_db_cpu_ratio", storm_db_cpu / cpu, "", cs);
+	free(nw);
+	free(th);
 }
 
 /* ------------------------------------------------------------ main */
@@ -449,7 +755,9 @@ main(int argc, char **argv)
 		{"streams", required_argument, NULL, 's'}, {"conns", required_argument, NULL, 'c'},
 		{"topics", required_argument, NULL, 't'}, {"universe", required_argument, NULL, 'u'},
 		{"rate", required_argument, NULL, 'r'}, {"seconds", required_argument, NULL, 'S'},
-		{"pool", required_argument, NULL, 'p'}, {NULL, 0, NULL, 0}
+		{"pool", required_argument, NULL, 'p'}, {"storm", no_argument, NULL, 'X'},
+		{"rows", required_argument, NULL, 'R'}, {"fresh", required_argument, NULL, 'F'},
+		{NULL, 0, NULL, 0}
 	};
 	nghttp2_session_callbacks *cb;
 	Conn	   *conns;
@@ -462,6 +770,7 @@ main(int argc, char **argv)
 				t_open,
 				cpu0,
 				cpu1,
+				db_cpu0,
 				wall;
 	long		rss;
 	int64_t		dbconns,
@@ -480,18 +789,28 @@ main(int argc, char **argv)
 			case 'r': rate = atoi(optarg); break;
 			case 'S': seconds = atoi(optarg); break;
 			case 'p': pool = atoi(optarg); break;
+			case 'X': storm = true; break;
+			case 'R': storm_rows = atol(optarg); break;
+			case 'F': fresh_pct = atof(optarg); break;
 			default: tl_fatal("bad option");
 		}
 	signal(SIGPIPE, SIG_IGN);
 	db = tl_connect();
+	/* the rows are stored before the gateway starts: its feed begins at their end */
+	if (storm)
+		StormLoad(db);
 	port = StartGateway();
 	snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_streams, n_conns, n_topics, pool);
+	if (storm)
+		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",rows=%ld,fresh=%g", storm_rows, fresh_pct);
 	nghttp2_session_callbacks_new(&cb);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, OnData);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, OnClose);
 	ep = epoll_create1(0);
 	conns = calloc((size_t) n_conns, sizeof(Conn));
 	calls = calloc((size_t) n_streams, sizeof(Call));
+	db_cpu0 = storm ? DbCpu(db) : 0;
+	cpu0 = GatewayCpu();
 	t0 = NowMs(CLOCK_MONOTONIC);
 	for (int i = 0; i < n_conns; i++)
 	{
@@ -536,12 +855,16 @@ main(int argc, char **argv)
 		};
 		nghttp2_data_provider dp;
 
+		c->topics = calloc((size_t) n_topics, sizeof(int));
 		for (int t = 0; t < n_topics; t++)
 		{
 			xmtp__mls__api__v1__subscribe_request__v1__mutate__subscription__init(&subs[t]);
+			c->topics[t] = (int) (rand_r(&seed) % (unsigned) universe);
+			/* the storm's streams come back at the last ids they were sent */
+			subs[t].id_cursor = floors ? (uint64_t) floors[c->topics[t]] : 0;
 			/* kind byte 0x00, then the group id "t<k>" */
 			names[t][0] = 0;
-			len = (size_t) snprintf(names[t] + 1, 31, "t%d", (int) (rand_r(&seed) % (unsigned) universe));
+			len = (size_t) snprintf(names[t] + 1, 31, "t%d", c->topics[t]);
 			subs[t].topic.data = (uint8_t *) names[t];
 			subs[t].topic.len = len + 1;
 			ps[t] = &subs[t];
@@ -586,6 +909,24 @@ main(int argc, char **argv)
 	tl_result("bench_gateway", "%s", "open_ms", t_open, "ms", cs);
 	tl_result("bench_gateway", "%s", "rss_mb", rss / 1024.0, "MB", cs);
 	tl_result("bench_gateway", "%s", "db_connections", (double) dbconns, "", cs);
+	if (storm)
+	{
+		double		db_cpu = DbCpu(db) - db_cpu0;
+		double		gw_cpu = GatewayCpu() - cpu0;
+		int64_t		owed = StormOwed(db, calls);
+
+		printf("storm: every CatchupComplete in %.0f ms; database CPU %.2f s, gateway CPU %.2f s;"
+			   " %lld rows owed above the floors, %lld received\n", t_open, db_cpu, gw_cpu,
+			   (long long) owed, (long long) received);
+		tl_result("bench_gateway", "%s,storm=gateway", "storm_ms", t_open, "ms", cs);
+		tl_result("bench_gateway", "%s,storm=gateway", "storm_db_cpu_s", db_cpu, "s", cs);
+		tl_result("bench_gateway", "%s,storm=gateway", "storm_gateway_cpu_s", gw_cpu, "s", cs);
+		kill(gw_pid, SIGTERM);
+		waitpid(gw_pid, NULL, 0);
+		NodeStyle(db, calls, t_open, db_cpu, cs);
+		PQfinish(db);
+		return received == owed && caught_up == n_streams ? 0 : 1;
+	}
 
 	/* live: rows on random topics; each row is owed to every stream holding its topic */
 	received = 0;
