@@ -202,7 +202,7 @@ $standby->start;
 $standby->poll_query_until('postgres', "SELECT xip83.group_ceiling() > $START", 't')
   or die 'the restarted standby never learned the horizons';
 ok(standby_summary_ready('xip83.group_messages'),
-	'a 1 kB summary (128 buckets for 5,040 topics) becomes ready on the standby');
+	'a 1 kB summary (16 blocks of 7 slots for 5,040 topics) becomes ready on the standby');
 
 # writers on the primary while randomized waves run on the standby
 my $write = $primary->basedir . '/write.sql';

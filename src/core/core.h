@@ -458,16 +458,25 @@ extern bool RecentStatsOf(const RegistryDb *db, int64 low[3], int64 used[3]);
  * a row above floor F?" for every topic of the feed, whatever its age, in a
  * fixed size (xip83.summary_memory per feed and kind).
  *
- * A max-sketch. Each key (RecentKey: a topic, and an originator for
- * envelopes) hashes to two buckets in one cache line, and a bucket holds at
- * least the highest position written to any key hashing there. A key has no
- * row above F when either of its buckets is at or below F: every row of the
- * key raised both. Collisions only raise buckets, so a summary smaller than
- * the topics answers "may" more often and never "no" wrongly.
- *
+ * A table of keys (RecentKey: a topic, and an originator for envelopes)
+ * with their highest position, in blocks of one cache line that never give a
+ * slot back, so a wave's "no" is exact for every key that found a slot. A
+ * key's block has 7 slots, each a tag (16 bits of the key) and a position,
+ * claimed in order, and an overflow word. A writer raises the first slot
+ * with its tag, or claims the first empty one; when the 7 hold other tags it
+ * raises the overflow word instead. A key has no row above F when its slot
+ * holds F or less, or when it has no slot and the block is not full (slots
+ * fill in order and stay: a key noted before the question has its slot, or
+ * found all 7 taken, and they still are), or, block full, the overflow word
+ * is at or below F. Keys sharing a block and tag share a slot, and a full
+ * block answers with its overflow: both only raise the answer, so a summary
+ * smaller than the topics answers "may" more often and never "no" wrongly.
+ * A position above SUMMARY_POSITION_MAX is kept as that value, which means
+ * "any position".
+
  * Invariant, once READY: every row the feed holds, visible to a snapshot
- * taken before the question, raised its key's buckets to its position. Two
- * paths keep it. Writers (positions.c) raise the buckets with an atomic max
+ * taken before the question, raised its key's slot (or the overflow) to its
+ * position. Two paths keep it. Writers (positions.c) raise it with an atomic max
  * where they note recent writes, before the row can be seen, from the
  * moment a feed is loaded; and after each load (server start, crash
  * restart, entry reuse) or committed TRUNCATE (SummaryReset, which empties
@@ -505,7 +514,12 @@ typedef enum SummaryState
 	SUMMARY_RESETTING = 3		/* being emptied */
 } SummaryState;
 
-#define SUMMARY_BUCKETS_PER_BLOCK 8
+/* Words per block: SUMMARY_SLOTS slots, then the overflow word. */
+#define SUMMARY_WORDS_PER_BLOCK 8
+#define SUMMARY_SLOTS 7
+#define SUMMARY_TAG_SHIFT 48
+/* The highest position a slot holds; it stands for every higher one. */
+#define SUMMARY_POSITION_MAX ((UINT64CONST(1) << SUMMARY_TAG_SHIFT) - 1)
 
 /* kB per feed and kind (PGC_POSTMASTER, src/sql/xip83.c); 0: no summaries. */
 extern int	xip83_summary_kb;
@@ -518,23 +532,20 @@ extern bool SummaryReady(void);
 /* The summary of a feed and kind, NULL when there are none. */
 extern Summary *SummaryOf(const RegistryDb *db, PositionKind kind);
 
-/* A key's block of buckets, of nblocks: multiply-shift, any count. */
+/* A key's block, of nblocks: multiply-shift, any count. */
 static inline uint64
 SummaryBlock(uint32 key, uint64 nblocks)
 {
 	return ((uint64) key * nblocks) >> 32;
 }
 
-/* A key's two distinct buckets in its block, from bits the block did not use. */
-static inline void
-SummaryBuckets(uint32 key, int *i1, int *i2)
+/* A key's slot tag, never 0 (an empty slot), in place above the position. */
+static inline uint64
+SummaryTag(uint32 key)
 {
-	uint32		h = key * 0x2545f491u;
+	uint32		t = (key * 0x2545f491u) >> 16;
 
-	*i1 = (int) (h >> 29);
-	*i2 = (int) ((h >> 26) & 7);
-	if (*i2 == *i1)
-		*i2 ^= 1;
+	return (uint64) (t != 0 ? t : 1) << SUMMARY_TAG_SHIFT;
 }
 
 /* Writer: a row of the key at position is about to be written (before it can be seen). */
@@ -569,7 +580,7 @@ extern bool SummaryStandbyOff(const Summary *s);
 typedef struct SummaryAsk
 {
 	const Summary *summary;
-	const pg_atomic_uint64 *buckets;
+	const pg_atomic_uint64 *blocks;	/* nblocks * SUMMARY_WORDS_PER_BLOCK */
 	uint64		nblocks;
 	uint64		word;			/* the state word at the start */
 	uint64		covered;		/* the covered position at the start */
@@ -587,25 +598,38 @@ SummaryAskCovers(const SummaryAsk *ask, int64 ceiling)
 	return ceiling <= 0 || ask->covered >= (uint64) ceiling;
 }
 
-/* False only when the key has no row above floor (see the invariant above). */
+/* False only when the key has no row above floor (see the model above). */
 static inline bool
 SummaryAskMay(const SummaryAsk *ask, uint32 key, uint64 floor)
 {
-	const pg_atomic_uint64 *block = &ask->buckets[SummaryBlock(key, ask->nblocks) *
-												  SUMMARY_BUCKETS_PER_BLOCK];
-	int			i1,
-				i2;
+	const pg_atomic_uint64 *block = &ask->blocks[SummaryBlock(key, ask->nblocks) *
+												 SUMMARY_WORDS_PER_BLOCK];
+	uint64		tag = SummaryTag(key);
+	uint64		mine = 0;
+	bool		full = true;
 
-	SummaryBuckets(key, &i1, &i2);
-	return pg_atomic_read_u64((pg_atomic_uint64 *) &block[i1]) > floor &&
-		pg_atomic_read_u64((pg_atomic_uint64 *) &block[i2]) > floor;
+	/*
+	 * One slot has the tag, or none, so OR picks it without a branch per
+	 * slot; a reset racing a writer may leave two, and their OR is still at
+	 * least each one.
+	 */
+	for (int i = 0; i < SUMMARY_SLOTS; i++)
+	{
+		uint64		w = pg_atomic_read_u64((pg_atomic_uint64 *) &block[i]);
+
+		mine |= (w & ~SUMMARY_POSITION_MAX) == tag ? w : 0;
+		full &= w != 0;
+	}
+	if (mine != 0)
+		return (mine & SUMMARY_POSITION_MAX) > Min(floor, SUMMARY_POSITION_MAX - 1);
+	return full && pg_atomic_read_u64((pg_atomic_uint64 *) &block[SUMMARY_SLOTS]) > floor;
 }
 
 static pg_attribute_always_inline void
 SummaryAskPrefetch(const SummaryAsk *ask, uint32 key)
 {
 #ifdef __GNUC__
-	__builtin_prefetch(&ask->buckets[SummaryBlock(key, ask->nblocks) * SUMMARY_BUCKETS_PER_BLOCK]);
+	__builtin_prefetch(&ask->blocks[SummaryBlock(key, ask->nblocks) * SUMMARY_WORDS_PER_BLOCK]);
 #endif
 }
 

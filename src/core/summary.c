@@ -2,14 +2,15 @@
  * summary.c: the topic summary of each feed and kind (core.h has the model).
  *
  * Layout: per registry entry and kind one Summary header and an array of
- * blocks, 64 bytes (one cache line) each, of 8 buckets. A key's block is
- * chosen by multiply-shift over the block count (any count, no power of two),
- * and its two buckets in that block by the top bits of a second multiply of
- * the key: a writer touches one cache line, a reader loads one.
+ * blocks, 64 bytes (one cache line) each: 7 slots and the overflow word
+ * (core.h). A key's block is chosen by multiply-shift over the block count
+ * (any count, no power of two): a writer touches one cache line, a reader
+ * loads one. A slot is a tag and a position in one word, so a claim and each
+ * raise are one compare-and-swap, and a reader sees a slot whole.
  *
  * The state word is gen << 2 | state. Only a reset writes zeros, and it first
  * moves the word to (gen + 1, RESETTING), so a reader that began on READY and
- * finds the word unchanged afterwards read no zeroed bucket; a pass starts
+ * finds the word unchanged afterwards read no zeroed slot; a pass starts
  * only from EMPTY (after the zeros) and ends READY only if the word still
  * names its own pass.
  */
@@ -34,7 +35,7 @@ struct Summary
 	pg_atomic_uint64 covered;	/* highest position vouched for (core.h), 0 when none */
 	pg_atomic_uint32 standby_off;	/* 1: this standby cannot follow it (core.h) */
 	uint64		nblocks;
-	pg_atomic_uint64 *buckets;	/* nblocks * SUMMARY_BUCKETS_PER_BLOCK */
+	pg_atomic_uint64 *blocks;	/* nblocks * SUMMARY_WORDS_PER_BLOCK */
 };
 
 static Summary *Summaries = NULL;	/* RegistryEntries() * 3 */
@@ -59,7 +60,7 @@ SummaryShmemSize(void)
 	if (NSummaries() == 0)
 		return 0;
 	size = MAXALIGN(mul_size(sizeof(Summary), NSummaries()));
-	/* room to align the buckets on a cache line */
+	/* room to align the blocks on a cache line */
 	size = add_size(size, SUMMARY_BLOCK_BYTES);
 	return add_size(size, mul_size(mul_size(BlocksPer(), SUMMARY_BLOCK_BYTES), NSummaries()));
 }
@@ -72,16 +73,16 @@ SummaryShmemRequest(void)
 }
 
 /*
- * Creates or attaches the summaries (AddinShmemInitLock held). Buckets are
- * not zeroed here: the segment is new and zero, and a value too high only
- * makes answers coarser. An entry's load empties them (SummaryReset).
+ * Creates or attaches the summaries (AddinShmemInitLock held). Blocks are
+ * not zeroed here: the segment is new and zero, and an entry's load empties
+ * them (SummaryReset) before the summary can answer.
  */
 void
 SummaryShmemInit(void)
 {
 	bool		found;
 	char	   *p;
-	char	   *buckets;
+	char	   *blocks;
 
 	if (NSummaries() == 0)
 		return;
@@ -89,7 +90,7 @@ SummaryShmemInit(void)
 	Summaries = (Summary *) p;
 	if (found)
 		return;
-	buckets = (char *) TYPEALIGN(SUMMARY_BLOCK_BYTES, p + MAXALIGN(sizeof(Summary) * NSummaries()));
+	blocks = (char *) TYPEALIGN(SUMMARY_BLOCK_BYTES, p + MAXALIGN(sizeof(Summary) * NSummaries()));
 	for (int i = 0; i < NSummaries(); i++)
 	{
 		Summary    *s = &Summaries[i];
@@ -101,7 +102,7 @@ SummaryShmemInit(void)
 		pg_atomic_init_u64(&s->covered, 0);
 		pg_atomic_init_u32(&s->standby_off, 0);
 		s->nblocks = BlocksPer();
-		s->buckets = (pg_atomic_uint64 *) (buckets + (Size) i * BlocksPer() * SUMMARY_BLOCK_BYTES);
+		s->blocks = (pg_atomic_uint64 *) (blocks + (Size) i * BlocksPer() * SUMMARY_BLOCK_BYTES);
 	}
 }
 
@@ -119,28 +120,44 @@ SummaryOf(const RegistryDb *db, PositionKind kind)
 	return &Summaries[(db - Reg->dbs) * 3 + (int) kind];
 }
 
-/* Raises a bucket to at least v. */
+/* Raises a word to at least v; a slot's tag stays as it is (v carries it). */
 static inline void
-BucketMax(pg_atomic_uint64 *b, uint64 v)
+WordMax(pg_atomic_uint64 *w, uint64 v)
 {
-	uint64		cur = pg_atomic_read_u64(b);
+	uint64		cur = pg_atomic_read_u64(w);
 
 	while (cur < v)
-		if (pg_atomic_compare_exchange_u64(b, &cur, v))
+		if (pg_atomic_compare_exchange_u64(w, &cur, v))
 			break;
 }
 
 void
 SummaryNote(Summary *s, uint32 key, uint64 position)
 {
-	pg_atomic_uint64 *block = &s->buckets[SummaryBlock(key, s->nblocks) * SUMMARY_BUCKETS_PER_BLOCK];
-	int			i1,
-				i2;
+	pg_atomic_uint64 *block = &s->blocks[SummaryBlock(key, s->nblocks) * SUMMARY_WORDS_PER_BLOCK];
+	uint64		tag = SummaryTag(key);
+	uint64		v = tag | Min(position, SUMMARY_POSITION_MAX);
 
-	SummaryBuckets(key, &i1, &i2);
-	/* a compare-and-swap is a full barrier: both are stored before the row is inserted */
-	BucketMax(&block[i1], position);
-	BucketMax(&block[i2], position);
+	/*
+	 * A compare-and-swap is a full barrier: the slot is stored before the row
+	 * is inserted. The first slot with the tag, or the first empty one: a
+	 * failed claim rereads the slot, so no empty slot is ever passed, and a
+	 * tag has at most one slot.
+	 */
+	for (int i = 0; i < SUMMARY_SLOTS; i++)
+	{
+		uint64		cur = pg_atomic_read_u64(&block[i]);
+
+		while (cur == 0)
+			if (pg_atomic_compare_exchange_u64(&block[i], &cur, v))
+				return;
+		if ((cur & ~SUMMARY_POSITION_MAX) == tag)
+		{
+			WordMax(&block[i], v);
+			return;
+		}
+	}
+	WordMax(&block[SUMMARY_SLOTS], position);
 }
 
 SummaryState
@@ -177,8 +194,8 @@ SummaryReset(Summary *s)
 			break;
 	}
 	pg_atomic_write_u64(&s->covered, 0);
-	for (uint64 i = 0; i < s->nblocks * SUMMARY_BUCKETS_PER_BLOCK; i++)
-		pg_atomic_write_u64(&s->buckets[i], 0);
+	for (uint64 i = 0; i < s->nblocks * SUMMARY_WORDS_PER_BLOCK; i++)
+		pg_atomic_write_u64(&s->blocks[i], 0);
 	pg_atomic_write_u64(&s->scanned, 0);
 	pg_write_barrier();
 	/* cppcheck-suppress badBitmaskCheck ; the state is named even where it is 0 */
@@ -228,7 +245,7 @@ SummaryPassEnd(Summary *s, uint64 gen, bool done, uint64 covered)
 	bool		ok;
 
 	/*
-	 * Every bucket the pass raised, and what it covers, are stored before
+	 * Every slot the pass raised, and what it covers, are stored before
 	 * the state says so. A pass that lost to a reset may leave its covered
 	 * behind on the emptied summary: the next pass writes its own before
 	 * READY, and nothing reads it before.
@@ -246,7 +263,7 @@ SummaryPassEnd(Summary *s, uint64 gen, bool done, uint64 covered)
 void
 SummaryAdvance(Summary *s, uint64 gen, uint64 covered)
 {
-	/* the buckets raised up to it are stored before it says so */
+	/* the slots raised up to it are stored before it says so */
 	pg_write_barrier();
 	if (pg_atomic_read_u64(&s->word) == (gen << 2 | SUMMARY_READY) &&
 		pg_atomic_read_u64(&s->covered) < covered)
@@ -280,9 +297,9 @@ SummaryAskBegin(const Summary *s, SummaryAsk *ask)
 	ask->summary = s;
 	ask->word = pg_atomic_read_u64((pg_atomic_uint64 *) &s->word);
 	ask->covered = pg_atomic_read_u64((pg_atomic_uint64 *) &s->covered);
-	ask->buckets = s->buckets;
+	ask->blocks = s->blocks;
 	ask->nblocks = s->nblocks;
-	/* the buckets are read after the state and the covered position that vouch for them */
+	/* the slots are read after the state and the covered position that vouch for them */
 	pg_read_barrier();
 	return (ask->word & 3) == SUMMARY_READY;
 }

@@ -13,7 +13,7 @@
  *      CONCURRENTLY does), so that each row not yet committed was written
  *      by a transaction that noted it;
  *   2. takes one snapshot and reads every leaf's heap with it, raising the
- *      buckets of each row's key to its position. One snapshot for all
+ *      slot of each row's key to its position. One snapshot for all
  *      leaves: a row moved by an UPDATE between two reads is seen in
  *      exactly one place, and a row attached as a partition after the list
  *      of leaves was taken was noted by the attaching transaction;
@@ -24,7 +24,7 @@
  * later. The worker leaves when no summary of its database has wanted a
  * pass for a few seconds, or when its database is dropped.
  *
- * On a hot standby nothing writes, so nothing would raise the buckets for
+ * On a hot standby nothing writes, so nothing would raise the summary for
  * the rows replay brings after a pass's snapshot. There the worker builds
  * the summaries of the v3 kinds (group, welcome) and follows replay:
  *   1. waits for every transaction the standby knows to be running to end,
@@ -175,7 +175,7 @@ LeafColumnsOf(Relation rel, PositionKind kind, LeafColumns *c)
 	return true;
 }
 
-/* Raises the buckets of one row's key to its position. */
+/* Raises the slot of one row's key to its position. */
 static void
 NoteSlot(Summary *s, TupleTableSlot *slot, const LeafColumns *c)
 {

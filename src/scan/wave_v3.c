@@ -140,6 +140,8 @@ AdmitTopic(void *arg, int stream)
 
 /* Listings walked and asked about at a time, on the stack. */
 #define ASK_CHUNK 256
+/* Questions whose lines are loaded ahead of the one asked. */
+#define ASK_AHEAD 16
 
 /* The recent-writes key of a topic element, read in place. */
 static inline uint32
@@ -161,6 +163,21 @@ ElementKey(Datum element)
 	}
 	topic = DatumGetByteaPP(element);
 	return RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0);
+}
+
+/*
+ * Starts loading what the question about a key will read, ASK_AHEAD
+ * questions before it: enough to overlap the misses, few enough that the
+ * loads do not queue behind each other. The summary rules out nearly every
+ * caught-up topic, so when there is one the table's line is left alone.
+ */
+static pg_attribute_always_inline void
+AskPrefetch(const RecentAsk *recent, const SummaryAsk *summary, uint32 key)
+{
+	if (summary != NULL)
+		SummaryAskPrefetch(summary, key);
+	else if (recent != NULL)
+		RecentAskPrefetch(recent, key);
 }
 
 /* Marks listing i of topics->n read: allocates *read with the first. */
@@ -219,19 +236,19 @@ ChooseListings(const RecentTable *recent, const SummaryAsk *summary, const ArgAr
 			if (floor >= ceiling)
 				continue;
 			chunk_keys[n] = ElementKey(chunk_topics[i - start]);
+			if (n < ASK_AHEAD)
+				AskPrefetch(recent != NULL ? &ask : NULL, summary, chunk_keys[n]);
 			chunk_floors[n] = floor;
 			chunk_listing[n++] = i;
-			if (recent != NULL)
-				RecentAskPrefetch(&ask, chunk_keys[n - 1]);
-			if (summary != NULL)
-				SummaryAskPrefetch(summary, chunk_keys[n - 1]);
 		}
 		for (int j = 0; j < n; j++)
 		{
+			if (j + ASK_AHEAD < n)
+				AskPrefetch(recent != NULL ? &ask : NULL, summary, chunk_keys[j + ASK_AHEAD]);
 			/* below position 0 neither answers: read; either one's "no" suffices */
 			if (chunk_floors[j] < 0 ||
-				((recent == NULL || RecentAskMay(&ask, chunk_keys[j], (uint64) chunk_floors[j])) &&
-				 (summary == NULL || SummaryAskMay(summary, chunk_keys[j], (uint64) chunk_floors[j]))))
+				((summary == NULL || SummaryAskMay(summary, chunk_keys[j], (uint64) chunk_floors[j])) &&
+				 (recent == NULL || RecentAskMay(&ask, chunk_keys[j], (uint64) chunk_floors[j]))))
 				MarkRead(read, topics->n, chunk_listing[j], &count);
 		}
 	}

@@ -188,11 +188,12 @@ _PG_init(void)
 
 	DefineCustomIntVariable("xip83.summary_memory",
 							"Memory of each feed's topic summary per kind, which lets waves skip idle topics.",
-							"Each topic (per originator for envelopes) raises two 8-byte buckets in one "
-							"64-byte block to its highest position; a wave skips a topic when one of its "
-							"buckets is at or below its floor. Allocated for every feed entry and kind "
-							"(xip83.max_databases + xip83.max_tracked_tables, times 3). More topics than "
-							"about a quarter of the buckets make answers coarser, never wrong. 0: none.",
+							"Each topic (per originator for envelopes) keeps its highest position in a "
+							"slot of a 64-byte block of 7 slots, or the block's overflow word when they "
+							"are taken; a wave skips a topic whose slot is at or below its floor. "
+							"Allocated for every feed entry and kind (xip83.max_databases + "
+							"xip83.max_tracked_tables, times 3). More topics than about 6 per block (100,000 "
+							"per MB) make answers coarser, never wrong. 0: none.",
 							&xip83_summary_kb,
 							1024, 0, 64 * 1024 * 1024,
 							PGC_POSTMASTER, GUC_UNIT_KB,

@@ -26,6 +26,9 @@
  * moves with the disk less than throughput does, but not apart from it: a
  * slower run groups fewer commits into a flush, so each row costs more.
  * Printed only where /proc shows the server.
+ *
+ * XIP83_BENCH_SUMMARY_KB=n restarts the server with xip83.summary_memory = n
+ * kB first (0: no topic summary), to compare the writers with and without it.
  */
 #include "testlib.h"
 #include "nodes.h"
@@ -342,6 +345,27 @@ PairChosen(int p)
 	return only == NULL || *only == '\0' || strstr(only, names[p]) != NULL;
 }
 
+/*
+ * With XIP83_BENCH_SUMMARY_KB set, restarts the server with that
+ * xip83.summary_memory first (0: no topic summary), to see what the summary
+ * costs the writers; returns the connection to use.
+ */
+static PGconn *
+WithSummaryMemory(PGconn *conn)
+{
+	const char *kb = getenv("XIP83_BENCH_SUMMARY_KB");
+	char		args[128];
+
+	if (kb == NULL || *kb == '\0')
+		return conn;
+	PQfinish(conn);
+	/* -o every time: a bare restart would reuse the previous start's options */
+	snprintf(args, sizeof(args), "restart -m fast -o '-c xip83.summary_memory=%d'", atoi(kb));
+	tl_pgctl(args);
+	printf("xip83.summary_memory = %d kB\n", atoi(kb));
+	return tl_connect();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -364,6 +388,7 @@ main(int argc, char **argv)
 
 	if (seconds <= 0 || rounds < 1 || rounds > MAX_ROUNDS)
 		tl_fatal("usage: bench_node_writers [seconds per run [rounds (1-%d)]]", MAX_ROUNDS);
+	conn = WithSummaryMemory(conn);
 	FindPostmaster(conn);
 	node = nodes_setup(conn, NODE_UNTRACKED);
 	own = nodes_setup(conn, NODE_OWN);

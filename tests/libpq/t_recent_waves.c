@@ -21,7 +21,7 @@
  * each start, with floors from before the restart (so that the recent-writes
  * tables, empty then, leave the skip to it), after rows moved, deleted and
  * written again, a TRUNCATE, a crash in the middle of its pass, and with the
- * summary far smaller than the topics (1kB: 128 buckets) and off.
+ * summary far smaller than the topics (1kB: 16 blocks of 7 slots) and off.
  */
 #include "testlib.h"
 
@@ -622,7 +622,7 @@ main(void)
 	CheckExact(c, "positions far apart");
 
 	/*
-	 * A summary far smaller than the topics (128 buckets for thousands of
+	 * A summary far smaller than the topics (16 blocks of 7 slots for thousands of
 	 * (topic, originator)s): coarser answers, the same rows; then none.
 	 */
 	Exec(c, "SELECT take_seen(), take_seen_env()");
