@@ -51,7 +51,13 @@ xip83_session_fail(Xip83Session *s, const char *code, const char *fmt,...)
 void
 xip83_session_on_row(void *arg, const Xip83FeedRow *row)
 {
-	Xip83Session *s = arg;
+	xip83_session_on_packed_row(arg, row, NULL, 0);
+}
+
+void
+xip83_session_on_packed_row(Xip83Session *s, const Xip83FeedRow *row,
+							const unsigned char *packed, size_t packed_len)
+{
 	Xip83Msg	m = {0};
 	Xip83Topic *t;
 	Xip83Wave  *w;
@@ -66,6 +72,8 @@ xip83_session_on_row(void *arg, const Xip83FeedRow *row)
 	m.topic = row->topic;
 	m.topic_len = row->topic_len;
 	m.v3 = row->v3;
+	m.packed = row->v3 ? packed : NULL;
+	m.packed_len = packed_len;
 	if (row->v3 == NULL)
 	{
 		m.envelope = row->data;
