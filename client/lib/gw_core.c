@@ -166,9 +166,10 @@ RouteRow(void *arg, const Xip83FeedRow *row)
 		packed = PackOnce(gw, row->v3, &packed_len);
 	for (size_t i = 0; i < subs->n; i++)
 	{
-		GwStream   *st = subs->subs[i];
+		GwStream   *st = subs->subs[i].sub;
 
-		xip83_session_on_packed_row(st->s, row, packed, packed_len);
+		/* the stream's own entry of the topic: no lookup in its table */
+		xip83_session_on_topic_row(st->s, subs->subs[i].topic, row, packed, packed_len);
 		if (st->dirty)
 			continue;
 		if (gw->n_dirty == gw->cap_dirty)
@@ -329,14 +330,14 @@ SeamDone(void *arg, uint64_t ticket)
 /* ------------------------------------------------------------ streams */
 
 static void
-TopicWatch(void *arg, const unsigned char *t, size_t len, bool added)
+TopicWatch(void *arg, Xip83Topic *t, bool added)
 {
 	GwStream   *st = arg;
 	GwRouter   *r = &st->gw->routers[st->s->opt.d14n];
 
 	if (!added)
-		gw_router_del(r, t, len, st);
-	else if (!gw_router_add(r, t, len, st))
+		gw_router_del(r, t->bytes, t->len, st);
+	else if (!gw_router_add(r, t->bytes, t->len, st, t))
 		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
 }
 

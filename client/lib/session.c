@@ -51,21 +51,22 @@ xip83_session_fail(Xip83Session *s, const char *code, const char *fmt,...)
 void
 xip83_session_on_row(void *arg, const Xip83FeedRow *row)
 {
-	xip83_session_on_packed_row(arg, row, NULL, 0);
+	Xip83Session *s = arg;
+	Xip83Topic *t = xip83_topics_get(&s->topics, row->topic, row->topic_len);
+
+	if (t != NULL)
+		xip83_session_on_topic_row(s, t, row, NULL, 0);
 }
 
 void
-xip83_session_on_packed_row(Xip83Session *s, const Xip83FeedRow *row,
-							const unsigned char *packed, size_t packed_len)
+xip83_session_on_topic_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
+						   const unsigned char *packed, size_t packed_len)
 {
 	Xip83Msg	m = {0};
-	Xip83Topic *t;
 	Xip83Wave  *w;
 	Xip83Line  *l;
 
 	if (s->failed)
-		return;
-	if ((t = xip83_topics_get(&s->topics, row->topic, row->topic_len)) == NULL)
 		return;
 	m.node = row->v3 ? row->v3->kind : row->originator_node_id;
 	m.position = row->position;
