@@ -46,8 +46,18 @@ typedef struct H2Chunk
 	struct H2Chunk *next;
 	size_t		len;
 	size_t		off;			/* bytes already handed to nghttp2 */
+	bool		small;			/* room for H2_CHUNK_SMALL bytes: reused (Xip83H2Server.spare) */
 	unsigned char data[];
 } H2Chunk;
+
+/*
+ * Messages up to this size (prefix included) go in chunks of this room,
+ * kept for reuse when written: a live delivery is one small message per
+ * stream, hundreds of thousands a second, and malloc's fast bins full of
+ * them made each larger allocation (libpq's results) sort them first.
+ */
+#define H2_CHUNK_SMALL 512
+#define H2_CHUNK_SPARE 16384	/* spare chunks kept at most */
 
 typedef struct H2Conn H2Conn;
 
@@ -112,6 +122,8 @@ struct Xip83H2Server
 	size_t		n_conns;
 	size_t		n_streams;
 	size_t		pending;
+	H2Chunk    *spare;			/* written small chunks, for reuse */
+	size_t		n_spare;
 	const Xip83GrpcMethod **methods;
 	size_t		n_methods;
 	Xip83Timers timers;
@@ -134,6 +146,7 @@ extern void h2_conn_goaway(H2Conn *c);
 extern void h2_stream_callbacks(nghttp2_session_callbacks *cb);
 extern void h2_stream_free(Xip83H2Stream *s, bool cancelled);
 extern void h2_stream_notify(H2Conn *c);
+extern void h2_chunk_free(Xip83H2Server *srv, H2Chunk *c);
 
 /* h2_tls.c */
 extern SSL_CTX *h2_tls_context(const char *cert_file, const char *key_file, char *err, size_t errlen);

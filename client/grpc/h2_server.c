@@ -86,6 +86,13 @@ xip83_h2_server_free(Xip83H2Server *srv)
 		close(srv->epfd);
 	if (srv->wakefd >= 0)
 		close(srv->wakefd);
+	while (srv->spare)
+	{
+		H2Chunk    *c = srv->spare;
+
+		srv->spare = c->next;
+		free(c);
+	}
 	SSL_CTX_free(srv->tls);
 	nghttp2_session_callbacks_del(srv->callbacks);
 	nghttp2_option_del(srv->option);

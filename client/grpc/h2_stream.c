@@ -80,7 +80,7 @@ QueueTake(Xip83H2Stream *s, uint8_t *buf, size_t len)
 			s->head = c->next;
 			if (s->head == NULL)
 				s->tail = NULL;
-			free(c);
+			h2_chunk_free(srv, c);
 		}
 	}
 	s->pending -= n;
@@ -507,7 +507,7 @@ h2_stream_free(Xip83H2Stream *s, bool cancelled)
 	{
 		H2Chunk    *next = s->head->next;
 
-		free(s->head);
+		h2_chunk_free(c->srv, s->head);
 		s->head = next;
 	}
 	c->srv->pending -= s->pending;
@@ -536,6 +536,37 @@ h2_stream_notify(H2Conn *c)
 	free(ids);
 }
 
+void
+h2_chunk_free(Xip83H2Server *srv, H2Chunk *c)
+{
+	if (c->small && srv->n_spare < H2_CHUNK_SPARE)
+	{
+		c->next = srv->spare;
+		srv->spare = c;
+		srv->n_spare++;
+	}
+	else
+		free(c);
+}
+
+/* A chunk for a message of len bytes with its prefix: a spare one when it is small. */
+static H2Chunk *
+ChunkNew(Xip83H2Server *srv, size_t len)
+{
+	bool		small = XIP83_GRPC_PREFIX + len <= H2_CHUNK_SMALL;
+	H2Chunk    *c = srv->spare;
+
+	if (small && c != NULL)
+	{
+		srv->spare = c->next;
+		srv->n_spare--;
+	}
+	else if ((c = malloc(sizeof(*c) + (small ? H2_CHUNK_SMALL : XIP83_GRPC_PREFIX + len))) == NULL)
+		return NULL;
+	c->small = small;
+	return c;
+}
+
 /* ---------------------------------------------------------------- API */
 
 bool
@@ -545,8 +576,7 @@ xip83_h2_send(Xip83H2Stream *s, const void *msg, size_t len)
 
 	if (s->finishing || len > UINT32_MAX)
 		return false;
-	c = malloc(sizeof(*c) + XIP83_GRPC_PREFIX + len);
-	if (c == NULL)
+	if ((c = ChunkNew(s->conn->srv, len)) == NULL)
 		return false;
 	c->next = NULL;
 	c->len = XIP83_GRPC_PREFIX + len;

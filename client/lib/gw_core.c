@@ -21,6 +21,8 @@
 
 /* The feed is stepped at least this often (its offline polls, its silence deadline). */
 #define FEED_TICK_MS 50
+/* A live batch's buffer larger than this is freed once flushed. */
+#define LIVE_KEEP 4096
 /* Tries of the feed's start, 100 ms apart. */
 #define START_TRIES 100
 
@@ -98,6 +100,9 @@ gw_check(GwStream *st)
 		return;
 	if (!s->failed && st->dirty && !xip83_batch_flush(&s->out, &s->live))
 		xip83_session_fail(s, "CANCELLED", "the client went away");
+	/* a burst grew it: 100,000 idle streams do not each keep a large buffer */
+	if (s->live.cap > LIVE_KEEP)
+		xip83_batch_free(&s->live);
 	st->dirty = false;
 	if (!s->failed && s->out.failed)
 		xip83_session_fail(s, "CANCELLED", "the client went away");
@@ -125,20 +130,46 @@ gw_flush_dirty(Xip83Gateway *gw)
 
 /* ------------------------------------------------------------ the feed */
 
+/*
+ * A v3 row packed once for all the streams it goes to (each copies the bytes
+ * into its batch); NULL when out of memory: each packs it then.
+ */
+static const unsigned char *
+PackOnce(Xip83Gateway *gw, const Xip83V3Row *row, size_t *len)
+{
+	*len = xip83_v3_pack(row, NULL);
+	if (gw->cap_packed < *len)
+	{
+		unsigned char *p = realloc(gw->packed, *len);
+
+		if (p == NULL)
+			return NULL;
+		gw->packed = p;
+		gw->cap_packed = *len;
+	}
+	xip83_v3_pack(row, gw->packed);
+	return gw->packed;
+}
+
 static void
 RouteRow(void *arg, const Xip83FeedRow *row)
 {
 	Xip83Gateway *gw = arg;
 	const GwSubs *subs = gw_router_get(&gw->routers[row->kind == XIP83_FEED_ENVELOPE],
 									   row->topic, row->topic_len);
+	const unsigned char *packed = NULL;
+	size_t		packed_len = 0;
 
 	if (subs == NULL)
 		return;
+	if (row->v3 != NULL && subs->n > 1)
+		packed = PackOnce(gw, row->v3, &packed_len);
 	for (size_t i = 0; i < subs->n; i++)
 	{
-		GwStream   *st = subs->subs[i];
+		GwStream   *st = subs->subs[i].sub;
 
-		xip83_session_on_row(st->s, row);
+		/* the stream's own entry of the topic: no lookup in its table */
+		xip83_session_on_topic_row(st->s, subs->subs[i].topic, row, packed, packed_len);
 		if (st->dirty)
 			continue;
 		if (gw->n_dirty == gw->cap_dirty)
@@ -299,14 +330,14 @@ SeamDone(void *arg, uint64_t ticket)
 /* ------------------------------------------------------------ streams */
 
 static void
-TopicWatch(void *arg, const unsigned char *t, size_t len, bool added)
+TopicWatch(void *arg, Xip83Topic *t, bool added)
 {
 	GwStream   *st = arg;
 	GwRouter   *r = &st->gw->routers[st->s->opt.d14n];
 
 	if (!added)
-		gw_router_del(r, t, len, st);
-	else if (!gw_router_add(r, t, len, st))
+		gw_router_del(r, t->bytes, t->len, st);
+	else if (!gw_router_add(r, t->bytes, t->len, st, t))
 		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
 }
 
@@ -628,6 +659,7 @@ xip83_gateway_free(Xip83Gateway *gw)
 	for (int b = 0; b < 2; b++)
 		gw_router_free(&gw->routers[b]);
 	free(gw->dirty);
+	free(gw->packed);
 	free(gw->seam_waiters);
 	free(gw);
 }

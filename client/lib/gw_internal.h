@@ -71,6 +71,8 @@ struct Xip83Gateway
 	GwStream  **dirty;
 	size_t		n_dirty;
 	size_t		cap_dirty;
+	unsigned char *packed;		/* the feed row being routed, encoded once */
+	size_t		cap_packed;
 	bool		draining;
 	Xip83GrpcMethod methods[XIP83_GATEWAY_METHODS];
 	Xip83GatewayStats stats;	/* the counters; the gauges are computed when asked */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 bool
-gw_router_add(GwRouter *r, const unsigned char *t, size_t len, void *sub)
+gw_router_add(GwRouter *r, const unsigned char *t, size_t len, void *sub, Xip83Topic *topic)
 {
 	Xip83Topic *e = xip83_topics_put(&r->topics, t, len);
 	GwSubs	   *s;
@@ -22,7 +22,7 @@ gw_router_add(GwRouter *r, const unsigned char *t, size_t len, void *sub)
 	if (s->n == s->cap)
 	{
 		size_t		cap = s->cap ? s->cap * 2 : 2;
-		void	  **subs = realloc(s->subs, cap * sizeof(void *));
+		GwSub	   *subs = realloc(s->subs, cap * sizeof(*subs));
 
 		if (subs == NULL)
 		{
@@ -37,7 +37,8 @@ gw_router_add(GwRouter *r, const unsigned char *t, size_t len, void *sub)
 		s->subs = subs;
 		s->cap = cap;
 	}
-	s->subs[s->n++] = sub;
+	s->subs[s->n].sub = sub;
+	s->subs[s->n++].topic = topic;
 	r->subscriptions++;
 	return true;
 }
@@ -51,7 +52,7 @@ gw_router_del(GwRouter *r, const unsigned char *t, size_t len, const void *sub)
 	if (s == NULL)
 		return;
 	for (size_t i = 0; i < s->n; i++)
-		if (s->subs[i] == sub)
+		if (s->subs[i].sub == sub)
 		{
 			/* order among a topic's subscribers does not matter */
 			s->subs[i] = s->subs[--s->n];

@@ -19,15 +19,23 @@ typedef struct GwRouter
 	size_t		subscriptions;	/* (topic, subscriber) pairs */
 } GwRouter;
 
+/* A subscriber, and its own entry of the topic (the subscriber's topic table's). */
+typedef struct GwSub
+{
+	void	   *sub;
+	Xip83Topic *topic;
+} GwSub;
+
 typedef struct GwSubs
 {
-	void	  **subs;
+	GwSub	   *subs;
 	size_t		n;
 	size_t		cap;
 } GwSubs;
 
 /* Adds sub to the topic's subscribers; false when out of memory. */
-extern bool gw_router_add(GwRouter *r, const unsigned char *t, size_t len, void *sub);
+extern bool gw_router_add(GwRouter *r, const unsigned char *t, size_t len, void *sub,
+						  Xip83Topic *topic);
 /* Removes sub from the topic's subscribers (the topic goes with its last one). */
 extern void gw_router_del(GwRouter *r, const unsigned char *t, size_t len, const void *sub);
 /* The topic's subscribers, or NULL when nobody holds it. */

@@ -52,20 +52,29 @@ void
 xip83_session_on_row(void *arg, const Xip83FeedRow *row)
 {
 	Xip83Session *s = arg;
+	Xip83Topic *t = xip83_topics_get(&s->topics, row->topic, row->topic_len);
+
+	if (t != NULL)
+		xip83_session_on_topic_row(s, t, row, NULL, 0);
+}
+
+void
+xip83_session_on_topic_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
+						   const unsigned char *packed, size_t packed_len)
+{
 	Xip83Msg	m = {0};
-	Xip83Topic *t;
 	Xip83Wave  *w;
 	Xip83Line  *l;
 
 	if (s->failed)
-		return;
-	if ((t = xip83_topics_get(&s->topics, row->topic, row->topic_len)) == NULL)
 		return;
 	m.node = row->v3 ? row->v3->kind : row->originator_node_id;
 	m.position = row->position;
 	m.topic = row->topic;
 	m.topic_len = row->topic_len;
 	m.v3 = row->v3;
+	m.packed = row->v3 ? packed : NULL;
+	m.packed_len = packed_len;
 	if (row->v3 == NULL)
 	{
 		m.envelope = row->data;

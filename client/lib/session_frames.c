@@ -146,12 +146,9 @@ xip83_send_pong(Xip83Out *out, uint64_t nonce)
 	return SendNonce(out, true, nonce);
 }
 
-/*
- * A row as a GroupMessage or WelcomeMessage: packed into out, or only sized
- * when out is NULL (rows are packed straight into the frame being built).
- */
-static size_t
-PackRow(const Xip83V3Row *r, unsigned char *out)
+/* Rows are packed straight into the frame being built: sized first, then packed. */
+size_t
+xip83_v3_pack(const Xip83V3Row *r, unsigned char *out)
 {
 	if (r->kind == XIP83_V3_GROUP)
 	{
@@ -210,7 +207,8 @@ bool
 xip83_batch_add(Xip83Out *out, Xip83Batch *b, const Xip83Msg *m)
 {
 	/* d14n envelopes go as stored: a message field and a bytes field share the wire format */
-	size_t		len = m->v3 != NULL ? PackRow(m->v3, NULL) : m->envelope_len;
+	size_t		len = m->packed != NULL ? m->packed_len
+		: m->v3 != NULL ? xip83_v3_pack(m->v3, NULL) : m->envelope_len;
 	size_t		need = 1 + 10 + len;
 
 	if (b->count > 0 && b->len + need + FRAME_OVERHEAD > XIP83_MAX_FRAME
@@ -218,7 +216,8 @@ xip83_batch_add(Xip83Out *out, Xip83Batch *b, const Xip83Msg *m)
 		return false;
 	if (b->cap - b->len < need)
 	{
-		size_t		cap = b->cap ? b->cap : 65536;
+		/* small at first: a live batch per stream, of 100,000 streams, mostly holds a row or two */
+		size_t		cap = b->cap ? b->cap : 512;
 		unsigned char *nb;
 
 		while (cap - b->len < need)
@@ -231,8 +230,10 @@ xip83_batch_add(Xip83Out *out, Xip83Batch *b, const Xip83Msg *m)
 	/* Messages.group_messages = 1, welcome_messages = 2; Envelopes.envelopes = 1 */
 	b->buf[b->len++] = m->v3 != NULL && m->v3->kind == XIP83_V3_WELCOME ? 0x12 : 0x0a;
 	b->len += xip83_varint_put(b->buf + b->len, len);
-	if (m->v3 != NULL)
-		PackRow(m->v3, b->buf + b->len);
+	if (m->packed != NULL)
+		memcpy(b->buf + b->len, m->packed, len);
+	else if (m->v3 != NULL)
+		xip83_v3_pack(m->v3, b->buf + b->len);
 	else if (len > 0)
 		memcpy(b->buf + b->len, m->envelope, len);
 	b->len += len;
@@ -244,6 +245,7 @@ bool
 xip83_batch_flush(Xip83Out *out, Xip83Batch *b)
 {
 	unsigned char *frame;
+	unsigned char local[1024];	/* a live frame of a row or two: no allocation */
 	size_t		body = b->len;
 	size_t		n = 0;
 	unsigned char tail[11];
@@ -259,7 +261,8 @@ xip83_batch_flush(Xip83Out *out, Xip83Batch *b)
 		tail_len = 1 + xip83_varint_put(tail + 1, b->mutate_id);
 	}
 	body += tail_len;
-	if ((frame = malloc(body + FRAME_OVERHEAD)) == NULL)
+	frame = body + FRAME_OVERHEAD <= sizeof(local) ? local : malloc(body + FRAME_OVERHEAD);
+	if (frame == NULL)
 		return false;
 	/* SubscribeResponse.v1 = 1 { V1.messages (d14n: envelopes) = 1 { ... } } */
 	{
@@ -278,7 +281,8 @@ xip83_batch_flush(Xip83Out *out, Xip83Batch *b)
 	memcpy(frame + n, tail, tail_len);
 	n += tail_len;
 	ok = Send(out, frame, n);
-	free(frame);
+	if (frame != local)
+		free(frame);
 	b->len = 0;
 	b->count = 0;
 	return ok;

@@ -27,6 +27,13 @@ typedef struct Xip83Msg
 	const Xip83V3Row *v3;		/* v3: every column; d14n: NULL */
 	const unsigned char *envelope;	/* d14n: the stored originator_envelope */
 	size_t		envelope_len;
+	/*
+	 * v3: the row already packed (xip83_v3_pack) by a caller that hands one
+	 * row to many batches, so it is encoded once; NULL: packed from v3.
+	 * Valid for the call only.
+	 */
+	const unsigned char *packed;
+	size_t		packed_len;
 } Xip83Msg;
 
 #define XIP83_MAX_FRAME (2 * 1024 * 1024)
@@ -58,6 +65,11 @@ typedef struct Xip83Batch
 
 extern int64_t xip83_now_ms(void);
 
+/*
+ * A v3 row as the GroupMessage or WelcomeMessage a Messages frame carries:
+ * packed into out, or only sized when out is NULL. Returns its length.
+ */
+extern size_t xip83_v3_pack(const Xip83V3Row *row, unsigned char *out);
 /* Appends a message; flushes first when the frame would grow past the limit. */
 extern bool xip83_batch_add(Xip83Out *out, Xip83Batch *batch, const Xip83Msg *msg);
 /* Sends the batch as one delivery frame tagged batch->mutate_id, if it holds rows. */

@@ -173,6 +173,13 @@ extern void xip83_session_free(Xip83Session *s);
 /* The feed's callbacks (the feed's arg is the session). */
 extern void xip83_session_on_row(void *arg, const Xip83FeedRow *row);
 extern void xip83_session_on_status(void *arg, const char *status, const char *detail);
+/*
+ * A row of the feed for a caller that hands one row to many sessions: t is
+ * the row's topic in the session's table (looked up by the caller's own
+ * index), packed the v3 message already packed (xip83_v3_pack) or NULL.
+ */
+extern void xip83_session_on_topic_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
+									   const unsigned char *packed, size_t packed_len);
 /* One whole SubscribeRequest from the client; false after a stream error. */
 extern bool xip83_session_request(Xip83Session *s, const unsigned char *msg, size_t len);
 /* A decoded Mutate (removes, then the wave of its adds); false after a stream error. */

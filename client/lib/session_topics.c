@@ -87,7 +87,7 @@ xip83_topics_put(Xip83Topics *set, const unsigned char *t, size_t len)
 	set->count++;
 	set->bytes += len;
 	if (set->watch)
-		set->watch(set->watch_arg, t, len, true);
+		set->watch(set->watch_arg, e, true);
 	return e;
 }
 
@@ -107,7 +107,7 @@ xip83_topics_del(Xip83Topics *set, const unsigned char *t, size_t len)
 		return;
 	*p = e->next;
 	if (set->watch)
-		set->watch(set->watch_arg, e->bytes, e->len, false);
+		set->watch(set->watch_arg, e, false);
 	set->bytes -= e->len + sizeof(Xip83Line) * (size_t) e->n_lines;
 	FreeLines(e);
 	free(e);
@@ -122,7 +122,7 @@ xip83_topics_free(Xip83Topics *set)
 		{
 			next = e->next;
 			if (set->watch)
-				set->watch(set->watch_arg, e->bytes, e->len, false);
+				set->watch(set->watch_arg, e, false);
 			FreeLines(e);
 			free(e);
 		}

@@ -50,8 +50,11 @@ typedef struct Xip83Topics
 	size_t		n_slots;
 	size_t		count;
 	size_t		bytes;			/* identifiers and lines held: what adds cost in memory */
-	/* told of every topic entering (added) or leaving the set (may be NULL) */
-	void		(*watch) (void *arg, const unsigned char *t, size_t len, bool added);
+	/*
+	 * Told of every topic entering (added) or leaving the set (may be NULL).
+	 * An entry keeps its address from the one call to the other.
+	 */
+	void		(*watch) (void *arg, Xip83Topic *topic, bool added);
 	void	   *watch_arg;
 } Xip83Topics;
 

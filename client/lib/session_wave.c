@@ -488,6 +488,7 @@ xip83_wave_fold(Xip83Session *s, Xip83Wave *w, const Xip83Msg *m)
 	f->mem = p;
 	f->size = size;
 	f->msg = *m;
+	f->msg.packed = NULL;		/* the caller's buffer: packed again from the kept columns */
 	f->msg.topic = Keep(&p, m->topic, m->topic_len);
 	f->msg.envelope = Keep(&p, m->envelope, m->envelope_len);
 	if (r != NULL)

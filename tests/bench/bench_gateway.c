@@ -3,7 +3,7 @@
  * of many streams on one gateway process.
  *
  *   bench_gateway [--streams N] [--conns C] [--topics T] [--universe K]
- *                 [--rate R] [--seconds S] [--pool P]
+ *                 [--rate R] [--seconds S] [--pool P] [--compare M]
  *                 [--storm [--rows R] [--fresh PCT]]
  *
  * Starts build/xip83-gateway (XIP83_GATEWAY) on the database of PGDATABASE,
@@ -15,8 +15,13 @@
  * latency from the insert to the frame's arrival. Prints: time to open and
  * catch up every stream, the gateway's RSS and its database connections
  * (pg_stat_activity) with them open, rows expected and received, latency
- * p50/p99, and the gateway's CPU during the live phase. Keepalive Pings are
- * answered.
+ * p50/p99, and the gateway's CPU during the live phase (and the client's:
+ * the figures are the gateway's only while the client is not saturated).
+ * With --compare M the live phase runs first with M streams open, then again
+ * once all N are (the others join from the newest id: nothing to replay), and
+ * the ratio of the gateway's CPU per second in the two is printed: what the
+ * fan-out to N streams costs beyond M at the same rows/s. Keepalive Pings
+ * are answered.
  *
  * --storm: a reconnect storm over stored rows instead of the live phase. R
  * rows (1,000,000) are loaded over the K topics first; every stream's Mutate
@@ -90,7 +95,9 @@ static int	n_streams = 10000,
 			universe = 10000,
 			rate = 2000,
 			seconds = 10,
-			pool = 4;
+			pool = 4,
+			compare = 0;
+static int	n_open;				/* streams submitted so far */
 static bool storm;
 static long storm_rows = 1000000;
 static double fresh_pct;
@@ -141,13 +148,107 @@ Pong(Call *c, uint64_t nonce)
 	nghttp2_session_resume_data(c->conn->h2, c->id);
 }
 
+/* A varint at p: the byte after it, or NULL past end. */
+static const unsigned char *
+Varint(const unsigned char *p, const unsigned char *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; p < end && shift < 64; shift += 7)
+	{
+		*v |= (uint64_t) (*p & 0x7f) << shift;
+		if (!(*p++ & 0x80))
+			return p;
+	}
+	return NULL;
+}
+
+/* The body of length-delimited field num in [p, end), the first one; false when absent. */
+static bool
+Field(const unsigned char *p, const unsigned char *end, uint64_t num, const unsigned char **body,
+	  size_t *len)
+{
+	uint64_t	key,
+				v;
+
+	while (p != NULL && p < end && (p = Varint(p, end, &key)) != NULL)
+	{
+		switch (key & 7)
+		{
+			case 0:
+				p = Varint(p, end, &v);
+				break;
+			case 1:
+				p += 8;
+				break;
+			case 5:
+				p += 4;
+				break;
+			case 2:
+				if ((p = Varint(p, end, &v)) == NULL || v > (uint64_t) (end - p))
+					return false;
+				if (key >> 3 == num)
+				{
+					*body = p;
+					*len = (size_t) v;
+					return true;
+				}
+				p += v;
+				break;
+			default:
+				return false;
+		}
+	}
+	return false;
+}
+
+/*
+ * A live Messages frame read at the wire level, without unpacking it into
+ * objects: at 200,000 deliveries/s the client's own parsing would be what
+ * is measured. False when the frame is something else.
+ */
+static bool
+LiveMessages(const unsigned char *msg, size_t len, double now)
+{
+	const unsigned char *v1,
+			   *m,
+			   *end;
+	size_t		v1_len,
+				m_len;
+
+	if (!Field(msg, msg + len, 1, &v1, &v1_len) || !Field(v1, v1 + v1_len, 1, &m, &m_len))
+		return false;
+	for (end = m + m_len; Field(m, end, 1, &v1, &v1_len); m = v1 + v1_len)
+	{
+		const unsigned char *gv1,
+				   *data;
+		size_t		gv1_len,
+					data_len;
+		double		sent;
+
+		received++;
+		if (!measuring || !Field(v1, v1 + v1_len, 1, &gv1, &gv1_len)
+			|| !Field(gv1, gv1 + gv1_len, 4, &data, &data_len) || data_len < sizeof(double))
+			continue;
+		memcpy(&sent, data, sizeof(double));
+		if (n_lat == cap_lat)
+		{
+			cap_lat = cap_lat ? cap_lat * 2 : 65536;
+			lat = realloc(lat, cap_lat * sizeof(double));
+		}
+		lat[n_lat++] = now - sent;
+	}
+	return true;
+}
+
 static void
 Frame(Call *c, const unsigned char *msg, size_t len)
 {
-	Xmtp__Mls__Api__V1__SubscribeResponse *r =
-		xmtp__mls__api__v1__subscribe_response__unpack(NULL, len, msg);
 	double		now = NowMs(CLOCK_REALTIME);
+	Xmtp__Mls__Api__V1__SubscribeResponse *r;
 
+	if (LiveMessages(msg, len, now))
+		return;
+	r = xmtp__mls__api__v1__subscribe_response__unpack(NULL, len, msg);
 	if (r == NULL || r->v1 == NULL)
 		tl_fatal("a response that is not a SubscribeResponse");
 	switch (r->v1->response_case)
@@ -745,96 +846,22 @@ Loop(int ep, Conn *conns, double until_ms, bool (*done) (void))
 static bool
 AllCaughtUp(void)
 {
-	return caught_up + closed_calls >= n_streams;
+	return caught_up + closed_calls >= n_open;
 }
 
-int
-main(int argc, char **argv)
+/*
+ * Submits streams n_open..to-1: one v3 Subscribe each, with one Mutate adding
+ * T topics (drawn in order from seed 7, which LivePhase draws again) from
+ * id cursor `after`.
+ */
+static void
+SubmitStreams(Call *calls, Conn *conns, int to, int64_t after)
 {
-	static const struct option longopts[] = {
-		{"streams", required_argument, NULL, 's'}, {"conns", required_argument, NULL, 'c'},
-		{"topics", required_argument, NULL, 't'}, {"universe", required_argument, NULL, 'u'},
-		{"rate", required_argument, NULL, 'r'}, {"seconds", required_argument, NULL, 'S'},
-		{"pool", required_argument, NULL, 'p'}, {"storm", no_argument, NULL, 'X'},
-		{"rows", required_argument, NULL, 'R'}, {"fresh", required_argument, NULL, 'F'},
-		{NULL, 0, NULL, 0}
-	};
-	nghttp2_session_callbacks *cb;
-	Conn	   *conns;
-	Call	   *calls;
-	int			ep,
-				port,
-				o;
-	unsigned int seed = 7;
-	double		t0,
-				t_open,
-				cpu0,
-				cpu1,
-				db_cpu0,
-				wall;
-	long		rss;
-	int64_t		dbconns,
-				expected = 0;
-	PGconn	   *db;
-	pthread_t	writer;
-	char		cs[128];
+	static unsigned int seed = 7;
 
-	while ((o = getopt_long(argc, argv, "", longopts, NULL)) != -1)
-		switch (o)
-		{
-			case 's': n_streams = atoi(optarg); break;
-			case 'c': n_conns = atoi(optarg); break;
-			case 't': n_topics = atoi(optarg); break;
-			case 'u': universe = atoi(optarg); break;
-			case 'r': rate = atoi(optarg); break;
-			case 'S': seconds = atoi(optarg); break;
-			case 'p': pool = atoi(optarg); break;
-			case 'X': storm = true; break;
-			case 'R': storm_rows = atol(optarg); break;
-			case 'F': fresh_pct = atof(optarg); break;
-			default: tl_fatal("bad option");
-		}
-	signal(SIGPIPE, SIG_IGN);
-	db = tl_connect();
-	/* the rows are stored before the gateway starts: its feed begins at their end */
-	if (storm)
-		StormLoad(db);
-	port = StartGateway();
-	snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_streams, n_conns, n_topics, pool);
-	if (storm)
-		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",rows=%ld,fresh=%g", storm_rows, fresh_pct);
-	nghttp2_session_callbacks_new(&cb);
-	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, OnData);
-	nghttp2_session_callbacks_set_on_stream_close_callback(cb, OnClose);
-	ep = epoll_create1(0);
-	conns = calloc((size_t) n_conns, sizeof(Conn));
-	calls = calloc((size_t) n_streams, sizeof(Call));
-	db_cpu0 = storm ? DbCpu(db) : 0;
-	cpu0 = GatewayCpu();
-	t0 = NowMs(CLOCK_MONOTONIC);
-	for (int i = 0; i < n_conns; i++)
+	for (; n_open < to; n_open++)
 	{
-		Conn	   *k = &conns[i];
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-		nghttp2_settings_entry set[2] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
-		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
-		struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.ptr = k};
-		int			one = 1;
-
-		k->fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (connect(k->fd, (struct sockaddr *) &sa, sizeof(sa)) != 0)
-			tl_fatal("connect: %s", strerror(errno));
-		setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		fcntl(k->fd, F_SETFL, O_NONBLOCK);
-		nghttp2_session_client_new(&k->h2, cb, k);
-		nghttp2_submit_settings(k->h2, NGHTTP2_FLAG_NONE, set, 2);
-		nghttp2_session_set_local_window_size(k->h2, NGHTTP2_FLAG_NONE, 0, 64 << 20);
-		epoll_ctl(ep, EPOLL_CTL_ADD, k->fd, &ev);
-	}
-	for (int i = 0; i < n_streams; i++)
-	{
-		Call	   *c = &calls[i];
+		Call	   *c = &calls[n_open];
 		Xmtp__Mls__Api__V1__SubscribeRequest req = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__INIT;
 		Xmtp__Mls__Api__V1__SubscribeRequest__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__INIT;
 		Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate m =
@@ -861,7 +888,7 @@ main(int argc, char **argv)
 			xmtp__mls__api__v1__subscribe_request__v1__mutate__subscription__init(&subs[t]);
 			c->topics[t] = (int) (rand_r(&seed) % (unsigned) universe);
 			/* the storm's streams come back at the last ids they were sent */
-			subs[t].id_cursor = floors ? (uint64_t) floors[c->topics[t]] : 0;
+			subs[t].id_cursor = floors ? (uint64_t) floors[c->topics[t]] : (uint64_t) after;
 			/* kind byte 0x00, then the group id "t<k>" */
 			names[t][0] = 0;
 			len = (size_t) snprintf(names[t] + 1, 31, "t%d", c->topics[t]);
@@ -888,7 +915,7 @@ main(int argc, char **argv)
 		free(subs);
 		free(ps);
 		free(names);
-		c->conn = &conns[i % n_conns];
+		c->conn = &conns[n_open % n_conns];
 		dp.source.ptr = c;
 		dp.read_callback = ReadRequest;
 		c->id = nghttp2_submit_request(c->conn->h2, NULL, hdrs, 6, &dp, c);
@@ -897,6 +924,194 @@ main(int argc, char **argv)
 	}
 	for (int i = 0; i < n_conns; i++)
 		Flush(&conns[i]);
+}
+
+/*
+ * The live phase with the streams open so far: rows on random topics, each
+ * owed to every open stream holding its topic. Prints its figures; returns
+ * the gateway's CPU seconds per second, and *ok false when a row owed was
+ * not received once.
+ */
+static double
+LivePhase(int ep, Conn *conns, const char *cs, bool *ok)
+{
+	pthread_t	writer;
+	double		cpu0,
+				cpu1,
+				client0,
+				wall;
+	int64_t		expected = 0;
+
+	received = 0;
+	n_lat = 0;
+	measuring = true;
+	atomic_store(&written, 0);
+	atomic_store(&stop_writer, false);
+	cpu0 = GatewayCpu();
+	/* the client's own CPU, its writer thread's included */
+	client0 = NowMs(CLOCK_PROCESS_CPUTIME_ID);
+	wall = NowMs(CLOCK_MONOTONIC);
+	pthread_create(&writer, NULL, Writer, NULL);
+	Loop(ep, conns, wall + seconds * 1000.0, NULL);
+	atomic_store(&stop_writer, true);
+	pthread_join(writer, NULL);
+	Loop(ep, conns, NowMs(CLOCK_MONOTONIC) + 2000, NULL);
+	cpu1 = GatewayCpu();
+	client0 = (NowMs(CLOCK_PROCESS_CPUTIME_ID) - client0) / 1000;
+	wall = (NowMs(CLOCK_MONOTONIC) - wall) / 1000;
+	measuring = false;
+	{
+		/* how many open streams hold each topic: the rows owed */
+		int		   *holders = calloc((size_t) universe, sizeof(int));
+		unsigned int s2 = 7;
+		unsigned int s3 = 42;
+
+		for (int i = 0; i < n_open; i++)
+		{
+			int			seen[256];
+			int			n_seen = 0;
+
+			for (int t = 0; t < n_topics; t++)
+			{
+				int			k = (int) (rand_r(&s2) % (unsigned) universe);
+				bool		dup = false;
+
+				for (int j = 0; j < n_seen; j++)
+					dup |= seen[j] == k;
+				if (!dup)
+				{
+					holders[k]++;
+					if (n_seen < 256)
+						seen[n_seen++] = k;
+				}
+			}
+		}
+		for (long r = 0; r < atomic_load(&written); r++)
+			expected += holders[rand_r(&s3) % (unsigned) universe];
+		free(holders);
+	}
+	qsort(lat, n_lat, sizeof(double), Cmp);
+	printf("live with %d streams: %ld rows written at %d/s for %d s; %lld deliveries expected,"
+		   " %lld received\n", n_open, atomic_load(&written), rate, seconds, (long long) expected,
+		   (long long) received);
+	if (n_lat)
+		printf("insert -> frame read: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+			   lat[n_lat / 2], lat[(size_t) (n_lat * 0.99)], lat[n_lat - 1]);
+	printf("gateway CPU during the live phase: %.2f s over %.1f s (%.0f%% of a core, %.1f us per"
+		   " delivery); the client's %.0f%%\n", cpu1 - cpu0, wall, 100 * (cpu1 - cpu0) / wall,
+		   received ? (cpu1 - cpu0) * 1e6 / (double) received : 0.0, 100 * client0 / wall);
+	if (n_lat)
+	{
+		tl_result("bench_gateway", "%s,rate=%d", "live_p50_ms", lat[n_lat / 2], "ms", cs, rate);
+		tl_result("bench_gateway", "%s,rate=%d", "live_p99_ms", lat[(size_t) (n_lat * 0.99)], "ms", cs, rate);
+	}
+	tl_result("bench_gateway", "%s,rate=%d", "live_cpu_share", (cpu1 - cpu0) / wall, "", cs, rate);
+	*ok = received == expected;
+	return (cpu1 - cpu0) / wall;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"streams", required_argument, NULL, 's'}, {"conns", required_argument, NULL, 'c'},
+		{"topics", required_argument, NULL, 't'}, {"universe", required_argument, NULL, 'u'},
+		{"rate", required_argument, NULL, 'r'}, {"seconds", required_argument, NULL, 'S'},
+		{"pool", required_argument, NULL, 'p'}, {"compare", required_argument, NULL, 'C'},
+		{"storm", no_argument, NULL, 'X'}, {"rows", required_argument, NULL, 'R'},
+		{"fresh", required_argument, NULL, 'F'},
+		{NULL, 0, NULL, 0}
+	};
+	nghttp2_session_callbacks *cb;
+	Conn	   *conns;
+	Call	   *calls;
+	int			ep,
+				port,
+				o;
+	double		t0,
+				t_open,
+				few_cpu = 0,
+				cpu,
+				cpu0 = 0,
+				db_cpu0 = 0;
+	long		rss;
+	int64_t		dbconns;
+	PGconn	   *db;
+	char		cs[128];
+	bool		ok = true,
+				ok2;
+
+	while ((o = getopt_long(argc, argv, "", longopts, NULL)) != -1)
+		switch (o)
+		{
+			case 's': n_streams = atoi(optarg); break;
+			case 'c': n_conns = atoi(optarg); break;
+			case 't': n_topics = atoi(optarg); break;
+			case 'u': universe = atoi(optarg); break;
+			case 'r': rate = atoi(optarg); break;
+			case 'S': seconds = atoi(optarg); break;
+			case 'p': pool = atoi(optarg); break;
+			case 'C': compare = atoi(optarg); break;
+			case 'X': storm = true; break;
+			case 'R': storm_rows = atol(optarg); break;
+			case 'F': fresh_pct = atof(optarg); break;
+			default: tl_fatal("bad option");
+		}
+	if (compare >= n_streams || storm)
+		compare = 0;
+	signal(SIGPIPE, SIG_IGN);
+	db = tl_connect();
+	/* the rows are stored before the gateway starts: its feed begins at their end */
+	if (storm)
+		StormLoad(db);
+	port = StartGateway();
+	nghttp2_session_callbacks_new(&cb);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, OnData);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb, OnClose);
+	ep = epoll_create1(0);
+	conns = calloc((size_t) n_conns, sizeof(Conn));
+	calls = calloc((size_t) n_streams, sizeof(Call));
+	t0 = NowMs(CLOCK_MONOTONIC);
+	for (int i = 0; i < n_conns; i++)
+	{
+		Conn	   *k = &conns[i];
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		nghttp2_settings_entry set[2] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.ptr = k};
+		int			one = 1;
+
+		k->fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(k->fd, (struct sockaddr *) &sa, sizeof(sa)) != 0)
+			tl_fatal("connect: %s", strerror(errno));
+		setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		fcntl(k->fd, F_SETFL, O_NONBLOCK);
+		nghttp2_session_client_new(&k->h2, cb, k);
+		nghttp2_submit_settings(k->h2, NGHTTP2_FLAG_NONE, set, 2);
+		nghttp2_session_set_local_window_size(k->h2, NGHTTP2_FLAG_NONE, 0, 64 << 20);
+		epoll_ctl(ep, EPOLL_CTL_ADD, k->fd, &ev);
+	}
+	if (compare > 0)
+	{
+		/* the same rows/s with a few streams first; the others then join above the newest id */
+		SubmitStreams(calls, conns, compare, 0);
+		Loop(ep, conns, t0 + 300000, AllCaughtUp);
+		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_open, n_conns, n_topics, pool);
+		few_cpu = LivePhase(ep, conns, cs, &ok);
+		t0 = NowMs(CLOCK_MONOTONIC);
+		SubmitStreams(calls, conns, n_streams,
+					  tl_scalar(db, "SELECT coalesce(max(id), 0) FROM xip83.group_messages"));
+	}
+	else
+	{
+		db_cpu0 = storm ? DbCpu(db) : 0;
+		cpu0 = GatewayCpu();
+		SubmitStreams(calls, conns, n_streams, 0);
+	}
+	snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_streams, n_conns, n_topics, pool);
+	if (storm)
+		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",rows=%ld,fresh=%g", storm_rows, fresh_pct);
 	Loop(ep, conns, t0 + 300000, AllCaughtUp);
 	t_open = NowMs(CLOCK_MONOTONIC) - t0;
 	rss = GatewayRssKb();
@@ -928,64 +1143,16 @@ main(int argc, char **argv)
 		return received == owed && caught_up == n_streams ? 0 : 1;
 	}
 
-	/* live: rows on random topics; each row is owed to every stream holding its topic */
-	received = 0;
-	measuring = true;
-	cpu0 = GatewayCpu();
-	wall = NowMs(CLOCK_MONOTONIC);
-	pthread_create(&writer, NULL, Writer, NULL);
-	Loop(ep, conns, wall + seconds * 1000.0, NULL);
-	atomic_store(&stop_writer, true);
-	pthread_join(writer, NULL);
-	Loop(ep, conns, NowMs(CLOCK_MONOTONIC) + 2000, NULL);
-	cpu1 = GatewayCpu();
-	wall = NowMs(CLOCK_MONOTONIC) - wall;
+	cpu = LivePhase(ep, conns, cs, &ok2);
+	if (compare > 0)
 	{
-		/* how many streams hold each topic: the rows owed */
-		int		   *holders = calloc((size_t) universe, sizeof(int));
-		unsigned int s2 = 7;
-		unsigned int s3 = 42;
-
-		for (int i = 0; i < n_streams; i++)
-		{
-			int			seen[256];
-			int			n_seen = 0;
-
-			for (int t = 0; t < n_topics; t++)
-			{
-				int			k = (int) (rand_r(&s2) % (unsigned) universe);
-				bool		dup = false;
-
-				for (int j = 0; j < n_seen; j++)
-					dup |= seen[j] == k;
-				if (!dup)
-				{
-					holders[k]++;
-					if (n_seen < 256)
-						seen[n_seen++] = k;
-				}
-			}
-		}
-		for (long r = 0; r < atomic_load(&written); r++)
-			expected += holders[rand_r(&s3) % (unsigned) universe];
-		free(holders);
+		printf("gateway CPU per second of live phase, %d streams vs %d: %.2fx\n", n_streams, compare,
+			   few_cpu > 0 ? cpu / few_cpu : 0.0);
+		tl_result("bench_gateway", "%s,rate=%d,compare=%d", "live_cpu_ratio",
+				  few_cpu > 0 ? cpu / few_cpu : 0.0, "", cs, rate, compare);
 	}
-	qsort(lat, n_lat, sizeof(double), Cmp);
-	printf("live: %ld rows written at %d/s for %d s; %lld deliveries expected, %lld received\n",
-		   atomic_load(&written), rate, seconds, (long long) expected, (long long) received);
-	if (n_lat)
-		printf("insert -> frame read: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
-			   lat[n_lat / 2], lat[(size_t) (n_lat * 0.99)], lat[n_lat - 1]);
-	printf("gateway CPU during the live phase: %.2f s over %.1f s (%.0f%% of a core)\n",
-		   cpu1 - cpu0, wall / 1000, 100 * (cpu1 - cpu0) / (wall / 1000));
-	if (n_lat)
-	{
-		tl_result("bench_gateway", "%s,rate=%d", "live_p50_ms", lat[n_lat / 2], "ms", cs, rate);
-		tl_result("bench_gateway", "%s,rate=%d", "live_p99_ms", lat[(size_t) (n_lat * 0.99)], "ms", cs, rate);
-	}
-	tl_result("bench_gateway", "%s,rate=%d", "live_cpu_share", (cpu1 - cpu0) / (wall / 1000), "", cs, rate);
 	kill(gw_pid, SIGTERM);
 	waitpid(gw_pid, NULL, 0);
 	PQfinish(db);
-	return received == expected ? 0 : 1;
+	return ok && ok2 ? 0 : 1;
 }
