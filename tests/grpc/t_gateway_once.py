@@ -138,7 +138,14 @@ class Client:
                 # the resubscription carries the intent
                 self.dead_writes += 1
                 return
-            # as a real client would: this stream is given up, a new one carries the intent
+            # as a real client would: this stream is given up, a new one carries the intent.
+            # Kept because such a wait was traced to the client's side, not the gateway's:
+            # at the first one, the gateway held every stream open and healthy with nothing
+            # unread and nothing queued (stream receive windows at 1 MiB with under 300
+            # bytes unacknowledged, connection windows at 16 MiB, output empty, each
+            # connection read), and ss showed empty send and receive queues on both ends,
+            # most connections idle for 15 s: the request never reached the socket. The
+            # gateway's own side of this is t_gateway_dbdown.py, strict.
             self.stalls.append((time.monotonic(), self.n % CHANNELS, self.fresh))
             self.stalled = True
             call.cancel()
