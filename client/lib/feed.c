@@ -603,13 +603,35 @@ xip83_feed_start_at_horizon(Xip83Feed *f)
 	return true;
 }
 
+bool
+xip83_feed_woken(const Xip83Feed *f)
+{
+	return f->woken;
+}
+
+/* The notices libpq read during a fetch wake the next step. */
+static void
+NoteNoticesRead(Xip83Feed *f)
+{
+	if (f->conn != NULL && PQconsumeInput(f->conn) && DrainNotices(f))
+		f->woken = true;
+}
+
+static int
+FetchRound(Xip83Feed *f)
+{
+	int			rc = FeedFetchAll(f, true);
+
+	NoteNoticesRead(f);
+	return rc == -2 ? -1 : rc < 0 ? 0 : rc;
+}
+
 int
 xip83_feed_step(Xip83Feed *f, int timeout_ms)
 {
 	int64_t		now = NowMs();
 	int64_t		wait;
-	bool		fetch = false;
-	int			rc;
+	bool		fetch;
 
 	if (f->conn == NULL)
 	{
@@ -624,9 +646,12 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 			return 0;
 		}
 		/* catch up from the cursors; "back" waits for a LIVE notice */
-		rc = FeedFetchAll(f, true);
-		return rc == -2 ? -1 : rc < 0 ? 0 : rc;
+		return FetchRound(f);
 	}
+	fetch = f->woken;
+	f->woken = false;
+	if (fetch)
+		timeout_ms = 0;
 
 	/* sleep until a notice, the poll timer, or the silence deadline */
 	wait = timeout_ms;
@@ -672,8 +697,7 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 	if (f->in_recovery && !FollowPromotion(f))
 		return 0;
 	/* originators are learned from the server, never from a notice */
-	rc = FeedFetchAll(f, true);
-	return rc == -2 ? -1 : rc < 0 ? 0 : rc;
+	return FetchRound(f);
 }
 
 int
@@ -684,5 +708,6 @@ xip83_feed_fetch(Xip83Feed *f)
 	if (f->conn == NULL && !Connect(f))
 		return -1;
 	rc = FeedFetchAll(f, true);
+	NoteNoticesRead(f);
 	return rc >= 0 && f->fence_missed ? -1 : rc;
 }

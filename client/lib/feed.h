@@ -145,6 +145,12 @@ extern int	xip83_feed_originators(const Xip83Feed *feed, int32_t *nodes, int64_t
 /* Whether the feed currently hears LIVE notices. */
 extern bool xip83_feed_is_live(const Xip83Feed *feed);
 /*
+ * Whether notices arrived while the last step fetched: libpq read them off
+ * the socket then, so the socket no longer wakes an event loop for them; the
+ * caller steps again without waiting.
+ */
+extern bool xip83_feed_woken(const Xip83Feed *feed);
+/*
  * The socket to wait on for notices, or -1 while disconnected; it changes
  * when the feed reconnects. For callers with their own event loop, which call
  * xip83_feed_step with timeout 0 when it is readable and every poll_ms.

@@ -45,6 +45,7 @@ struct Xip83Feed
 	bool		live;			/* hearing LIVE notices */
 	bool		ever_live;		/* reported "live" once */
 	bool		offline_reported;
+	bool		woken;			/* notices came in during the last fetch */
 	uint64_t	epoch;			/* of the last notice, 0 before any */
 	int64_t		last_notice_ms; /* monotonic time of the last LIVE notice */
 	int64_t		last_poll_ms;	/* monotonic time of the last offline poll */

@@ -27,6 +27,7 @@
 #define START_TRIES 100
 
 static void FeedReady(void *arg, uint32_t events);
+static void FeedTick(void *arg);
 
 /* ------------------------------------------------------------ statuses */
 
@@ -205,6 +206,14 @@ FeedStatus(void *arg, const char *status, const char *detail)
 		}
 }
 
+/* Notices read during a fetch: the feed steps at the next loop turn, not the next tick. */
+static void
+WakeFeedIfNoticed(Xip83Gateway *gw)
+{
+	if (xip83_feed_woken(gw->feed))
+		(void) xip83_h2_timer_start(gw->srv, &gw->feed_timer, 0, FeedTick, gw);
+}
+
 /* One round of the feed, without waiting; then its socket is watched again. */
 static void
 FeedStep(Xip83Gateway *gw)
@@ -227,6 +236,7 @@ FeedStep(Xip83Gateway *gw)
 		gw->feed_watch.fd = -1;
 	if (fd >= 0)
 		(void) xip83_h2_watch(gw->srv, &gw->feed_watch, fd, EPOLLIN, FeedReady, gw);
+	WakeFeedIfNoticed(gw);
 }
 
 static void
@@ -240,8 +250,8 @@ FeedTick(void *arg)
 {
 	Xip83Gateway *gw = arg;
 
-	FeedStep(gw);
 	(void) xip83_h2_timer_start(gw->srv, &gw->feed_timer, FEED_TICK_MS, FeedTick, gw);
+	FeedStep(gw);
 }
 
 /* ------------------------------------------------------------ the seam */
@@ -262,6 +272,7 @@ SeamFetch(void *arg)
 	gw->seam_started++;
 	rc = xip83_feed_fetch(gw->feed);
 	gw_flush_dirty(gw);
+	WakeFeedIfNoticed(gw);
 	if (rc == -1)
 	{
 		/* the feed is reconnecting: the waves wait for a fetch that works */
