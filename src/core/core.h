@@ -504,6 +504,11 @@ extern bool RecentStatsOf(const RegistryDb *db, int64 low[3], int64 used[3]);
  * leaves recovery; a load of the feed on the primary resets it.
  */
 #define SUMMARY_COVERS_ALL PG_UINT64_MAX
+/*
+ * A standby's envelope summary: a horizon per originator, so what it vouches
+ * for is kept per originator line (SummaryLineCovered), not in one number.
+ */
+#define SUMMARY_COVERS_LINES (PG_UINT64_MAX - 1)
 typedef struct Summary Summary;
 
 typedef enum SummaryState
@@ -572,6 +577,13 @@ extern bool SummaryPassEnd(Summary *s, uint64 gen, bool done, uint64 covered);
  */
 extern void SummaryAdvance(Summary *s, uint64 gen, uint64 covered);
 extern uint64 SummaryCoveredOf(const Summary *s);
+/*
+ * Standby, envelopes: the sequence up to which the summary vouches for the
+ * rows of an originator line (0: none; zeroed when the line is made or
+ * given to another node). The follower sets it after raising those rows.
+ */
+extern void SummaryCoverLine(RegistryDb *db, int line, uint64 covered);
+extern uint64 SummaryLineCovered(RegistryDb *db, int line);
 /* A standby cannot follow this summary any more (replay of a TRUNCATE or drop). */
 extern void SummarySetStandbyOff(Summary *s);
 extern bool SummaryStandbyOff(const Summary *s);
@@ -635,10 +647,12 @@ SummaryAskPrefetch(const SummaryAsk *ask, uint32 key)
 
 /*
  * may[i] &&= the summary's answer for (keys[i], floors[i]), when it can
- * answer and no reset came meanwhile; returns how many may have.
+ * answer for rows up to ceiling (on a standby's envelope summary: of the
+ * originator node of the feed db) and no reset came meanwhile; returns how
+ * many may have.
  */
-extern int	SummaryMayHaveMany(const Summary *s, int n, const uint32 *keys,
-							   const uint64 *floors, bool *may);
+extern int	SummaryMayHaveMany(const Summary *s, RegistryDb *db, int32 node, int64 ceiling,
+							   int n, const uint32 *keys, const uint64 *floors, bool *may);
 
 /* For status: a feed's summary of a kind; false when there is none or the feed is not loaded. */
 extern bool SummaryStatsOf(const RegistryDb *db, PositionKind kind, SummaryState *state,

@@ -125,6 +125,7 @@ RegistryShmemInit(void)
 		{
 			pg_atomic_init_u64(&db->lines[l].high, 0);
 			pg_atomic_init_u64(&db->lines[l].published, 0);
+			pg_atomic_init_u64(&db->lines[l].summary_covered, 0);
 			pg_atomic_init_u32(&db->lines[l].writers, 0);
 		}
 	}
@@ -483,6 +484,7 @@ RegistryAddOriginatorLocked(RegistryDb *db, int32 node, uint64 high)
 		db->lines[n].node = node;
 		pg_atomic_write_u64(&db->lines[n].high, high);
 		pg_atomic_write_u64(&db->lines[n].published, 0);
+		pg_atomic_write_u64(&db->lines[n].summary_covered, 0);
 		pg_write_barrier();
 		pg_atomic_write_u32(&db->n_lines, n + 1);
 		return (int) n;
@@ -497,6 +499,9 @@ RegistryAddOriginatorLocked(RegistryDb *db, int32 node, uint64 high)
 			pg_atomic_read_u64(&db->lines[c].published) != 0 ||
 			pg_atomic_read_u32(&db->lines[c].writers) != 0)
 			continue;
+		/* a summary's cover of the old node is no cover of the new one */
+		pg_atomic_write_u64(&db->lines[c].summary_covered, 0);
+		pg_write_barrier();
 		db->lines[c].node = node;
 		pg_atomic_write_u64(&db->lines[c].high, high);
 		pg_write_barrier();

@@ -80,6 +80,8 @@ typedef struct PositionLine
 	pg_atomic_uint64 published; /* highest horizon handed out */
 	pg_atomic_uint32 writers;	/* open transactions that wrote here: not reusable */
 	int32		node;			/* originator lines: the node id */
+	/* standby, originator lines: what the envelope summary vouches for (core.h) */
+	pg_atomic_uint64 summary_covered;
 } PositionLine;
 
 

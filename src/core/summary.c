@@ -270,6 +270,20 @@ SummaryAdvance(Summary *s, uint64 gen, uint64 covered)
 		pg_atomic_write_u64(&s->covered, covered);
 }
 
+void
+SummaryCoverLine(RegistryDb *db, int line, uint64 covered)
+{
+	/* the slots raised up to it are stored before it says so */
+	pg_write_barrier();
+	pg_atomic_write_u64(&db->lines[line].summary_covered, covered);
+}
+
+uint64
+SummaryLineCovered(RegistryDb *db, int line)
+{
+	return pg_atomic_read_u64(&db->lines[line].summary_covered);
+}
+
 uint64
 SummaryCoveredOf(const Summary *s)
 {
@@ -312,15 +326,25 @@ SummaryAskStillValid(const SummaryAsk *ask)
 }
 
 int
-SummaryMayHaveMany(const Summary *s, int n, const uint32 *keys, const uint64 *floors,
-				   bool *may)
+SummaryMayHaveMany(const Summary *s, RegistryDb *db, int32 node, int64 ceiling, int n,
+				   const uint32 *keys, const uint64 *floors, bool *may)
 {
 	SummaryAsk	ask;
 	bool	   *mine;
 	int			count = 0;
+	bool		covers = SummaryAskBegin(s, &ask) && ask.covered == SUMMARY_COVERS_ALL;
 
-	/* these questions name no ceiling: only a summary that covers every position answers */
-	if (!SummaryAskBegin(s, &ask) || ask.covered != SUMMARY_COVERS_ALL)
+	if (!covers && (ask.word & 3) == SUMMARY_READY && ask.covered == SUMMARY_COVERS_LINES &&
+		db != NULL)
+	{
+		/* a standby's envelopes: what was followed of this originator, read before the slots */
+		int			line = RegistryFindOriginator(db, node);
+
+		covers = ceiling <= 0 ||
+			(line >= 0 && SummaryLineCovered(db, line) >= (uint64) ceiling);
+		pg_read_barrier();
+	}
+	if (!covers)
 	{
 		for (int i = 0; i < n; i++)
 			count += may[i];

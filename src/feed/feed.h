@@ -99,12 +99,14 @@ extern RegistryDb *HorizonFeedFor(Oid relid, PositionKind kind);
 extern RecentTable *RecentForSource(Oid relid, PositionKind kind);
 /*
  * The topic summary a wave over relid may skip descents with (same sources
- * as RecentForSource; on a standby only the v3 kinds' it follows, which
- * vouch for rows up to a covered position: SummaryAskCovers). Asks the
- * builder to run when the summary waits for its pass (summary_build.c); the
- * caller asks it only when SummaryAskBegin finds it READY.
+ * as RecentForSource; on a standby the ones it follows, which vouch for rows
+ * up to a covered position: SummaryAskCovers, or for envelopes per
+ * originator, SummaryMayHaveMany), and its feed into *db when not NULL.
+ * Asks the builder to run when the summary waits for its pass
+ * (summary_build.c); the caller asks it only when SummaryAskBegin finds it
+ * READY.
  */
-extern Summary *SummaryForSource(Oid relid, PositionKind kind);
+extern Summary *SummaryForSource(Oid relid, PositionKind kind, RegistryDb **db);
 /*
  * The feed named by a function's source argument, after the caller's read
  * checks (42501); 55000 when no feed covers it.

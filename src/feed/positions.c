@@ -408,19 +408,21 @@ NoteRecent(RegistryDb *db, PositionKind kind, const bytea *topic, int32 node, ui
 }
 
 /*
- * A v3 write a standby's summary cannot find by position (a late write, a
- * row moved to another topic): WAL tells the standby before the row is
- * written (core.h, the summary). Fresh writes log nothing: the standby
- * reads them by position once a horizon passes them.
+ * A write a standby's summary cannot find by position (a late write, a row
+ * moved to another topic): WAL tells the standby before the row is written
+ * (core.h, the summary). Fresh writes log nothing: the standby reads them by
+ * position once a horizon (for envelopes, their originator's) passes them.
  */
 static void
-RaiseOnStandbys(RegistryDb *db, PositionKind kind, const bytea *topic, uint64 position)
+RaiseOnStandbys(RegistryDb *db, PositionKind kind, const bytea *topic, int32 node,
+				uint64 position)
 {
 	if (topic == NULL || !XLogStandbyInfoActive())
 		return;
 	/* the record carries the writer's xid: a standby's pass waits for it */
 	(void) GetCurrentTransactionId();
-	RegistryLogSummaryRaise(db, kind, RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), 0),
+	RegistryLogSummaryRaise(db, kind,
+							RecentKey(VARDATA_ANY(topic), VARSIZE_ANY_EXHDR(topic), node),
 							position);
 }
 
@@ -448,9 +450,15 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 		db = RegistryAttachFeed(target->feed);
 		NoteRecent(db, kind, topic, node, (uint64) position);
 		if (!sets_position)
+		{
+			RaiseOnStandbys(db, kind, topic, node, (uint64) position);
 			return false;
+		}
 		/* sequence 0 (chain originators) is at or below every horizon: a late write */
-		return PinsRegister(db, PinsOriginatorLine(db, node), kind, node, (uint64) position);
+		if (!PinsRegister(db, PinsOriginatorLine(db, node), kind, node, (uint64) position))
+			return false;
+		RaiseOnStandbys(db, kind, topic, node, (uint64) position);
+		return true;
 	}
 	if (position <= 0)
 		ereport(ERROR,
@@ -460,7 +468,7 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 	NoteRecent(db, kind, topic, 0, (uint64) position);
 	if (!sets_position)
 	{
-		RaiseOnStandbys(db, kind, topic, (uint64) position);
+		RaiseOnStandbys(db, kind, topic, 0, (uint64) position);
 		return false;
 	}
 	if (position == LastDrawn[kind] && LastDrawnDb[kind] == db && inserted)
@@ -473,7 +481,7 @@ RegisterRow(const TriggerTarget *target, int32 node, int64 position, const bytea
 					: SourceOwnRelation(KindSequence[kind]), (uint64) position);
 	if (!PinsRegister(db, V3_LINE(kind), kind, 0, (uint64) position))
 		return false;
-	RaiseOnStandbys(db, kind, topic, (uint64) position);
+	RaiseOnStandbys(db, kind, topic, 0, (uint64) position);
 	return true;
 }
 

@@ -26,7 +26,7 @@
  *
  * On a hot standby nothing writes, so nothing would raise the summary for
  * the rows replay brings after a pass's snapshot. There the worker builds
- * the summaries of the v3 kinds (group, welcome) and follows replay:
+ * the summaries of every kind and follows replay:
  *   1. waits for every transaction the standby knows to be running to end,
  *      so that a RAISE record replayed before the summary was emptied (or
  *      before this server's redo began) belongs to a row the pass sees;
@@ -41,8 +41,12 @@
  * topic) were raised by the replay of their writer's RAISE record before
  * their commit; a TRUNCATE or drop turns the kind's summary off until the
  * server leaves recovery (core.h). Waves trust a "no" only for a ceiling at
- * or below the covered position (SummaryAskCovers). Envelopes (a horizon per
- * originator) are not followed: a standby's d14n waves read without it.
+ * or below the covered position (SummaryAskCovers). Envelopes have a horizon
+ * per originator: their summary covers SUMMARY_COVERS_LINES, and steps 2 and
+ * 3 run per originator line (its horizon, its (covered, H1] read through the
+ * (originator, sequence) key, its covered value kept on the line), so a
+ * d14n wave trusts a "no" for an originator's ceiling at or below that
+ * line's (SummaryMayHaveMany).
  * Promotion: the first attach of a feed loads it on the new primary, which
  * resets its summaries (registry.c), and a primary's pass rebuilds them.
  */
@@ -96,15 +100,15 @@ SummaryBuilderEnsureRunning(void)
 }
 
 Summary *
-SummaryForSource(Oid relid, PositionKind kind)
+SummaryForSource(Oid relid, PositionKind kind, RegistryDb **dbp)
 {
 	TrackedSource t;
 	Summary    *s;
-
+	RegistryDb *db;
 	bool		standby = RecoveryInProgress();
 	Oid			feed;
 
-	if (!SummaryReady() || (standby && kind == KIND_ENVELOPE))
+	if (!SummaryReady())
 		return NULL;
 	if (relid == SourceOwnRelation(RegistryKindTable[kind]))
 		feed = InvalidOid;
@@ -113,7 +117,10 @@ SummaryForSource(Oid relid, PositionKind kind)
 	else
 		return NULL;
 	/* a standby's feed is what replay brought, perhaps nothing yet: no error */
-	s = SummaryOf(standby ? RegistryLookupFeed(feed) : RegistryAttachFeed(feed), kind);
+	db = standby ? RegistryLookupFeed(feed) : RegistryAttachFeed(feed);
+	s = SummaryOf(db, kind);
+	if (dbp != NULL)
+		*dbp = db;
 	if (s == NULL || (standby && SummaryStandbyOff(s)))
 		return NULL;
 	if (SummaryStateOf(s, NULL) == SUMMARY_EMPTY)
@@ -311,6 +318,24 @@ ReplayedHorizon(RegistryDb *db, PositionKind kind, uint64 *horizon)
 }
 
 /*
+ * The horizons this standby replayed for every line of a feed (palloc'd,
+ * *n lines: the originators' from LINE_FIRST_ORIGINATOR); NULL when it
+ * knows none yet.
+ */
+static uint64 *
+ReplayedLines(RegistryDb *db, int *n)
+{
+	uint64	   *h;
+
+	if (!RegistryFeedHorizonsReplayed(db))
+		return NULL;
+	*n = RegistryLineCount(db);
+	h = palloc(sizeof(uint64) * Max(*n, 1));
+	RegistryHorizons(db, *n, h);
+	return h;
+}
+
+/*
  * Standby: waits until every transaction this standby knows to be running
  * has ended; false when the pass must stop meanwhile.
  */
@@ -356,13 +381,19 @@ RunPass(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 	TimestampTz start = GetCurrentTimestamp();
 	uint64		rows = 0;
 	uint64		covered = SUMMARY_COVERS_ALL;
+	uint64	   *lines = NULL;
+	int			nlines = 0;
 	bool		done = true;
 
 	if (RecoveryInProgress())
 	{
 		leaves = PassLeaves(db, kind, NULL);
+		if (kind == KIND_ENVELOPE && WaitForRunning(s, gen) &&
+			(lines = ReplayedLines(db, &nlines)) != NULL)
+			covered = SUMMARY_COVERS_LINES;
 		/* no horizon replayed yet: the pass is tried again later */
-		if (!WaitForRunning(s, gen) || !ReplayedHorizon(db, kind, &covered))
+		else if (kind == KIND_ENVELOPE ||
+				 !WaitForRunning(s, gen) || !ReplayedHorizon(db, kind, &covered))
 		{
 			(void) SummaryPassEnd(s, gen, false, 0);
 			return;
@@ -381,6 +412,12 @@ RunPass(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 		if (!(done = ReadLeaf(s, gen, kind, lfirst_oid(lc), snapshot, &rows, start)))
 			break;
 	UnregisterSnapshot(snapshot);
+	/*
+	 * Each originator line counted before the snapshot covers its horizon
+	 * then; a line made since starts at 0 and the follower covers it.
+	 */
+	for (int l = LINE_FIRST_ORIGINATOR; done && l < nlines; l++)
+		SummaryCoverLine(db, l, lines[l]);
 	if (SummaryPassEnd(s, gen, done, covered))
 		ereport(DEBUG1,
 				(errmsg("xip83 summary of %s ready: " UINT64_FORMAT " rows in %ld ms",
@@ -434,11 +471,14 @@ RunPassSafely(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen, MemoryC
 }
 
 /*
- * Raises the rows of a leaf with positions in (lo, hi], read by its primary
- * key when that leads with the position (otherwise by a filtered scan).
+ * Raises the rows of a leaf with positions in (lo, hi] (envelopes: of
+ * originator node), read by its primary key when that leads with the
+ * position, or with (originator, sequence) for envelopes; otherwise by a
+ * filtered scan.
  */
 static void
-ReadRange(Summary *s, PositionKind kind, Oid leaf, Snapshot snapshot, uint64 lo, uint64 hi)
+ReadRange(Summary *s, PositionKind kind, Oid leaf, Snapshot snapshot, int32 node,
+		  uint64 lo, uint64 hi)
 {
 	Relation	rel = table_open(leaf, AccessShareLock);
 	Oid			pkid = xip83_primary_key_index(rel);
@@ -455,21 +495,30 @@ ReadRange(Summary *s, PositionKind kind, Oid leaf, Snapshot snapshot, uint64 lo,
 	if (OidIsValid(pkid))
 	{
 		Relation	pk = index_open(pkid, AccessShareLock);
+		int2vector *cols = &pk->rd_index->indkey;
+		bool		by_node = kind == KIND_ENVELOPE;
 
-		if (pk->rd_index->indkey.values[0] != c.pos)
+		if (by_node ? cols->dim1 < 2 || cols->values[0] != c.node || cols->values[1] != c.pos
+			: cols->values[0] != c.pos)
 		{
 			index_close(pk, AccessShareLock);
 			pkid = InvalidOid;
 		}
 		else
 		{
-			ScanKeyData keys[2];
+			ScanKeyData keys[3];
 			IndexScanDesc scan;
+			int			nkeys = 0;
+			AttrNumber	pos_col = by_node ? 2 : 1;
 
-			ScanKeyInit(&keys[0], 1, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum((int64) lo));
-			ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum((int64) hi));
-			scan = xip83_index_beginscan(rel, pk, snapshot, 2, 0);
-			index_rescan(scan, keys, 2, NULL, 0);
+			if (by_node)
+				ScanKeyInit(&keys[nkeys++], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(node));
+			ScanKeyInit(&keys[nkeys++], pos_col, BTGreaterStrategyNumber, F_INT8GT,
+						Int64GetDatum((int64) lo));
+			ScanKeyInit(&keys[nkeys++], pos_col, BTLessEqualStrategyNumber, F_INT8LE,
+						Int64GetDatum((int64) hi));
+			scan = xip83_index_beginscan(rel, pk, snapshot, nkeys, 0);
+			index_rescan(scan, keys, nkeys, NULL, 0);
 			while (index_getnext_slot(scan, ForwardScanDirection, slot))
 				NoteSlot(s, slot, &c);
 			index_endscan(scan);
@@ -483,9 +532,13 @@ ReadRange(Summary *s, PositionKind kind, Oid leaf, Snapshot snapshot, uint64 lo,
 		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 		{
 			bool		isnull;
+			bool		null_node = false;
 			int64		pos = DatumGetInt64(slot_getattr(slot, c.pos, &isnull));
 
-			if (!isnull && pos > (int64) lo && pos <= (int64) hi)
+			if (kind == KIND_ENVELOPE &&
+				DatumGetInt32(slot_getattr(slot, c.node, &null_node)) != node)
+				continue;
+			if (!isnull && !null_node && pos > (int64) lo && pos <= (int64) hi)
 				NoteSlot(s, slot, &c);
 		}
 		table_endscan(scan);
@@ -511,9 +564,49 @@ FollowStep(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 	/* taken after h1 was read: every fresh row up to it is visible */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	foreach(lc, PassLeaves(db, kind, NULL))
-		ReadRange(s, kind, lfirst_oid(lc), snapshot, covered, h1);
+		ReadRange(s, kind, lfirst_oid(lc), snapshot, 0, covered, h1);
 	UnregisterSnapshot(snapshot);
 	SummaryAdvance(s, gen, h1);
+}
+
+/* Whether an originator line's replayed horizon passed what the summary covers of it. */
+static bool
+LineBehind(RegistryDb *db, const uint64 *h, int l)
+{
+	return h[l] > SummaryLineCovered(db, l);
+}
+
+/*
+ * Standby, envelopes: the same per originator line, through the
+ * (originator, sequence) key.
+ */
+static void
+FollowLinesStep(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
+{
+	int			n;
+	uint64	   *h = ReplayedLines(db, &n);
+	Snapshot	snapshot;
+	uint64		g;
+
+	if (h == NULL)
+		return;
+	/* taken after the horizons were read: every fresh row up to them is visible */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	for (int l = LINE_FIRST_ORIGINATOR; l < n; l++)
+	{
+		ListCell   *lc;
+
+		if (!LineBehind(db, h, l))
+			continue;
+		foreach(lc, PassLeaves(db, kind, NULL))
+			ReadRange(s, kind, lfirst_oid(lc), snapshot, RegistryLineNode(db, l),
+					  SummaryLineCovered(db, l), h[l]);
+		/* a reset meanwhile: the next pass sets every line */
+		if (SummaryStateOf(s, &g) != SUMMARY_READY || g != gen)
+			break;
+		SummaryCoverLine(db, l, h[l]);
+	}
+	UnregisterSnapshot(snapshot);
 }
 
 /*
@@ -530,6 +623,18 @@ Follow(RegistryDb *db, PositionKind kind, Summary *s, MemoryContext cxt)
 	if (SummaryStateOf(s, &gen) != SUMMARY_READY ||
 		(covered = SummaryCoveredOf(s)) == SUMMARY_COVERS_ALL)
 		return false;
+	if (covered == SUMMARY_COVERS_LINES)
+	{
+		int			n;
+		uint64	   *h = ReplayedLines(db, &n);
+		bool		behind = false;
+
+		for (int l = LINE_FIRST_ORIGINATOR; h != NULL && l < n && !behind; l++)
+			behind = LineBehind(db, h, l);
+		if (behind && !InTransaction(FollowLinesStep, db, kind, s, gen, cxt))
+			SummaryReset(s);
+		return true;
+	}
 	/* looked at without a transaction: most polls find nothing new */
 	if (ReplayedHorizon(db, kind, &h1) && h1 > covered &&
 		!InTransaction(FollowStep, db, kind, s, gen, cxt))
@@ -556,8 +661,8 @@ PassesWanted(MemoryContext cxt, bool *following)
 			Summary    *s = SummaryOf(feeds[i], (PositionKind) k);
 			uint64		gen;
 
-			/* a standby follows the v3 kinds it was not told to leave */
-			if (s == NULL || (standby && (k == KIND_ENVELOPE || SummaryStandbyOff(s))))
+			/* a standby follows the kinds it was not told to leave */
+			if (s == NULL || (standby && SummaryStandbyOff(s)))
 				continue;
 			if (standby && Follow(feeds[i], (PositionKind) k, s, cxt))
 			{

@@ -108,6 +108,7 @@ struct WaveRun
 	Snapshot	snapshot;
 	RecentTable *recent;		/* over xip83.envelopes: skips quiet (topic, originator)s */
 	Summary    *summary;		/* the same, for every (topic, originator) once READY */
+	RegistryDb *summary_db;		/* its feed */
 	int64		remaining;		/* rows still wanted; -1: all */
 	bool		ended;
 
@@ -388,7 +389,8 @@ AskRecent(WaveRun *run, int32 originator, bool *skip)
 		memset(may, true, sizeof(bool) * n);
 	/* either one's "no" suffices */
 	if (run->summary != NULL)
-		(void) SummaryMayHaveMany(run->summary, n, keys, floors, may);
+		(void) SummaryMayHaveMany(run->summary, run->summary_db, originator, run->ceiling,
+								  n, keys, floors, may);
 	for (int j = 0; j < n; j++)
 		skip[entry[j]] = !may[j];
 	pfree(keys);
@@ -589,7 +591,7 @@ WaveRunBegin(FunctionCallInfo fcinfo, int64 limit, int source_arg)
 						   PG_ARGISNULL(source_arg + 1) ? WaveD14nSpecs[0] : WaveD14nSpecs[1]);
 	/* asked after the snapshot: no write registered so far means no row it sees */
 	run->recent = RecentForSource(PG_GETARG_OID(source_arg), KIND_ENVELOPE);
-	run->summary = SummaryForSource(PG_GETARG_OID(source_arg), KIND_ENVELOPE);
+	run->summary = SummaryForSource(PG_GETARG_OID(source_arg), KIND_ENVELOPE, &run->summary_db);
 	if (!PG_ARGISNULL(source_arg + 1))
 	{
 		run->blob = SourceOpen(PG_GETARG_OID(source_arg + 1), WaveD14nSpecs[2]);

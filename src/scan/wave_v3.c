@@ -384,7 +384,8 @@ WaveOpenOn(FunctionCallInfo fcinfo, const SourceSpec *spec, int source_arg, int6
 							 spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME);
 	/* asked after the snapshot, as the recent-writes table is */
 	use_summary = SummaryAskBegin(SummaryForSource(PG_GETARG_OID(source_arg),
-												   spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME),
+												   spec == &WaveV3GroupSource ? KIND_GROUP : KIND_WELCOME,
+												   NULL),
 								  &summary) &&
 		/* a standby's summary vouches for rows up to what it followed */
 		SummaryAskCovers(&summary, ceiling);

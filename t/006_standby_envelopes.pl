@@ -1,0 +1,326 @@
+# The topic summary of envelopes on a hot standby: built from the standby's
+# own rows, followed per originator as replay advances, never the cause of a
+# skipped row.
+#
+# The standby's envelope summary says 'ready' (xip83.envelopes and a tracked,
+# partitioned envelope table), and a caught-up d14n wave of 3,000 idle
+# (topic, originator) pairs reads far fewer buffers than it has pairs. Then,
+# with replay paused while the primary writes and the standby's floors are
+# read, each way a row arrives below what the standby may have summarized: a
+# fresh write in an idle pair, a new originator, a late write below its
+# originator's horizon, a deleted key written again in another topic, an
+# UPDATE of a row's topic, xip83.import, rows brought by ATTACH PARTITION,
+# and TRUNCATE. Each wave is compared row for row with its SQL definition,
+# as are randomized waves while 4 writers run with several originators, with
+# a summary far smaller than the pairs.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(sleep);
+
+my $START = 100_000;	# fresh sequence ids start above; old topics and late ids are below
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', <<'CONF');
+shared_preload_libraries = 'xip83'
+timezone = 'UTC'
+max_connections = 40
+hot_standby_feedback = on
+CONF
+$primary->start;
+$primary->safe_psql('postgres', <<"SQL");
+CREATE EXTENSION xip83;
+-- 1,000 topics for each of originators 100, 200, 300 above $START, and
+-- old topics o1..o20 with sequence ids 1..200: below every late id
+INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    SELECT n, i, ('o' || (i % 20 + 1))::bytea, '\\x01'
+      FROM generate_series(1, 200) i, unnest('{100,200,300}'::int[]) n;
+INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    SELECT n, $START + i, ('t' || i)::bytea, '\\x01'
+      FROM generate_series(1, 1000) i, unnest('{100,200,300}'::int[]) n;
+CREATE SEQUENCE seq100 START ${\($START + 2000)};
+CREATE SEQUENCE seq200 START ${\($START + 2000)};
+CREATE SEQUENCE late_ids START 300;
+
+CREATE SCHEMA node;
+-- a node's envelope table, RANGE partitioned by sequence id with a gap, tracked
+CREATE TABLE node.e (
+    originator_node_id int NOT NULL, originator_sequence_id bigint NOT NULL,
+    topic bytea NOT NULL, gateway_time timestamp NOT NULL DEFAULT now(),
+    expiry bigint NOT NULL DEFAULT 0, payer_id int, originator_envelope bytea NOT NULL,
+    PRIMARY KEY (originator_node_id, originator_sequence_id)) PARTITION BY RANGE (originator_sequence_id);
+CREATE INDEX ON node.e (topic, originator_node_id, originator_sequence_id);
+CREATE TABLE node.e_p0 PARTITION OF node.e FOR VALUES FROM (0) TO (500);
+CREATE TABLE node.e_p2 PARTITION OF node.e FOR VALUES FROM (600) TO (1000000);
+INSERT INTO node.e (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    SELECT n, i, ('e' || (i * n) % 97)::bytea, '\\x01'
+      FROM generate_series(1, 1000) i, unnest('{100,200}'::int[]) n WHERE i < 450 OR i >= 600;
+SELECT xip83.track('node.e', 'envelope');
+
+-- a d14n node's table for xip83.import: sequence ids between the old topics and the fresh rows
+CREATE TABLE node.ne (
+    originator_node_id int NOT NULL, originator_sequence_id bigint NOT NULL,
+    topic bytea NOT NULL, gateway_time timestamp NOT NULL DEFAULT now(),
+    expiry bigint, payer_id int, originator_envelope bytea NOT NULL,
+    PRIMARY KEY (originator_node_id, originator_sequence_id));
+INSERT INTO node.ne (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    SELECT 200, i, ('o' || (i % 7 + 10))::bytea, '\\x01' FROM generate_series(600, 699) i;
+
+-- floors of a caught-up wave: every (topic, originator) at its last sequence
+-- id below below, and 'n1', 'n2' of originators 100 and 400 at 0
+CREATE FUNCTION last_env(source regclass, below bigint DEFAULT 9223372036854775807,
+                         OUT topics bytea[], OUT nodes int[], OUT floors bigint[])
+LANGUAGE plpgsql AS \$\$
+BEGIN
+  EXECUTE format('SELECT array_agg(t ORDER BY t, n), array_agg(n ORDER BY t, n), array_agg(f ORDER BY t, n) FROM ('
+                 ' SELECT topic t, originator_node_id n, max(originator_sequence_id) f FROM %s'
+                 '  WHERE originator_sequence_id < \$1 GROUP BY 1, 2'
+                 ' UNION ALL SELECT ''n1''::bytea, 100, 0 UNION ALL SELECT ''n2''::bytea, 400, 0) x', source)
+    INTO topics, nodes, floors USING below;
+END \$\$;
+-- the wave from those floors at the current ceilings against its definition
+CREATE FUNCTION diff_env(source regclass, topics bytea[], nodes int[], floors bigint[]) RETURNS text
+LANGUAGE plpgsql AS \$\$
+DECLARE cn int[]; cs bigint[]; got text[]; want text[];
+BEGIN
+  PERFORM set_config('xip83.max_page_limit', '1000000', true);
+  SELECT array_agg(originator_node_id), array_agg(max_sequence_id) INTO cn, cs
+    FROM xip83.originator_ceilings(NULL, source);
+  SELECT array_agg(originator_node_id || ':' || originator_sequence_id
+                   ORDER BY originator_node_id, originator_sequence_id) INTO got
+    FROM xip83.envelope_wave_scan(topics, nodes, floors, cn, cs, 0, 0, 1000000, source);
+  EXECUTE format('SELECT array_agg(m.originator_node_id || '':'' || m.originator_sequence_id'
+                 '  ORDER BY m.originator_node_id, m.originator_sequence_id)'
+                 ' FROM %s m JOIN unnest(\$4, \$5) c(node, ceil) ON c.node = m.originator_node_id'
+                 ' WHERE m.originator_sequence_id <= c.ceil AND EXISTS (SELECT 1 FROM unnest(\$1, \$2, \$3) f(t, n, fl)'
+                 '  WHERE f.t = m.topic AND f.n = m.originator_node_id AND m.originator_sequence_id > f.fl)', source)
+    INTO want USING topics, nodes, floors, cn, cs;
+  RETURN format('%s rows, %s', coalesce(cardinality(want), 0),
+                CASE WHEN got IS NOT DISTINCT FROM want THEN 'same'
+                     ELSE format('DIFFERENT: got %s want %s', got, want) END);
+END \$\$;
+-- a randomized wave: floors at, near or far below each pair's last sequence id
+CREATE FUNCTION diff_random(source regclass, seed float8) RETURNS text LANGUAGE plpgsql AS \$\$
+DECLARE topics bytea[]; nodes int[]; floors bigint[];
+BEGIN
+  PERFORM setseed(seed);
+  EXECUTE format('SELECT array_agg(t ORDER BY t, n), array_agg(n ORDER BY t, n), array_agg(fl ORDER BY t, n) FROM ('
+                 ' SELECT topic t, originator_node_id n, CASE WHEN random() < 0.6 THEN max(originator_sequence_id)'
+                 '   WHEN random() < 0.5 THEN max(originator_sequence_id) - 2'
+                 '   ELSE (max(originator_sequence_id) * random())::bigint END fl FROM %s GROUP BY 1, 2) x', source)
+    INTO topics, nodes, floors;
+  RETURN diff_env(source, topics, nodes, floors);
+END \$\$;
+-- the highest sequence id of an originator the standby's ceilings allow
+CREATE FUNCTION ceil_of(source regclass, node int) RETURNS bigint LANGUAGE sql AS \$\$
+  SELECT max_sequence_id FROM xip83.originator_ceilings(NULL, source) WHERE originator_node_id = node
+\$\$;
+SQL
+
+$primary->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->append_conf('postgresql.conf', "xip83.summary_memory = 1\n");
+$standby->start;
+
+# the notifier logs a feed's every line after a checkpoint
+sub learn_horizons
+{
+	my ($first) = @_;
+	$primary->safe_psql('postgres', "INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+	    VALUES (100, $START + 1500, 't1', '\\x01');
+	  INSERT INTO node.e (originator_node_id, originator_sequence_id, topic, originator_envelope)
+	    VALUES (100, 5000, 'e1', '\\x01'), (200, 5000, 'e2', '\\x01')") if $first;
+	$primary->safe_psql('postgres', 'CHECKPOINT');
+	$standby->poll_query_until('postgres',
+		"SELECT count(*) = 3 FROM xip83.originator_ceilings(NULL, 'xip83.envelopes')", 't')
+	  or die 'the standby never learned the envelope horizons';
+	$standby->poll_query_until('postgres',
+		"SELECT count(*) = 2 FROM xip83.originator_ceilings(NULL, 'node.e')", 't')
+	  or die 'the standby never learned the tracked table\'s horizons';
+}
+learn_horizons(1);
+
+# Waits until the standby's envelope summary of a feed is ready; a wave asks for the pass.
+sub standby_summary_ready
+{
+	my ($source) = @_;
+	my $state = $source eq 'xip83.envelopes'
+	  ? 'SELECT summary_states[3] FROM xip83.feed_status'
+	  : "SELECT summary_state FROM xip83.tracked WHERE source = '$source'::regclass";
+	return $standby->poll_query_until('postgres',
+		"SELECT CASE WHEN (SELECT count(*) FROM xip83.envelope_wave_scan('{x}', '{100}', '{0}', '{100}', '{1}', 0, 0, 1, '$source')) >= 0"
+		  . " THEN ($state) END",
+		'ready');
+}
+
+ok(standby_summary_ready('xip83.envelopes'),
+	'a 1 kB envelope summary (16 blocks of 7 slots for 3,060 pairs) becomes ready on the standby');
+
+# writers on the primary with two originators (and late ids of a third) while
+# randomized waves run on the standby
+my $write = $primary->basedir . '/write.sql';
+PostgreSQL::Test::Utils::append_to_file($write, <<'SQL');
+\set g random(1, 1000)
+\set r random(1, 100)
+BEGIN;
+INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (100, nextval('seq100'), convert_to('t' || :g, 'UTF8'), int4send(:r));
+INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (200, nextval('seq200'), convert_to('t' || (:g * 7 % 1000 + 1), 'UTF8'), int4send(:r));
+\if :r <= 3
+INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    VALUES (300, nextval('late_ids'), convert_to('o' || :r, 'UTF8'), 'late');
+\endif
+\if :r <= 8
+ROLLBACK;
+\else
+COMMIT;
+\endif
+SQL
+
+sub random_waves
+{
+	my ($label, $seconds) = @_;
+	my ($out, $err) = ('', '');
+	my $pgbench = IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', '4', '-j', '2', '-T', $seconds, '-f', $write,
+			'-h', $primary->host, '-p', $primary->port, 'postgres'
+		],
+		'>', \$out, '2>', \$err);
+	my ($waves, $bad) = (0, 0);
+	my $until = time + $seconds;
+	while (time < $until)
+	{
+		my $seed = ($waves % 97) / 100.0;
+		my $r = $standby->safe_psql('postgres', "SELECT diff_random('xip83.envelopes', $seed)");
+		$waves++;
+		if ($r !~ /same$/)
+		{
+			$bad++;
+			diag("$label: seed $seed: $r");
+		}
+	}
+	$pgbench->finish;
+	is($bad, 0, "$label: $waves randomized d14n waves on the standby equal their definition");
+}
+
+random_waves('1 kB summary, writers running', 6);
+
+# ------------------------------------------------ the default summary
+$standby->stop;
+$standby->append_conf('postgresql.conf', "xip83.summary_memory = 1024\n");
+$standby->start;
+learn_horizons();
+ok(standby_summary_ready('xip83.envelopes'), 'the standby builds its envelope summary: ready');
+ok(standby_summary_ready('node.e'), 'and the tracked partitioned envelope table\'s: ready');
+
+# Shared buffers a caught-up wave of every pair reads on the standby, and the pairs.
+sub wave_buffers
+{
+	my ($t, $n, $f) = split /\|/, $standby->safe_psql('postgres',
+		"SELECT topics, nodes, floors FROM last_env('xip83.envelopes')");
+	my $plan = $standby->safe_psql('postgres',
+		"SET xip83.max_page_limit = 1000000; EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON, COSTS OFF) "
+		  . "SELECT count(*) FROM xip83.envelope_wave_scan('$t', '$n', '$f', "
+		  . "(SELECT array_agg(originator_node_id) FROM xip83.originator_ceilings()), "
+		  . "(SELECT array_agg(max_sequence_id) FROM xip83.originator_ceilings()), 0, 0, 1000000)");
+	my ($hit) = $plan =~ /"Shared Hit Blocks": (\d+)/;
+	my ($read) = $plan =~ /"Shared Read Blocks": (\d+)/;
+	my @pairs = split /,/, $n;
+	return (($hit // 0) + ($read // 0), scalar(@pairs));
+}
+
+$primary->wait_for_catchup($standby);
+sleep 0.5;
+my ($buffers, $pairs) = wave_buffers();
+cmp_ok($buffers * 2, '<', $pairs,
+	"a caught-up d14n wave on the standby skips idle pairs: $buffers buffers for $pairs pairs");
+
+# One case: with replay paused, the primary writes (returning the node and
+# sequence id of the row that must come back) and the standby's floors are
+# read; replay resumes, and once the standby's ceiling of that originator
+# passed the row its wave from those floors must equal its definition and
+# hold the row.
+sub pause_replay
+{
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+	$standby->poll_query_until('postgres', 'SELECT pg_get_wal_replay_pause_state()', 'paused')
+	  or die 'replay did not pause';
+}
+
+sub check_case
+{
+	my ($name, $source, $write_sql, $below) = @_;
+	$below //= '9223372036854775807';
+	pause_replay();
+	my $floors = $standby->safe_psql('postgres',
+		"SELECT topics, nodes, floors FROM last_env('$source', $below)");
+	# the last line: what a CALL prints comes before
+	my ($node, $seq) = $primary->safe_psql('postgres', $write_sql) =~ /(\d+)\|(\d+)\s*$/;
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+	$primary->wait_for_catchup($standby);
+	$standby->poll_query_until('postgres', "SELECT ceil_of('$source', $node) >= $seq", 't')
+	  or die "$name: the standby's ceiling of $node never reached $seq";
+	# the follower's poll
+	sleep 0.1;
+	my ($t, $n, $f) = split /\|/, $floors;
+	my $r = $standby->safe_psql('postgres', "SELECT diff_env('$source', '$t', '$n', '$f')");
+	like($r, qr/^[1-9]\d* rows, same$/, "$name: $r");
+	my $has = $standby->safe_psql('postgres',
+		"SET xip83.max_page_limit = 1000000; SELECT count(*) FROM xip83.envelope_wave_scan('$t', '$n', '$f', "
+		  . "'{$node}', ARRAY[ceil_of('$source', $node)], 0, 0, 1000000, '$source') "
+		  . "WHERE originator_node_id = $node AND originator_sequence_id = $seq");
+	is($has, '1', "$name: row $node:$seq is in the standby's wave");
+}
+
+check_case('a fresh write in an idle pair', 'xip83.envelopes',
+	"INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+	   VALUES (100, nextval('seq100'), 't432', 'x') RETURNING originator_node_id, originator_sequence_id");
+check_case('a new originator', 'xip83.envelopes',
+	"INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+	   VALUES (400, 7, 'n2', 'x') RETURNING originator_node_id, originator_sequence_id");
+check_case('a late write below its originator\'s horizon', 'xip83.envelopes',
+	"INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+	   VALUES (100, 450, 'o3', 'late') RETURNING originator_node_id, originator_sequence_id");
+check_case('a deleted key written again in another topic', 'xip83.envelopes',
+	"WITH d AS (DELETE FROM xip83.envelopes WHERE (originator_node_id, originator_sequence_id) = (200, $START + 7) RETURNING *)
+	   INSERT INTO xip83.envelopes (originator_node_id, originator_sequence_id, topic, originator_envelope)
+	   SELECT originator_node_id, originator_sequence_id, 'o4', originator_envelope FROM d
+	   RETURNING originator_node_id, originator_sequence_id");
+check_case('an UPDATE moving a row to another topic', 'xip83.envelopes',
+	"UPDATE xip83.envelopes SET topic = 'o5' WHERE (originator_node_id, originator_sequence_id) = (300, $START + 11)
+	   RETURNING originator_node_id, originator_sequence_id");
+check_case('xip83.import below the horizon', 'xip83.envelopes',
+	"CALL xip83.import('node.ne', 'xip83.envelopes', 40); SELECT 200, 650");
+
+# rows brought by ATTACH PARTITION into the gap of a tracked envelope table,
+# below its horizons: floors of the pairs' last sequence ids below the gap
+check_case('rows brought by ATTACH PARTITION below the horizons', 'node.e', <<'SQL', 500);
+CREATE TABLE node.e_p1 (LIKE node.e INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+INSERT INTO node.e_p1 (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    SELECT n, i, ('e' || (i * n) % 97)::bytea, '\x03' FROM generate_series(500, 599) i, unnest('{100,200}'::int[]) n;
+ALTER TABLE node.e ATTACH PARTITION node.e_p1 FOR VALUES FROM (500) TO (600);
+SELECT 100, 599;
+SQL
+
+# TRUNCATE: sequence ids start over below what the standby followed
+check_case('TRUNCATE of a tracked envelope table, then new rows', 'node.e',
+	"TRUNCATE node.e;
+	 INSERT INTO node.e (originator_node_id, originator_sequence_id, topic, originator_envelope)
+	   SELECT 100, i, ('n' || (i % 2 + 1))::bytea, 'tr' FROM generate_series(1, 30) i;
+	 SELECT 100, 30");
+isnt($standby->safe_psql('postgres',
+		"SELECT summary_state FROM xip83.tracked WHERE source = 'node.e'::regclass"),
+	'ready', 'after the TRUNCATE the standby no longer trusts that summary');
+
+random_waves('default summary, writers running', 6);
+
+$standby->stop;
+$primary->stop;
+done_testing();
