@@ -329,7 +329,7 @@ int
 SummaryMayHaveMany(const Summary *s, RegistryDb *db, int32 node, int64 ceiling, int n,
 				   const uint32 *keys, const uint64 *floors, bool *may)
 {
-	SummaryAsk	ask;
+	SummaryAsk	ask = {0};
 	bool	   *mine;
 	int			count = 0;
 	bool		covers = SummaryAskBegin(s, &ask) && ask.covered == SUMMARY_COVERS_ALL;
