@@ -20,19 +20,14 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use StandbyWaves;
 
 my $START = 1_000_000;	# fresh ids start above; old topics and late ids are below
 my $TOPICS = 5000;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', <<'CONF');
-shared_preload_libraries = 'xip83'
-timezone = 'UTC'
-max_connections = 40
-hot_standby_feedback = on
-CONF
-$primary->start;
+my $primary = start_primary();
 $primary->safe_psql('postgres', <<"SQL");
 CREATE EXTENSION xip83;
 -- old topics o1..o40, ids 1..400: floors below every late id of the cases
@@ -62,19 +57,7 @@ SELECT xip83.track('node.pg', 'group');
 INSERT INTO node.pg (group_id, data, group_id_data_hash)
     SELECT ('t' || (i % 100 + 1))::bytea, int8send(i), sha256(int8send(-i)) FROM generate_series(1, 500) i;
 
--- a node's envelope table, RANGE partitioned by sequence id with a gap, tracked
-CREATE TABLE node.e (
-    originator_node_id int NOT NULL, originator_sequence_id bigint NOT NULL,
-    topic bytea NOT NULL, gateway_time timestamp NOT NULL DEFAULT now(),
-    expiry bigint NOT NULL DEFAULT 0, payer_id int, originator_envelope bytea NOT NULL,
-    PRIMARY KEY (originator_node_id, originator_sequence_id)) PARTITION BY RANGE (originator_sequence_id);
-CREATE INDEX ON node.e (topic, originator_node_id, originator_sequence_id);
-CREATE TABLE node.e_p0 PARTITION OF node.e FOR VALUES FROM (0) TO (500);
-CREATE TABLE node.e_p2 PARTITION OF node.e FOR VALUES FROM (600) TO (100000);
-INSERT INTO node.e (originator_node_id, originator_sequence_id, topic, originator_envelope)
-    SELECT n, i, ('e' || (i * n) % 97)::bytea, '\x01'
-      FROM generate_series(1, 1000) i, unnest('{100,200}'::int[]) n WHERE i < 450 OR i >= 600;
-SELECT xip83.track('node.e', 'envelope');
+${\ envelope_table_sql(100000)}
 -- (topic, originator) floors at each pair's last sequence id below 500
 CREATE FUNCTION last_env(OUT topics bytea[], OUT nodes int[], OUT floors bigint[]) LANGUAGE sql AS \$\$
   SELECT array_agg(topic ORDER BY topic, n), array_agg(n ORDER BY topic, n), array_agg(f ORDER BY topic, n)
@@ -146,11 +129,7 @@ BEGIN
 END \$\$;
 SQL
 
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "xip83.summary_memory = 0\n");
-$standby->start;
+my $standby = start_standby($primary, 0);
 $standby->poll_query_until('postgres', "SELECT xip83.group_ceiling() > $START", 't')
   or die 'the standby never learned the horizons';
 $standby->poll_query_until('postgres',
@@ -169,12 +148,8 @@ sub wave_buffers
 	my ($node) = @_;
 	my ($t, $f) = split /\|/, $node->safe_psql('postgres',
 		"SELECT topics, floors FROM last_ids('xip83.group_messages')");
-	my $plan = $node->safe_psql('postgres',
-		"SET xip83.max_page_limit = 1000000; EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON, COSTS OFF) "
-		  . "SELECT count(*) FROM xip83.group_wave_scan('$t', '$f', 0, xip83.group_ceiling(), 1000000)");
-	my ($hit) = $plan =~ /"Shared Hit Blocks": (\d+)/;
-	my ($read) = $plan =~ /"Shared Read Blocks": (\d+)/;
-	return ($hit // 0) + ($read // 0);
+	return plan_buffers($node,
+		"SELECT count(*) FROM xip83.group_wave_scan('$t', '$f', 0, xip83.group_ceiling(), 1000000)");
 }
 
 # Waits until the standby's summary of a feed (xip83's group table or a
@@ -185,10 +160,7 @@ sub standby_summary_ready
 	my $state = $source eq 'xip83.group_messages'
 	  ? 'SELECT summary_states[1] FROM xip83.feed_status'
 	  : "SELECT summary_state FROM xip83.tracked WHERE source = '$source'::regclass";
-	return $standby->poll_query_until('postgres',
-		"SELECT CASE WHEN (SELECT count(*) FROM xip83.group_wave_scan('{x}', '{0}', 0, 1, 1, '$source')) >= 0"
-		  . " THEN ($state) END",
-		'ready');
+	return summary_ready($standby, "xip83.group_wave_scan('{x}', '{0}', 0, 1, 1, '$source')", $state);
 }
 
 my $off_buffers = wave_buffers($standby);
@@ -223,37 +195,8 @@ COMMIT;
 \endif
 SQL
 
-sub random_waves
-{
-	my ($label, $seconds) = @_;
-	my ($out, $err) = ('', '');
-	my $pgbench = IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', '4', '-j', '2', '-T', $seconds, '-f', $write,
-			'-h', $primary->host, '-p', $primary->port, 'postgres'
-		],
-		'>', \$out, '2>', \$err);
-	my ($waves, $bad) = (0, 0);
-	my $until = time + $seconds;
-	while (time < $until)
-	{
-		my $seed = ($waves % 97) / 100.0;
-		for my $source ('xip83.group_messages', 'node.pg')
-		{
-			my $r = $standby->safe_psql('postgres', "SELECT diff_random('$source', $seed)");
-			$waves++;
-			if ($r !~ /same$/)
-			{
-				$bad++;
-				diag("$label: $source seed $seed: $r");
-			}
-		}
-	}
-	$pgbench->finish;
-	is($bad, 0, "$label: $waves randomized waves on the standby equal their definition");
-}
-
-random_waves('1 kB summary, writers running', 6);
+random_waves($primary, $standby, $write, '1 kB summary, writers running', 6,
+	'xip83.group_messages', 'node.pg');
 
 # ------------------------------------------------ the default summary
 $standby->stop;
@@ -275,17 +218,10 @@ cmp_ok($on_buffers * 5, '<', $off_buffers,
 # row that must come back) and the standby's floors are read; replay
 # resumes, and once the standby's ceiling passed that id its wave from those
 # floors must equal its definition and hold the row.
-sub pause_replay
-{
-	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
-	$standby->poll_query_until('postgres', 'SELECT pg_get_wal_replay_pause_state()', 'paused')
-	  or die 'replay did not pause';
-}
-
 sub check_case
 {
 	my ($name, $source, $write_sql) = @_;
-	pause_replay();
+	pause_replay($standby);
 	my $floors = $standby->safe_psql('postgres', "SELECT topics, floors FROM last_ids('$source')");
 	# the last line: what a CALL prints comes before
 	my ($id) = $primary->safe_psql('postgres', $write_sql) =~ /(\d+)\s*$/;
@@ -325,9 +261,9 @@ check_case('a row written while the table was not tracked, then tracked again', 
 	 SELECT 250");
 
 # rows brought by ATTACH PARTITION into the gap of a tracked envelope table,
-# below its horizons (a standby's d14n waves read without a summary)
+# below its horizons
 {
-	pause_replay();
+	pause_replay($standby);
 	my $floors = $standby->safe_psql('postgres', 'SELECT topics, nodes, floors FROM last_env()');
 	$primary->safe_psql('postgres', <<'SQL');
 CREATE TABLE node.e_p1 (LIKE node.e INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
@@ -346,7 +282,7 @@ SQL
 # an in-flight write: its transaction is open while the standby's floors are read
 {
 	my $bg = $primary->background_psql('postgres');
-	pause_replay();
+	pause_replay($standby);
 	my $floors = $standby->safe_psql('postgres',
 		"SELECT topics, floors FROM last_ids('xip83.group_messages')");
 	my $id = $bg->query_safe(
@@ -383,7 +319,8 @@ isnt($standby->safe_psql('postgres',
 		"SELECT summary_state FROM xip83.tracked WHERE source = 'node.pg'::regclass"),
 	'ready', 'after the TRUNCATE the standby no longer trusts that summary');
 
-random_waves('default summary, writers running', 6);
+random_waves($primary, $standby, $write, 'default summary, writers running', 6,
+	'xip83.group_messages', 'node.pg');
 
 # ------------------------------------------------ promotion in the middle of a wave
 my ($t, $f) = split /\|/, $standby->safe_psql('postgres',

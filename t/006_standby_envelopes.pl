@@ -20,18 +20,13 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use StandbyWaves;
 
 my $START = 100_000;	# fresh sequence ids start above; old topics and late ids are below
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', <<'CONF');
-shared_preload_libraries = 'xip83'
-timezone = 'UTC'
-max_connections = 40
-hot_standby_feedback = on
-CONF
-$primary->start;
+my $primary = start_primary();
 $primary->safe_psql('postgres', <<"SQL");
 CREATE EXTENSION xip83;
 -- 1,000 topics for each of originators 100, 200, 300 above $START, and
@@ -47,19 +42,7 @@ CREATE SEQUENCE seq200 START ${\($START + 2000)};
 CREATE SEQUENCE late_ids START 300;
 
 CREATE SCHEMA node;
--- a node's envelope table, RANGE partitioned by sequence id with a gap, tracked
-CREATE TABLE node.e (
-    originator_node_id int NOT NULL, originator_sequence_id bigint NOT NULL,
-    topic bytea NOT NULL, gateway_time timestamp NOT NULL DEFAULT now(),
-    expiry bigint NOT NULL DEFAULT 0, payer_id int, originator_envelope bytea NOT NULL,
-    PRIMARY KEY (originator_node_id, originator_sequence_id)) PARTITION BY RANGE (originator_sequence_id);
-CREATE INDEX ON node.e (topic, originator_node_id, originator_sequence_id);
-CREATE TABLE node.e_p0 PARTITION OF node.e FOR VALUES FROM (0) TO (500);
-CREATE TABLE node.e_p2 PARTITION OF node.e FOR VALUES FROM (600) TO (1000000);
-INSERT INTO node.e (originator_node_id, originator_sequence_id, topic, originator_envelope)
-    SELECT n, i, ('e' || (i * n) % 97)::bytea, '\\x01'
-      FROM generate_series(1, 1000) i, unnest('{100,200}'::int[]) n WHERE i < 450 OR i >= 600;
-SELECT xip83.track('node.e', 'envelope');
+${\ envelope_table_sql(1000000)}
 
 -- a d14n node's table for xip83.import: sequence ids between the old topics and the fresh rows
 CREATE TABLE node.ne (
@@ -121,11 +104,7 @@ CREATE FUNCTION ceil_of(source regclass, node int) RETURNS bigint LANGUAGE sql A
 \$\$;
 SQL
 
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "xip83.summary_memory = 1\n");
-$standby->start;
+my $standby = start_standby($primary, 1);
 
 # the notifier logs a feed's every line after a checkpoint
 sub learn_horizons
@@ -152,10 +131,8 @@ sub standby_summary_ready
 	my $state = $source eq 'xip83.envelopes'
 	  ? 'SELECT summary_states[3] FROM xip83.feed_status'
 	  : "SELECT summary_state FROM xip83.tracked WHERE source = '$source'::regclass";
-	return $standby->poll_query_until('postgres',
-		"SELECT CASE WHEN (SELECT count(*) FROM xip83.envelope_wave_scan('{x}', '{100}', '{0}', '{100}', '{1}', 0, 0, 1, '$source')) >= 0"
-		  . " THEN ($state) END",
-		'ready');
+	return summary_ready($standby,
+		"xip83.envelope_wave_scan('{x}', '{100}', '{0}', '{100}', '{1}', 0, 0, 1, '$source')", $state);
 }
 
 ok(standby_summary_ready('xip83.envelopes'),
@@ -183,34 +160,7 @@ COMMIT;
 \endif
 SQL
 
-sub random_waves
-{
-	my ($label, $seconds) = @_;
-	my ($out, $err) = ('', '');
-	my $pgbench = IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', '4', '-j', '2', '-T', $seconds, '-f', $write,
-			'-h', $primary->host, '-p', $primary->port, 'postgres'
-		],
-		'>', \$out, '2>', \$err);
-	my ($waves, $bad) = (0, 0);
-	my $until = time + $seconds;
-	while (time < $until)
-	{
-		my $seed = ($waves % 97) / 100.0;
-		my $r = $standby->safe_psql('postgres', "SELECT diff_random('xip83.envelopes', $seed)");
-		$waves++;
-		if ($r !~ /same$/)
-		{
-			$bad++;
-			diag("$label: seed $seed: $r");
-		}
-	}
-	$pgbench->finish;
-	is($bad, 0, "$label: $waves randomized d14n waves on the standby equal their definition");
-}
-
-random_waves('1 kB summary, writers running', 6);
+random_waves($primary, $standby, $write, '1 kB summary, writers running', 6, 'xip83.envelopes');
 
 # ------------------------------------------------ the default summary
 $standby->stop;
@@ -225,15 +175,12 @@ sub wave_buffers
 {
 	my ($t, $n, $f) = split /\|/, $standby->safe_psql('postgres',
 		"SELECT topics, nodes, floors FROM last_env('xip83.envelopes')");
-	my $plan = $standby->safe_psql('postgres',
-		"SET xip83.max_page_limit = 1000000; EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON, COSTS OFF) "
-		  . "SELECT count(*) FROM xip83.envelope_wave_scan('$t', '$n', '$f', "
+	my $buffers = plan_buffers($standby,
+		"SELECT count(*) FROM xip83.envelope_wave_scan('$t', '$n', '$f', "
 		  . "(SELECT array_agg(originator_node_id) FROM xip83.originator_ceilings()), "
 		  . "(SELECT array_agg(max_sequence_id) FROM xip83.originator_ceilings()), 0, 0, 1000000)");
-	my ($hit) = $plan =~ /"Shared Hit Blocks": (\d+)/;
-	my ($read) = $plan =~ /"Shared Read Blocks": (\d+)/;
 	my @pairs = split /,/, $n;
-	return (($hit // 0) + ($read // 0), scalar(@pairs));
+	return ($buffers, scalar(@pairs));
 }
 
 $primary->wait_for_catchup($standby);
@@ -247,18 +194,11 @@ cmp_ok($buffers * 2, '<', $pairs,
 # read; replay resumes, and once the standby's ceiling of that originator
 # passed the row its wave from those floors must equal its definition and
 # hold the row.
-sub pause_replay
-{
-	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
-	$standby->poll_query_until('postgres', 'SELECT pg_get_wal_replay_pause_state()', 'paused')
-	  or die 'replay did not pause';
-}
-
 sub check_case
 {
 	my ($name, $source, $write_sql, $below) = @_;
 	$below //= '9223372036854775807';
-	pause_replay();
+	pause_replay($standby);
 	my $floors = $standby->safe_psql('postgres',
 		"SELECT topics, nodes, floors FROM last_env('$source', $below)");
 	# the last line: what a CALL prints comes before
@@ -319,7 +259,7 @@ isnt($standby->safe_psql('postgres',
 		"SELECT summary_state FROM xip83.tracked WHERE source = 'node.e'::regclass"),
 	'ready', 'after the TRUNCATE the standby no longer trusts that summary');
 
-random_waves('default summary, writers running', 6);
+random_waves($primary, $standby, $write, 'default summary, writers running', 6, 'xip83.envelopes');
 
 $standby->stop;
 $primary->stop;

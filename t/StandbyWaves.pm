@@ -1,0 +1,127 @@
+# StandbyWaves: what the hot-standby summary tests share (t/005, t/006).
+#
+# A primary writes through pgbench while waves run on its standby, replay is
+# paused around single writes, and a plan's shared buffers tell whether a
+# wave skipped idle topics. Each test defines its own SQL helpers
+# (diff_random and the like) in the database.
+package StandbyWaves;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use Test::More;
+
+our @EXPORT = qw(start_primary start_standby envelope_table_sql plan_buffers summary_ready pause_replay random_waves);
+
+# A primary with xip83 preloaded that a standby can stream from, started.
+sub start_primary
+{
+	my $primary = PostgreSQL::Test::Cluster->new('primary');
+	$primary->init(allows_streaming => 1);
+	$primary->append_conf('postgresql.conf', <<'CONF');
+shared_preload_libraries = 'xip83'
+timezone = 'UTC'
+max_connections = 40
+hot_standby_feedback = on
+CONF
+	$primary->start;
+	return $primary;
+}
+
+# A streaming standby of a fresh backup of $primary, with that summary_memory (kB), started.
+sub start_standby
+{
+	my ($primary, $summary_kb) = @_;
+	$primary->backup('base');
+	my $standby = PostgreSQL::Test::Cluster->new('standby');
+	$standby->init_from_backup($primary, 'base', has_streaming => 1);
+	$standby->append_conf('postgresql.conf', "xip83.summary_memory = $summary_kb\n");
+	$standby->start;
+	return $standby;
+}
+
+# A node's envelope table node.e, RANGE partitioned by sequence id with a gap
+# (500 to 600) below $upper, rows of originators 100 and 200, tracked.
+sub envelope_table_sql
+{
+	my ($upper) = @_;
+	return <<"SQL";
+CREATE TABLE node.e (
+    originator_node_id int NOT NULL, originator_sequence_id bigint NOT NULL,
+    topic bytea NOT NULL, gateway_time timestamp NOT NULL DEFAULT now(),
+    expiry bigint NOT NULL DEFAULT 0, payer_id int, originator_envelope bytea NOT NULL,
+    PRIMARY KEY (originator_node_id, originator_sequence_id)) PARTITION BY RANGE (originator_sequence_id);
+CREATE INDEX ON node.e (topic, originator_node_id, originator_sequence_id);
+CREATE TABLE node.e_p0 PARTITION OF node.e FOR VALUES FROM (0) TO (500);
+CREATE TABLE node.e_p2 PARTITION OF node.e FOR VALUES FROM (600) TO ($upper);
+INSERT INTO node.e (originator_node_id, originator_sequence_id, topic, originator_envelope)
+    SELECT n, i, ('e' || (i * n) % 97)::bytea, '\\x01'
+      FROM generate_series(1, 1000) i, unnest('{100,200}'::int[]) n WHERE i < 450 OR i >= 600;
+SELECT xip83.track('node.e', 'envelope');
+SQL
+}
+
+# Shared buffers (hit and read) a query's plan touched on a node.
+sub plan_buffers
+{
+	my ($node, $query) = @_;
+	my $plan = $node->safe_psql('postgres',
+		"SET xip83.max_page_limit = 1000000; "
+		  . "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON, COSTS OFF) $query");
+	my ($hit) = $plan =~ /"Shared Hit Blocks": (\d+)/;
+	my ($read) = $plan =~ /"Shared Read Blocks": (\d+)/;
+	return ($hit // 0) + ($read // 0);
+}
+
+# Waits until $state (a query) reads 'ready'; the wave asks for the pass.
+sub summary_ready
+{
+	my ($node, $wave, $state) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT CASE WHEN (SELECT count(*) FROM $wave) >= 0 THEN ($state) END", 'ready');
+}
+
+sub pause_replay
+{
+	my ($standby) = @_;
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+	$standby->poll_query_until('postgres', 'SELECT pg_get_wal_replay_pause_state()', 'paused')
+	  or die 'replay did not pause';
+}
+
+# For $seconds, pgbench runs $script on the primary (4 clients) while the
+# standby compares randomized waves of each source with their definition
+# (diff_random(source, seed) ends in "same" when they agree).
+sub random_waves
+{
+	my ($primary, $standby, $script, $label, $seconds, @sources) = @_;
+	my ($out, $err) = ('', '');
+	my $pgbench = IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', '4', '-j', '2', '-T', $seconds, '-f', $script,
+			'-h', $primary->host, '-p', $primary->port, 'postgres'
+		],
+		'>', \$out, '2>', \$err);
+	my ($waves, $bad) = (0, 0);
+	my $until = time + $seconds;
+	while (time < $until)
+	{
+		my $seed = ($waves % 97) / 100.0;
+		for my $source (@sources)
+		{
+			my $r = $standby->safe_psql('postgres', "SELECT diff_random('$source', $seed)");
+			$waves++;
+			if ($r !~ /same$/)
+			{
+				$bad++;
+				diag("$label: $source seed $seed: $r");
+			}
+		}
+	}
+	$pgbench->finish;
+	is($bad, 0, "$label: $waves randomized waves on the standby equal their definition");
+}
+
+1;
