@@ -585,11 +585,13 @@ FollowLinesStep(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 {
 	int			n;
 	uint64	   *h = ReplayedLines(db, &n);
+	List	   *leaves;
 	Snapshot	snapshot;
 	uint64		g;
 
 	if (h == NULL)
 		return;
+	leaves = PassLeaves(db, kind, NULL);
 	/* taken after the horizons were read: every fresh row up to them is visible */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	for (int l = LINE_FIRST_ORIGINATOR; l < n; l++)
@@ -598,7 +600,7 @@ FollowLinesStep(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 
 		if (!LineBehind(db, h, l))
 			continue;
-		foreach(lc, PassLeaves(db, kind, NULL))
+		foreach(lc, leaves)
 			ReadRange(s, kind, lfirst_oid(lc), snapshot, RegistryLineNode(db, l),
 					  SummaryLineCovered(db, l), h[l]);
 		/* a reset meanwhile: the next pass sets every line */
