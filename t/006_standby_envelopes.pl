@@ -266,6 +266,17 @@ isnt($standby->safe_psql('postgres',
 
 random_waves($primary, $standby, $write, 'default summary, writers running', 6, 'xip83.envelopes');
 
+# a crash of the standby while it follows replay: the summary is rebuilt from
+# its rows before a wave trusts it again
+$standby->stop('immediate');
+$standby->start;
+$primary->safe_psql('postgres', 'CHECKPOINT');
+$standby->poll_query_until('postgres',
+	"SELECT count(*) >= 3 FROM xip83.originator_ceilings(NULL, 'xip83.envelopes')", 't')
+  or die 'the restarted standby never learned the envelope horizons';
+ok(standby_summary_ready('xip83.envelopes'), 'after a crash restart the standby rebuilds its envelope summary');
+random_waves($primary, $standby, $write, 'after a crash restart, writers running', 6, 'xip83.envelopes');
+
 $standby->stop;
 $primary->stop;
 done_testing();
