@@ -260,6 +260,33 @@ check_case('a row written while the table was not tracked, then tracked again', 
 	 SELECT xip83.track('node.pg', 'group');
 	 SELECT 250");
 
+# The same with the track's transaction open while the standby replays the
+# reset it logs: the standby's pass starts, waits for that transaction, and
+# must then read the table it could not see tracked when it started.
+{
+	my $floors = $standby->safe_psql('postgres', "SELECT topics, floors FROM last_ids('node.pg')");
+	$primary->safe_psql('postgres', "SELECT xip83.untrack('node.pg');
+		INSERT INTO node.pg (id, group_id, data, group_id_data_hash) VALUES (251, 'n2', 'u', 'u')");
+	my $bg = $primary->background_psql('postgres');
+	$bg->query_safe("BEGIN; SELECT xip83.track('node.pg', 'group')");
+	# a commit elsewhere sends the open transaction's reset record along
+	$primary->safe_psql('postgres', "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)
+		VALUES ('t1', 'x', 'h-flush')");
+	$primary->wait_for_catchup($standby);
+	# the standby's worker begins its pass of the emptied summary meanwhile
+	sleep 1.5;
+	$bg->query_safe('COMMIT');
+	$bg->quit;
+	$primary->wait_for_catchup($standby);
+	ok(standby_summary_ready('node.pg'), 'tracked again in a transaction held open: ready');
+	my ($t, $f) = split /\|/, $floors;
+	my $r = $standby->safe_psql('postgres', "SELECT diff_floors('node.pg', '$t', '$f')");
+	like($r, qr/^[1-9]\d* rows, same$/, "tracked again in a transaction held open: $r");
+	is($standby->safe_psql('postgres', "SELECT count(*) FROM xip83.group_wave_scan('{n2}', '{0}', 0, "
+		  . "xip83.group_ceiling('node.pg'), 1000, 'node.pg') WHERE id = 251"),
+		'1', 'tracked again in a transaction held open: row 251 is in the standby\'s wave');
+}
+
 # rows brought by ATTACH PARTITION into the gap of a tracked envelope table,
 # below its horizons
 {

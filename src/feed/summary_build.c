@@ -19,6 +19,9 @@
  *      of leaves was taken was noted by the attaching transaction;
  *   3. marks it READY, unless a reset came meanwhile (TRUNCATE, the entry
  *      loaded again): then the next pass starts over.
+ * A pass that cannot see the feed's table tracked (the track not committed
+ * yet, or on a standby not replayed yet) reads nothing and leaves the
+ * summary EMPTY: the rows stored before the track were never noted.
  * Reads are rate-bounded by xip83.summary_pass_rows_per_s. An error ends the
  * pass with the summary EMPTY again, and the worker tries again a second
  * later. The worker leaves when no summary of its database has wanted a
@@ -75,6 +78,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -91,6 +95,9 @@
 #define FOLLOW_POLL_MS 2
 
 int			xip83_summary_pass_rows_per_s = 5000000;
+
+/* the last pass found its feed's table not tracked (PassTable) */
+static bool pass_unreadable = false;
 
 void
 SummaryBuilderEnsureRunning(void)
@@ -258,35 +265,45 @@ ReadLeaf(Summary *s, uint64 gen, PositionKind kind, Oid leaf, Snapshot snapshot,
 }
 
 /*
- * The table a feed's summary of a kind is read from, InvalidOid when the
- * feed has no rows of that kind (a tracked table of another kind).
+ * The table a feed's summary of a kind is read from into *table, InvalidOid
+ * when the feed has no rows of that kind (a tracked table of another kind).
+ * False when the feed is a tracked table this transaction does not see
+ * tracked: its track has not committed yet (or, on a standby, not been
+ * replayed), or it was untracked. Nothing may then be taken as read: rows
+ * stored while it was not tracked were never noted.
  */
-static Oid
-PassTable(RegistryDb *db, PositionKind kind)
+static bool
+PassTable(RegistryDb *db, PositionKind kind, Oid *table)
 {
 	Oid			relid = RegistryFeedRelid(db);
 	TrackedSource t;
 
+	*table = InvalidOid;
 	if (!OidIsValid(relid))
-		return SourceOwnRelation(RegistryKindTable[kind]);
-	if (TrackedFind(relid, &t) && t.source == relid && t.kind == kind)
-		return relid;
-	return InvalidOid;
+		*table = SourceOwnRelation(RegistryKindTable[kind]);
+	else if (!TrackedFind(relid, &t) || t.source != relid)
+		return false;
+	else if (t.kind == kind)
+		*table = relid;
+	return true;
 }
 
 /*
- * The leaves (plain tables) of a feed's table of a kind, and into *tags, when
- * not NULL, a lock tag for every relation of it.
+ * The leaves (plain tables) of a feed's table of a kind into *leaves, and
+ * into *tags, when not NULL, a lock tag for every relation of it; false as
+ * PassTable.
  */
-static List *
-PassLeaves(RegistryDb *db, PositionKind kind, List **tags)
+static bool
+PassLeaves(RegistryDb *db, PositionKind kind, List **leaves, List **tags)
 {
-	Oid			table = PassTable(db, kind);
-	List	   *leaves = NIL;
+	Oid			table;
 	ListCell   *lc;
 
+	*leaves = NIL;
+	if (!PassTable(db, kind, &table))
+		return false;
 	if (!OidIsValid(table) || get_rel_relkind(table) == '\0')
-		return NIL;
+		return true;
 	foreach(lc, find_all_inheritors(table, AccessShareLock, NULL))
 	{
 		Oid			leaf = lfirst_oid(lc);
@@ -299,9 +316,9 @@ PassLeaves(RegistryDb *db, PositionKind kind, List **tags)
 			*tags = lappend(*tags, tag);
 		}
 		if (get_rel_relkind(leaf) == RELKIND_RELATION)
-			leaves = lappend_oid(leaves, leaf);
+			*leaves = lappend_oid(*leaves, leaf);
 	}
-	return leaves;
+	return true;
 }
 
 /* The horizon this standby replayed for a v3 kind's line; false when it knows none yet. */
@@ -373,7 +390,6 @@ WaitForRunning(Summary *s, uint64 gen)
 static void
 RunPass(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 {
-	Oid			table = PassTable(db, kind);
 	List	   *tags = NIL;
 	List	   *leaves;
 	ListCell   *lc;
@@ -384,27 +400,37 @@ RunPass(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 	uint64	   *lines = NULL;
 	int			nlines = 0;
 	bool		done = true;
+	bool		readable;
 
 	if (RecoveryInProgress())
 	{
-		leaves = PassLeaves(db, kind, NULL);
-		if (kind == KIND_ENVELOPE && WaitForRunning(s, gen) &&
-			(lines = ReplayedLines(db, &nlines)) != NULL)
-			covered = SUMMARY_COVERS_LINES;
 		/* no horizon replayed yet: the pass is tried again later */
-		else if (kind == KIND_ENVELOPE ||
-				 !WaitForRunning(s, gen) || !ReplayedHorizon(db, kind, &covered))
+		if (!WaitForRunning(s, gen) ||
+			(kind == KIND_ENVELOPE ? (lines = ReplayedLines(db, &nlines)) == NULL
+			 : !ReplayedHorizon(db, kind, &covered)))
 		{
 			(void) SummaryPassEnd(s, gen, false, 0);
 			return;
 		}
+		if (kind == KIND_ENVELOPE)
+			covered = SUMMARY_COVERS_LINES;
+		/* the catalogs as the transactions waited for left them */
+		AcceptInvalidationMessages();
+		readable = PassLeaves(db, kind, &leaves, NULL);
 	}
 	else
 	{
-		leaves = PassLeaves(db, kind, &tags);
+		readable = PassLeaves(db, kind, &leaves, &tags);
 		/* every writer that may have written before the load has ended */
 		if (tags != NIL)
 			WaitForLockersMultiple(tags, ShareLock, false);
+	}
+	if (!readable)
+	{
+		/* a wave that finds the summary EMPTY asks again */
+		pass_unreadable = true;
+		(void) SummaryPassEnd(s, gen, false, 0);
+		return;
 	}
 	/* on a standby taken after the horizon was read: it sees every fresh row up to it */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
@@ -421,7 +447,8 @@ RunPass(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 	if (SummaryPassEnd(s, gen, done, covered))
 		ereport(DEBUG1,
 				(errmsg("xip83 summary of %s ready: " UINT64_FORMAT " rows in %ld ms",
-						OidIsValid(table) ? get_rel_name(table) : "(no table)", rows,
+						OidIsValid(RegistryFeedRelid(db)) ?
+						get_rel_name(RegistryFeedRelid(db)) : "xip83's table", rows,
 						(long) TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()))));
 }
 
@@ -557,13 +584,16 @@ FollowStep(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 	uint64		covered = SummaryCoveredOf(s);
 	uint64		h1;
 	Snapshot	snapshot;
+	List	   *leaves;
 	ListCell   *lc;
 
-	if (!ReplayedHorizon(db, kind, &h1) || h1 <= covered)
+	/* not tracked as this transaction sees it: nothing is covered */
+	if (!ReplayedHorizon(db, kind, &h1) || h1 <= covered ||
+		!PassLeaves(db, kind, &leaves, NULL))
 		return;
 	/* taken after h1 was read: every fresh row up to it is visible */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	foreach(lc, PassLeaves(db, kind, NULL))
+	foreach(lc, leaves)
 		ReadRange(s, kind, lfirst_oid(lc), snapshot, 0, covered, h1);
 	UnregisterSnapshot(snapshot);
 	SummaryAdvance(s, gen, h1);
@@ -589,9 +619,8 @@ FollowLinesStep(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 	Snapshot	snapshot;
 	uint64		g;
 
-	if (h == NULL)
+	if (h == NULL || !PassLeaves(db, kind, &leaves, NULL))
 		return;
-	leaves = PassLeaves(db, kind, NULL);
 	/* taken after the horizons were read: every fresh row up to them is visible */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	for (int l = LINE_FIRST_ORIGINATOR; l < n; l++)
@@ -675,8 +704,10 @@ PassesWanted(MemoryContext cxt, bool *following)
 				any = true;
 			if (!SummaryPassBegin(s, &gen))
 				continue;
-			any = true;
+			pass_unreadable = false;
 			RunPassSafely(feeds[i], (PositionKind) k, s, gen, cxt);
+			/* a table not tracked (yet) is no work: the wave that finds it EMPTY asks again */
+			any |= !pass_unreadable;
 		}
 	return any;
 }
