@@ -3,8 +3,9 @@
  * server session, and the bytes between them.
  *
  * Reads feed nghttp2_session_mem_recv; writes take nghttp2_session_mem_send's
- * output into a small buffer (up to OUT_FILL bytes at a time, one write or
- * SSL_write for many frames) and write it; a short write keeps the rest and
+ * output, and the DATA frames its send_data callback writes (h2_stream.c),
+ * into a small buffer (up to H2_OUT_FILL bytes at a time: one write or SSL_write
+ * for every frame a loop turn queued on the connection) and write it; a short write keeps the rest and
  * waits for EPOLLOUT, and nothing more is taken from nghttp2 until it is out,
  * so what a connection holds beyond its streams' queues is bounded. Each
  * readiness event reads at most READ_BUDGET bytes: epoll is level-triggered,
@@ -27,7 +28,6 @@
 #include <unistd.h>
 #include <openssl/err.h>
 
-#define OUT_FILL	65536
 #define READ_CHUNK	16384		/* TLS's largest record: SSL_read leaves nothing behind */
 #define READ_BUDGET (16 * READ_CHUNK)
 #define ACCEPT_BUDGET 64
@@ -242,30 +242,41 @@ SockWrite(H2Conn *c, const unsigned char *buf, size_t len)
 	}
 }
 
+/* Room for n more bytes at the end of the out buffer (not counted yet), or NULL. */
+unsigned char *
+h2_conn_out_reserve(H2Conn *c, size_t n)
+{
+	if (c->out_len + n > c->out_cap)
+	{
+		size_t		cap = c->out_len + n > H2_OUT_FILL * 2 ? c->out_len + n : H2_OUT_FILL * 2;
+		unsigned char *b = realloc(c->out, cap);
+
+		if (b == NULL)
+			return NULL;
+		c->out = b;
+		c->out_cap = cap;
+	}
+	return c->out + c->out_len;
+}
+
 /* Appends nghttp2's next bytes to the out buffer; false when out of memory. */
 static bool
 OutFill(H2Conn *c)
 {
-	while (c->out_len < OUT_FILL)
+	while (c->out_len < H2_OUT_FILL)
 	{
 		const uint8_t *p;
+		unsigned char *dst;
+		/* a DATA frame is appended by the send_data callback, inside this call */
 		ssize_t		n = nghttp2_session_mem_send(c->session, &p);
 
 		if (n < 0)
 			return false;
 		if (n == 0)
 			break;
-		if (c->out_len + (size_t) n > c->out_cap)
-		{
-			size_t		cap = c->out_len + (size_t) n > OUT_FILL * 2 ? c->out_len + (size_t) n : OUT_FILL * 2;
-			unsigned char *b = realloc(c->out, cap);
-
-			if (b == NULL)
-				return false;
-			c->out = b;
-			c->out_cap = cap;
-		}
-		memcpy(c->out + c->out_len, p, (size_t) n);
+		if ((dst = h2_conn_out_reserve(c, (size_t) n)) == NULL)
+			return false;
+		memcpy(dst, p, (size_t) n);
 		c->out_len += (size_t) n;
 	}
 	return true;
@@ -308,7 +319,7 @@ h2_conn_flush(H2Conn *c)
 		}
 	}
 	WantOut(c, false);
-	if (c->out_cap > OUT_FILL * 2)
+	if (c->out_cap > H2_OUT_FILL * 2)
 	{
 		/* one large frame grew the buffer: give it back when idle */
 		free(c->out);

@@ -40,15 +40,23 @@ typedef struct H2Listener
 	struct H2Listener *next;
 } H2Listener;
 
-/* A queued outgoing message: gRPC prefix and body. */
-typedef struct H2Chunk
+/*
+ * A queued outgoing message: gRPC prefix and body, in data or, for a message
+ * many streams send, in the shared chunk the entry points at (one reference
+ * each). A shared chunk (xip83_h2_shared_new) lives until its last reference
+ * goes: the caller's, and every queue's entry not yet written or dropped.
+ */
+typedef struct Xip83H2Shared H2Chunk;
+struct Xip83H2Shared
 {
-	struct H2Chunk *next;
+	H2Chunk    *next;
 	size_t		len;
 	size_t		off;			/* bytes already handed to nghttp2 */
 	bool		small;			/* room for H2_CHUNK_SMALL bytes: reused (Xip83H2Server.spare) */
+	H2Chunk    *shared;			/* the bytes are shared->data, not data */
+	uint32_t	refs;			/* of a shared chunk */
 	unsigned char data[];
-} H2Chunk;
+};
 
 /*
  * Messages up to this size (prefix included) go in chunks of this room,
@@ -58,6 +66,9 @@ typedef struct H2Chunk
  */
 #define H2_CHUNK_SMALL 512
 #define H2_CHUNK_SPARE 16384	/* spare chunks kept at most */
+
+/* A connection's output buffer is filled up to about this much, then written. */
+#define H2_OUT_FILL 65536
 
 typedef struct H2Conn H2Conn;
 
@@ -141,6 +152,7 @@ extern void h2_conn_event(H2Conn *c, uint32_t events);
 extern bool h2_conn_flush(H2Conn *c);
 extern void h2_conn_close(H2Conn *c);
 extern void h2_conn_goaway(H2Conn *c);
+extern unsigned char *h2_conn_out_reserve(H2Conn *c, size_t n);
 
 /* h2_stream.c */
 extern void h2_stream_callbacks(nghttp2_session_callbacks *cb);

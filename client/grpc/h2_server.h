@@ -45,6 +45,7 @@
 
 typedef struct Xip83H2Server Xip83H2Server;
 typedef struct Xip83H2Stream Xip83H2Stream;
+typedef struct Xip83H2Shared Xip83H2Shared;
 
 /* A request header; pointers valid during the open callback only. */
 typedef struct Xip83H2Header
@@ -167,6 +168,21 @@ extern void xip83_h2_unwatch(Xip83H2Server *srv, Xip83Watch *w);
  * was finished already or memory is short (the message is not queued).
  */
 extern bool xip83_h2_send(Xip83H2Stream *s, const void *msg, size_t len);
+
+/*
+ * One message for many streams: its bytes (prefix included) are made once
+ * and every stream's queue holds a reference, not a copy; each stream still
+ * counts the whole message in its pending bytes. NULL when memory is short
+ * or the message too long. The caller's reference goes with
+ * xip83_h2_shared_release (the server need not be there any more); the bytes
+ * live on until every stream wrote or dropped them.
+ */
+extern Xip83H2Shared *xip83_h2_shared_new(const void *msg, size_t len);
+extern void xip83_h2_shared_release(Xip83H2Shared *m);
+/* The message's bytes (without the prefix). */
+extern const unsigned char *xip83_h2_shared_bytes(const Xip83H2Shared *m, size_t *len);
+/* Queues m on s, as xip83_h2_send would queue its bytes. */
+extern bool xip83_h2_send_shared(Xip83H2Stream *s, Xip83H2Shared *m);
 
 /*
  * Ends the stream after its queued messages with grpc-status and, when

@@ -4,6 +4,13 @@
  * finish), with the data provider that lets queued messages out as flow
  * control allows.
  *
+ * DATA frames are written with NGHTTP2_DATA_FLAG_NO_COPY: the provider only
+ * says how many queued bytes a frame takes, and the send_data callback puts
+ * nghttp2's 9-byte frame header and those bytes straight into the
+ * connection's output buffer. A live row goes to many streams as one shared
+ * chunk, copied once per stream, there, rather than into a chunk of its own
+ * and then into nghttp2's frame buffer.
+ *
  * A response is HEADERS (:status 200, content-type application/grpc), the
  * messages as DATA, then trailers (grpc-status, grpc-message) carrying
  * END_STREAM; a call ended before anything was sent gets one HEADERS frame
@@ -72,7 +79,7 @@ QueueTake(Xip83H2Stream *s, uint8_t *buf, size_t len)
 
 		if (take > len - n)
 			take = len - n;
-		memcpy(buf + n, c->data + c->off, take);
+		memcpy(buf + n, (c->shared ? c->shared->data : c->data) + c->off, take);
 		c->off += take;
 		n += take;
 		if (c->off == c->len)
@@ -126,9 +133,13 @@ DataRead(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t lengt
 		 uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
 {
 	Xip83H2Stream *s = source->ptr;
-	size_t		n = QueueTake(s, buf, length);
+	bool		all = s->pending <= length;	/* the frame takes the whole queue */
+	size_t		n = all ? s->pending : length;
 
-	if (s->head == NULL && s->finishing)
+	/* the bytes are taken in SendData, within the same nghttp2 call: nothing queues between */
+	if (n > 0)
+		*data_flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+	if (all && s->finishing)
 	{
 		*data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
 		SubmitTrailers(s);
@@ -140,6 +151,26 @@ DataRead(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t lengt
 		return NGHTTP2_ERR_DEFERRED;
 	}
 	return (ssize_t) n;
+}
+
+/* A DATA frame DataRead sized: its header and payload into the connection's output. */
+static int
+SendData(nghttp2_session *session, nghttp2_frame *frame, const uint8_t *framehd, size_t length,
+		 nghttp2_data_source *source, void *user_data)
+{
+	H2Conn	   *c = user_data;
+	Xip83H2Stream *s = source->ptr;
+	unsigned char *out;
+
+	/* no padding is ever asked for (no select_padding callback) */
+	if (frame->data.padlen > 0 || (out = h2_conn_out_reserve(c, 9 + length)) == NULL)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	memcpy(out, framehd, 9);
+	if (QueueTake(s, out + 9, length) != length)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	c->out_len += 9 + length;
+	/* the frame is out; nghttp2_session_mem_send returns, so the buffer stays near OUT_FILL */
+	return c->out_len >= H2_OUT_FILL ? NGHTTP2_ERR_PAUSE : 0;
 }
 
 /* Submits response headers, with the data provider or (prd NULL) END_STREAM. */
@@ -484,6 +515,7 @@ h2_stream_callbacks(nghttp2_session_callbacks *cb)
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, OnDataChunk);
 	nghttp2_session_callbacks_set_on_frame_send_callback(cb, OnFrameSend);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, OnStreamClose);
+	nghttp2_session_callbacks_set_send_data_callback(cb, SendData);
 }
 
 void
@@ -539,6 +571,8 @@ h2_stream_notify(H2Conn *c)
 void
 h2_chunk_free(Xip83H2Server *srv, H2Chunk *c)
 {
+	if (c->shared)
+		xip83_h2_shared_release(c->shared);
 	if (c->small && srv->n_spare < H2_CHUNK_SPARE)
 	{
 		c->next = srv->spare;
@@ -564,25 +598,16 @@ ChunkNew(Xip83H2Server *srv, size_t len)
 	else if ((c = malloc(sizeof(*c) + (small ? H2_CHUNK_SMALL : XIP83_GRPC_PREFIX + len))) == NULL)
 		return NULL;
 	c->small = small;
+	c->next = NULL;
+	c->off = 0;
+	c->shared = NULL;
 	return c;
 }
 
-/* ---------------------------------------------------------------- API */
-
-bool
-xip83_h2_send(Xip83H2Stream *s, const void *msg, size_t len)
+/* Puts c at the end of s's queue and lets the data provider know. */
+static void
+Enqueue(Xip83H2Stream *s, H2Chunk *c)
 {
-	H2Chunk    *c;
-
-	if (s->finishing || len > UINT32_MAX)
-		return false;
-	if ((c = ChunkNew(s->conn->srv, len)) == NULL)
-		return false;
-	c->next = NULL;
-	c->len = XIP83_GRPC_PREFIX + len;
-	c->off = 0;
-	xip83_grpc_prefix(c->data, (uint32_t) len);
-	memcpy(c->data + XIP83_GRPC_PREFIX, msg, len);
 	if (s->tail)
 		s->tail->next = c;
 	else
@@ -596,6 +621,70 @@ xip83_h2_send(Xip83H2Stream *s, const void *msg, size_t len)
 		SubmitResponse(s, false, NULL);
 	else
 		Resume(s);
+}
+
+/* ---------------------------------------------------------------- API */
+
+bool
+xip83_h2_send(Xip83H2Stream *s, const void *msg, size_t len)
+{
+	H2Chunk    *c;
+
+	if (s->finishing || len > UINT32_MAX)
+		return false;
+	if ((c = ChunkNew(s->conn->srv, len)) == NULL)
+		return false;
+	c->len = XIP83_GRPC_PREFIX + len;
+	xip83_grpc_prefix(c->data, (uint32_t) len);
+	memcpy(c->data + XIP83_GRPC_PREFIX, msg, len);
+	Enqueue(s, c);
+	return true;
+}
+
+Xip83H2Shared *
+xip83_h2_shared_new(const void *msg, size_t len)
+{
+	H2Chunk    *c;
+
+	/* its own allocation, not a spare: it may outlive the server */
+	if (len > UINT32_MAX || (c = malloc(sizeof(*c) + XIP83_GRPC_PREFIX + len)) == NULL)
+		return NULL;
+	memset(c, 0, sizeof(*c));
+	c->len = XIP83_GRPC_PREFIX + len;
+	c->refs = 1;
+	xip83_grpc_prefix(c->data, (uint32_t) len);
+	memcpy(c->data + XIP83_GRPC_PREFIX, msg, len);
+	return c;
+}
+
+void
+xip83_h2_shared_release(Xip83H2Shared *m)
+{
+	if (m != NULL && --m->refs == 0)
+		free(m);
+}
+
+const unsigned char *
+xip83_h2_shared_bytes(const Xip83H2Shared *m, size_t *len)
+{
+	*len = m->len - XIP83_GRPC_PREFIX;
+	return m->data + XIP83_GRPC_PREFIX;
+}
+
+bool
+xip83_h2_send_shared(Xip83H2Stream *s, Xip83H2Shared *m)
+{
+	H2Chunk    *c;
+
+	if (s->finishing || m->refs == UINT32_MAX)
+		return false;
+	/* an entry only: a spare chunk's room goes unused */
+	if ((c = ChunkNew(s->conn->srv, 0)) == NULL)
+		return false;
+	c->len = m->len;
+	c->shared = m;
+	m->refs++;
+	Enqueue(s, c);
 	return true;
 }
 

@@ -23,6 +23,8 @@
 #define FEED_TICK_MS 50
 /* A live batch's buffer larger than this is freed once flushed. */
 #define LIVE_KEEP 4096
+/* Messages up to this size are offered for sharing with the next stream of the method. */
+#define SHARE_MAX 4096
 /* Tries of the feed's start, 100 ms apart. */
 #define START_TRIES 100
 
@@ -68,12 +70,44 @@ Finish(GwStream *st, int code, const char *message)
 
 /* ------------------------------------------------------------ output */
 
+/* Drops the messages kept for sharing (their bytes live on in the queues that hold them). */
+static void
+ForgetShared(Xip83Gateway *gw)
+{
+	for (int m = 0; m < XIP83_GATEWAY_METHODS; m++)
+	{
+		xip83_h2_shared_release(gw->last[m]);
+		gw->last[m] = NULL;
+	}
+}
+
+/*
+ * Sends one message. The streams a live row goes to are flushed one after
+ * the other, and those that got only that row send the same bytes (per
+ * method: a translated method's messages differ from Subscribe's): a message
+ * equal to the last one of the stream's method is queued as a reference to
+ * it, not a copy.
+ */
 static bool
 SendRaw(void *arg, const unsigned char *msg, size_t len)
 {
 	GwStream   *st = arg;
+	Xip83H2Shared **last = &st->gw->last[st->method];
+	size_t		last_len = 0;
+	const unsigned char *bytes;
 
-	return st->h2 != NULL && xip83_h2_send(st->h2, msg, len);
+	if (st->h2 == NULL)
+		return false;
+	if (len > SHARE_MAX)
+		return xip83_h2_send(st->h2, msg, len);
+	bytes = *last ? xip83_h2_shared_bytes(*last, &last_len) : NULL;
+	if (bytes == NULL || last_len != len || memcmp(bytes, msg, len) != 0)
+	{
+		xip83_h2_shared_release(*last);
+		if ((*last = xip83_h2_shared_new(msg, len)) == NULL)
+			return xip83_h2_send(st->h2, msg, len);
+	}
+	return xip83_h2_send_shared(st->h2, *last);
 }
 
 /* The engine's frame writer: Subscribe frames as they are, or translated. */
@@ -127,6 +161,7 @@ gw_flush_dirty(Xip83Gateway *gw)
 	for (size_t i = 0; i < gw->n_dirty; i++)
 		gw_check(gw->dirty[i]);
 	gw->n_dirty = 0;
+	ForgetShared(gw);
 }
 
 /* ------------------------------------------------------------ the feed */
@@ -669,6 +704,7 @@ xip83_gateway_free(Xip83Gateway *gw)
 	gw_pool_close(gw);
 	for (int b = 0; b < 2; b++)
 		gw_router_free(&gw->routers[b]);
+	ForgetShared(gw);
 	free(gw->dirty);
 	free(gw->packed);
 	free(gw->seam_waiters);

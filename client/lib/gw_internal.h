@@ -73,6 +73,7 @@ struct Xip83Gateway
 	size_t		cap_dirty;
 	unsigned char *packed;		/* the feed row being routed, encoded once */
 	size_t		cap_packed;
+	Xip83H2Shared *last[XIP83_GATEWAY_METHODS];	/* by method: the last small message sent */
 	bool		draining;
 	Xip83GrpcMethod methods[XIP83_GATEWAY_METHODS];
 	Xip83GatewayStats stats;	/* the counters; the gauges are computed when asked */
