@@ -48,7 +48,14 @@
  * d14n wave trusts a "no" for an originator's ceiling at or below that
  * line's (SummaryMayHaveMany).
  * Promotion: the first attach of a feed loads it on the new primary, which
- * resets its summaries (registry.c), and a primary's pass rebuilds them.
+ * keeps a summary the standby made READY (registry.c, KeepsAfterPromotion)
+ * and resets the others, which a primary's pass rebuilds. A kept summary
+ * still covers only what the standby followed; every row of before the
+ * promotion is committed by then (writers may not PREPARE), and one above
+ * that (replayed after the follower's last step, or above the last horizon
+ * record the old primary logged) is read by CatchUp, under a snapshot taken
+ * after the load, before the summary covers every position. Rows committed
+ * later were raised by their writers.
  */
 #include "postgres.h"
 
