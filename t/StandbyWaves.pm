@@ -12,8 +12,9 @@ use Exporter 'import';
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use Test::More;
+use Time::HiRes qw(sleep);
 
-our @EXPORT = qw(start_primary start_standby envelope_table_sql plan_buffers summary_ready pause_replay random_waves);
+our @EXPORT = qw(start_primary start_standby envelope_table_sql plan_buffers summary_ready pause_replay random_waves hold_horizons);
 
 # A primary with xip83 preloaded that a standby can stream from, started.
 sub start_primary
@@ -89,6 +90,24 @@ sub pause_replay
 	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
 	$standby->poll_query_until('postgres', 'SELECT pg_get_wal_replay_pause_state()', 'paused')
 	  or die 'replay did not pause';
+}
+
+# Before a promotion: rows the primary writes from now on reach the standby
+# above every horizon it learned (the primary's notifier pauses a minute
+# after its next notice and sends no heartbeat), and a pass on the standby
+# would read 1 row a second, so a summary that stays ready was kept, not
+# rebuilt.
+sub hold_horizons
+{
+	my ($primary, $standby) = @_;
+	$standby->append_conf('postgresql.conf', "xip83.summary_pass_rows_per_s = 1\n");
+	$standby->reload;
+	$primary->append_conf('postgresql.conf',
+		"xip83.notify_interval_ms = 60000\nxip83.notify_busy_interval_ms = 60000\n"
+		  . "xip83.notify_heartbeat_ms = 3600000\n");
+	$primary->reload;
+	sleep 0.5;
+	return;
 }
 
 # For $seconds, pgbench runs $script on the primary (4 clients) while the

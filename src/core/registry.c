@@ -635,6 +635,28 @@ RegistryLoadOriginator(RegistryDb *db, int32 node, uint64 high)
 }
 
 /*
+ * Whether a feed's summary of a kind stays valid through this load: the
+ * first attach after a promotion, of an entry replay made (horizons_replayed;
+ * a reuse of the entry or a track clears it), whose summary the standby's
+ * worker made READY and no TRUNCATE or drop turned off. Recovery has ended
+ * and writers may not PREPARE, so no transaction from before the promotion
+ * is open: every row stored is one the standby had, at or below what the
+ * summary covers (its pass and follower read those, RAISE records raised the
+ * rest) or above it, which the new primary's worker reads before the
+ * summary covers every position (summary_build.c, CatchUp). A crash
+ * recovery's summaries are never READY (no worker runs during it). Anything
+ * else starts over.
+ */
+static bool
+KeepsAfterPromotion(RegistryDb *db, PositionKind kind)
+{
+	Summary    *s = SummaryOf(db, kind);
+
+	return s != NULL && db->horizons_replayed && !SummaryStandbyOff(s) &&
+		SummaryStateOf(s, NULL) == SUMMARY_READY;
+}
+
+/*
  * Loads a fresh entry (first use after a start) through registry_load_feed,
  * which reads the sequences and tables: xip83's own three tables, or the
  * tracked table of a feed with every leaf.
@@ -659,11 +681,13 @@ LoadDb(RegistryDb *db)
 		/*
 		 * rows stored before now are for the summary's pass to read; no
 		 * writer yet. A standby starts over too: rows written while the feed
-		 * was not loaded (untracked) were never registered.
+		 * was not loaded (untracked) were never registered. A promoted
+		 * standby's summary a pass made READY stays: KeepsAfterPromotion.
 		 */
 		for (int k = 0; k < 3; k++)
 		{
-			SummaryResetKind(db, (PositionKind) k);
+			if (!KeepsAfterPromotion(db, (PositionKind) k))
+				SummaryResetKind(db, (PositionKind) k);
 			RegistryLogSummaryReset(db, (PositionKind) k, false);
 		}
 		db->ready = true;

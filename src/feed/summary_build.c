@@ -51,7 +51,14 @@
  * d14n wave trusts a "no" for an originator's ceiling at or below that
  * line's (SummaryMayHaveMany).
  * Promotion: the first attach of a feed loads it on the new primary, which
- * resets its summaries (registry.c), and a primary's pass rebuilds them.
+ * keeps a summary the standby made READY (registry.c, KeepsAfterPromotion)
+ * and resets the others, which a primary's pass rebuilds. A kept summary
+ * still covers only what the standby followed; every row of before the
+ * promotion is committed by then (writers may not PREPARE), and one above
+ * that (replayed after the follower's last step, or above the last horizon
+ * record the old primary logged) is read by CatchUp, under a snapshot taken
+ * after the load, before the summary covers every position. Rows committed
+ * later were raised by their writers.
  */
 #include "postgres.h"
 
@@ -130,7 +137,10 @@ SummaryForSource(Oid relid, PositionKind kind, RegistryDb **dbp)
 		*dbp = db;
 	if (s == NULL || (standby && SummaryStandbyOff(s)))
 		return NULL;
-	if (SummaryStateOf(s, NULL) == SUMMARY_EMPTY)
+	/* EMPTY: a pass is wanted; on a primary, READY covering less: a catch-up */
+	if (SummaryStateOf(s, NULL) == SUMMARY_EMPTY ||
+		(!standby && SummaryStateOf(s, NULL) == SUMMARY_READY &&
+		 SummaryCoveredOf(s) != SUMMARY_COVERS_ALL))
 		SummaryBuilderEnsureRunning();
 	return s;
 }
@@ -674,6 +684,49 @@ Follow(RegistryDb *db, PositionKind kind, Summary *s, MemoryContext cxt)
 }
 
 /*
+ * A promoted standby's kept summary (registry.c, KeepsAfterPromotion), or a
+ * standby's pass that ended after the promotion: it vouches for the rows up
+ * to its covered position (for envelopes, per originator line), and the rows
+ * above were replayed after the follower's last step (or committed above the
+ * last horizon record the standby replayed). One snapshot, taken after the
+ * load (every originator stored has a line by then, a new one covering 0),
+ * sees every row of before the promotion; rows committed later were raised
+ * by their writers. Reading what is above the covered position under it lets
+ * the summary cover every position, as a primary's pass does.
+ */
+static void
+CatchUp(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
+{
+	uint64		covered = SummaryCoveredOf(s);
+	List	   *leaves = PassLeaves(db, kind, NULL);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ListCell   *lc;
+
+	if (covered == SUMMARY_COVERS_LINES)
+	{
+		int			n = RegistryLineCount(db);
+
+		for (int l = LINE_FIRST_ORIGINATOR; l < n; l++)
+			foreach(lc, leaves)
+				ReadRange(s, kind, lfirst_oid(lc), snapshot, RegistryLineNode(db, l),
+						  SummaryLineCovered(db, l), (uint64) PG_INT64_MAX);
+	}
+	else
+		foreach(lc, leaves)
+			ReadRange(s, kind, lfirst_oid(lc), snapshot, 0, covered, (uint64) PG_INT64_MAX);
+	UnregisterSnapshot(snapshot);
+	SummaryAdvance(s, gen, SUMMARY_COVERS_ALL);
+}
+
+/* Whether a primary's summary is READY but vouches for less than every position. */
+static bool
+CatchUpWanted(Summary *s, uint64 *gen)
+{
+	return !RecoveryInProgress() && SummaryStateOf(s, gen) == SUMMARY_READY &&
+		SummaryCoveredOf(s) != SUMMARY_COVERS_ALL;
+}
+
+/*
  * Runs every pass wanted in the database, and on a standby follows replay;
  * returns whether one ran or runs (or a summary is followed).
  */
@@ -698,6 +751,13 @@ PassesWanted(MemoryContext cxt, bool *following)
 			if (standby && Follow(feeds[i], (PositionKind) k, s, cxt))
 			{
 				any = *following = true;
+				continue;
+			}
+			if (!standby && CatchUpWanted(s, &gen))
+			{
+				any = true;
+				if (!InTransaction(CatchUp, feeds[i], (PositionKind) k, s, gen, cxt))
+					SummaryReset(s);	/* a pass rebuilds it */
 				continue;
 			}
 			if (SummaryStateOf(s, NULL) == SUMMARY_BUILDING)
