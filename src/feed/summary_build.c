@@ -698,10 +698,17 @@ static void
 CatchUp(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 {
 	uint64		covered = SummaryCoveredOf(s);
-	List	   *leaves = PassLeaves(db, kind, NULL);
-	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	List	   *leaves;
+	Snapshot	snapshot;
 	ListCell   *lc;
 
+	/* a table not seen tracked: a full pass, once a wave asks for it */
+	if (!PassLeaves(db, kind, &leaves, NULL))
+	{
+		SummaryReset(s);
+		return;
+	}
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	if (covered == SUMMARY_COVERS_LINES)
 	{
 		int			n = RegistryLineCount(db);
