@@ -389,12 +389,7 @@ SQL
 $primary->wait_for_catchup($standby);
 cmp_ok($standby->safe_psql('postgres', 'SELECT xip83.group_ceiling()'), '<', $w2 - 40,
 	'the standby replayed 41 rows above every horizon it learned');
-is($standby->safe_psql('postgres', 'SELECT summary_states[1] FROM xip83.feed_status'), 'ready',
-	'the standby\'s summary is ready before the promotion');
-$primary->stop('immediate');
-$standby->promote;
-is($standby->safe_psql('postgres', 'SELECT summary_states[1] FROM xip83.feed_status'), 'ready',
-	'the promoted node\'s summary is ready right after the promotion');
+promote_keeping($primary, $standby, 1, 'summary');
 # waves in the first moments after the promotion, while the kept summary
 # reads what lies above the horizons it followed
 for my $i (1 .. 5)

@@ -351,12 +351,7 @@ SQL
 $primary->wait_for_catchup($standby);
 cmp_ok($standby->safe_psql('postgres', "SELECT ceil_of('xip83.envelopes', 100)"), '<=', $w1,
 	'the standby replayed rows above every horizon it learned');
-is($standby->safe_psql('postgres', 'SELECT summary_states[3] FROM xip83.feed_status'), 'ready',
-	'the standby\'s envelope summary is ready before the promotion');
-$primary->stop('immediate');
-$standby->promote;
-is($standby->safe_psql('postgres', 'SELECT summary_states[3] FROM xip83.feed_status'), 'ready',
-	'the promoted node\'s envelope summary is ready right after the promotion');
+promote_keeping($primary, $standby, 3, 'envelope summary');
 for my $i (1 .. 5)
 {
 	like($standby->safe_psql('postgres', "SELECT diff_random('xip83.envelopes', 0.$i)"),

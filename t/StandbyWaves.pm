@@ -14,7 +14,7 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 use Time::HiRes qw(sleep);
 
-our @EXPORT = qw(start_primary start_standby envelope_table_sql plan_buffers summary_ready pause_replay random_waves hold_horizons);
+our @EXPORT = qw(start_primary start_standby envelope_table_sql plan_buffers summary_ready pause_replay random_waves hold_horizons promote_keeping);
 
 # A primary with xip83 preloaded that a standby can stream from, started.
 sub start_primary
@@ -107,6 +107,22 @@ sub hold_horizons
 		  . "xip83.notify_heartbeat_ms = 3600000\n");
 	$primary->reload;
 	sleep 0.5;
+	return;
+}
+
+# Stops the primary at once and promotes the standby, checking that the
+# summary in column $col of feed_status.summary_states ($what) is ready
+# before and right after the promotion.
+sub promote_keeping
+{
+	my ($primary, $standby, $col, $what) = @_;
+	my $state = "SELECT summary_states[$col] FROM xip83.feed_status";
+	Test::More::is($standby->safe_psql('postgres', $state), 'ready',
+		"the standby's $what is ready before the promotion");
+	$primary->stop('immediate');
+	$standby->promote;
+	Test::More::is($standby->safe_psql('postgres', $state), 'ready',
+		"the promoted node's $what is ready right after the promotion");
 	return;
 }
 

@@ -113,6 +113,14 @@ SummaryBuilderEnsureRunning(void)
 		DbWorkerStart(WORKER_SUMMARY);
 }
 
+/* Whether a primary's summary is READY but vouches for less than every position. */
+static bool
+CatchUpWanted(Summary *s, uint64 *gen)
+{
+	return !RecoveryInProgress() && SummaryStateOf(s, gen) == SUMMARY_READY &&
+		SummaryCoveredOf(s) != SUMMARY_COVERS_ALL;
+}
+
 Summary *
 SummaryForSource(Oid relid, PositionKind kind, RegistryDb **dbp)
 {
@@ -138,9 +146,7 @@ SummaryForSource(Oid relid, PositionKind kind, RegistryDb **dbp)
 	if (s == NULL || (standby && SummaryStandbyOff(s)))
 		return NULL;
 	/* EMPTY: a pass is wanted; on a primary, READY covering less: a catch-up */
-	if (SummaryStateOf(s, NULL) == SUMMARY_EMPTY ||
-		(!standby && SummaryStateOf(s, NULL) == SUMMARY_READY &&
-		 SummaryCoveredOf(s) != SUMMARY_COVERS_ALL))
+	if (SummaryStateOf(s, NULL) == SUMMARY_EMPTY || CatchUpWanted(s, NULL))
 		SummaryBuilderEnsureRunning();
 	return s;
 }
@@ -723,14 +729,6 @@ CatchUp(RegistryDb *db, PositionKind kind, Summary *s, uint64 gen)
 			ReadRange(s, kind, lfirst_oid(lc), snapshot, 0, covered, (uint64) PG_INT64_MAX);
 	UnregisterSnapshot(snapshot);
 	SummaryAdvance(s, gen, SUMMARY_COVERS_ALL);
-}
-
-/* Whether a primary's summary is READY but vouches for less than every position. */
-static bool
-CatchUpWanted(Summary *s, uint64 *gen)
-{
-	return !RecoveryInProgress() && SummaryStateOf(s, gen) == SUMMARY_READY &&
-		SummaryCoveredOf(s) != SUMMARY_COVERS_ALL;
 }
 
 /*
