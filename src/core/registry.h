@@ -129,7 +129,7 @@ typedef struct Registry
 
 extern Registry *Reg;
 
-extern void RegistryLogLate(const RegistryDb *db, const LateEntry *entry);
+extern XLogRecPtr RegistryLogLate(const RegistryDb *db, const LateEntry *entry);
 /* The entry of a feed for WAL replay, made fresh when new; lock held exclusive. */
 extern RegistryDb *RegistryEntryForRedoLocked(Oid dboid, Oid relid);
 /* An originator's line with at least that high, added when new, or -1; lock held exclusive. */

@@ -190,7 +190,7 @@ RedoHorizonsLocked(RegistryDb *db, const xl_xip83_horizons *rec)
 		db->horizons_replayed = true;
 }
 
-void
+XLogRecPtr
 RegistryLogLate(const RegistryDb *db, const LateEntry *entry)
 {
 	xl_xip83_late rec;
@@ -201,7 +201,7 @@ RegistryLogLate(const RegistryDb *db, const LateEntry *entry)
 	rec.entry = *entry;
 	XLogBeginInsert();
 	XLogRegisterData((char *) &rec, sizeof(rec));
-	(void) XLogInsert(XIP83_RMGR_ID, XLOG_XIP83_LATE);
+	return XLogInsert(XIP83_RMGR_ID, XLOG_XIP83_LATE);
 }
 
 static int
@@ -235,10 +235,9 @@ RegistryLogRing(RegistryDb *db)
 		if (db->ring[i].seq != 0)
 			copy[n++] = db->ring[i];
 	qsort(copy, n, sizeof(LateEntry), CompareSeq);
+	/* the end of the last record: the insert position is not a flush target */
 	for (int i = 0; i < n; i++)
-		RegistryLogLate(db, &copy[i]);
-	if (n > 0)
-		lsn = GetXLogInsertRecPtr();
+		lsn = RegistryLogLate(db, &copy[i]);
 	db->ring_logged = true;
 	LWLockRelease(Reg->lock);
 	pfree(copy);
