@@ -197,6 +197,14 @@ SERVER_USER=$SERVER_USER
 as_server "$BINDIR/pg_ctl" -D "$DATA" -l "$SERVER_LOG" -w -t 60 "\$@"
 EOF
 	chmod 755 "$RUN/pgctl"
+	# Any server program as the server user (a bench's hot standby: pg_basebackup, pg_ctl).
+	cat >"$RUN/asserver" <<EOF
+#!/usr/bin/env bash
+$(declare -f as_server)
+SERVER_USER=$SERVER_USER
+as_server env PATH="$BINDIR:\$PATH" "\$@"
+EOF
+	chmod 755 "$RUN/asserver"
 }
 
 cluster_start() {
@@ -214,7 +222,7 @@ trap cluster_stop EXIT
 trap 'cluster_stop; exit 130' INT TERM
 
 export PGHOST=$SOCK PGPORT=$PORT PGUSER=postgres PGTZ=UTC PGAPPNAME=xip83-tests
-export XIP83_PGCTL=$RUN/pgctl
+export XIP83_PGCTL=$RUN/pgctl XIP83_ASSERVER=$RUN/asserver
 
 fresh_db() {
 	PGOPTIONS="-c client_min_messages=warning" "$BINDIR/psql" -X -q -d postgres -v ON_ERROR_STOP=1 \

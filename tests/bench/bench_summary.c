@@ -11,6 +11,9 @@
  *   (a) restart   floors from before a clean restart with
  *                 xip83.summary_memory = summary_kb, once its pass is done
  *                 (its time, and the summary's shared memory, are printed);
+ *   (b) standby   the same floors on a hot standby of the server made then
+ *                 (pg_basebackup), once its own pass is done; beside the
+ *                 primary's recently written and summary-off calls;
  *   (c) idle      the same floors after 30,000 other topics were written
  *                 since: every topic of the waves idle longer than the
  *                 recent-writes window (12,288 entries).
@@ -29,6 +32,7 @@
  */
 #include "testlib.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,15 +165,19 @@ Measure(const char *table)
 
 /* The recent wave of bs_w5 (floors at 95% of last) against its page's rows by primary key. */
 static Pair
-MeasureRecent(void)
+MeasureRecent(bool make_page)
 {
 	char		ours[512];
 
-	Exec("DROP TABLE IF EXISTS bs_page");
-	Exec("CREATE TABLE bs_page AS SELECT array_agg(id) ids FROM xip83.group_wave_scan("
-		 " (SELECT array_agg(topic ORDER BY topic) FROM bs_w5),"
-		 " (SELECT array_agg((last * 0.95)::bigint ORDER BY topic) FROM bs_w5),"
-		 " 0, xip83.group_ceiling(), 500)");
+	/* a standby reads the page the primary made of the same rows */
+	if (make_page)
+	{
+		Exec("DROP TABLE IF EXISTS bs_page");
+		Exec("CREATE TABLE bs_page AS SELECT array_agg(id) ids FROM xip83.group_wave_scan("
+			 " (SELECT array_agg(topic ORDER BY topic) FROM bs_w5),"
+			 " (SELECT array_agg((last * 0.95)::bigint ORDER BY topic) FROM bs_w5),"
+			 " 0, xip83.group_ceiling(), 500)");
+	}
 	WaveSql(ours, sizeof(ours), "bs_w5", "(last * 0.95)::bigint", RUNS);
 	return Compare(ours, "SELECT bs_pk((SELECT ids FROM bs_page), 20)", READ_ROUNDS);
 }
@@ -239,15 +247,104 @@ typedef struct Case
 } Case;
 
 static Case
-MeasureCase(void)
+MeasureCase(bool primary)
 {
 	Case		c;
 
 	c.w5 = Measure("bs_w5");
 	c.all = Measure("bs_all");
-	c.recent = MeasureRecent();
+	c.recent = MeasureRecent(primary);
 	c.storm = MeasureStorm(3);
 	return c;
+}
+
+/* Runs a shell command as the server user with the server's programs first in PATH. */
+static void
+AsServer(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
+static void
+AsServer(const char *fmt,...)
+{
+	const char *as = getenv("XIP83_ASSERVER");
+	char		args[1536];
+	char		cmd[2048];
+	va_list		ap;
+
+	if (as == NULL)
+		tl_fatal("XIP83_ASSERVER is not set (run through tests/driver.sh bench)");
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "%s %s >/dev/null", as, args);
+	if (system(cmd) != 0)
+		tl_fatal("as the server user: %s failed", args);
+}
+
+/* The hot standby of case (b): its data directory beside the server's run files. */
+typedef struct Standby
+{
+	char		dir[512];
+	int			port;
+} Standby;
+
+/*
+ * Makes a streaming hot standby of the server (pg_basebackup) on the next
+ * port with the same summary size, waits until it replayed the primary's
+ * horizons and built its own summary; returns its connection.
+ */
+static PGconn *
+StartStandby(Standby *sb, int summary_kb, double *ready_s)
+{
+	const char *pgctl = getenv("XIP83_PGCTL");
+	const char *port = getenv("PGPORT");
+	const char *slash = pgctl != NULL ? strrchr(pgctl, '/') : NULL;
+	char		conninfo[64];
+	char		sql[256];
+	char	   *lsn;
+	int64_t		ceiling;
+	PGconn	   *c;
+	PGresult   *res;
+
+	if (slash == NULL)
+		tl_fatal("XIP83_PGCTL is not set (run through tests/driver.sh bench)");
+	snprintf(sb->dir, sizeof(sb->dir), "%.*s/standby", (int) (slash - pgctl), pgctl);
+	sb->port = (port != NULL ? atoi(port) : 5432) + 1;
+	AsServer("rm -rf '%s'", sb->dir);
+	AsServer("pg_basebackup -D '%s' -R -X stream -c fast", sb->dir);
+	AsServer("pg_ctl -D '%s' -l '%s.log' -w -t 120 -o '-p %d -c xip83.summary_memory=%d' start",
+			 sb->dir, sb->dir, sb->port, summary_kb);
+	snprintf(conninfo, sizeof(conninfo), "port=%d", sb->port);
+	c = PQconnectdb(conninfo);
+	if (PQstatus(c) != CONNECTION_OK)
+		tl_fatal("the standby: %s", PQerrorMessage(c));
+	/* a checkpoint makes the primary log every horizon; the standby replays past it */
+	Exec("CHECKPOINT");
+	ceiling = tl_scalar(conn, "SELECT xip83.group_ceiling()");
+	res = tl_exec(conn, "SELECT pg_current_wal_lsn()::text", 0, NULL);
+	lsn = strdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	snprintf(sql, sizeof(sql), "SELECT (pg_last_wal_replay_lsn() >= '%s' AND"
+			 " xip83.group_ceiling() >= %lld)::int", lsn, (long long) ceiling);
+	free(lsn);
+	for (double t0 = tl_now(); tl_scalar(c, sql) != 1; tl_sleep_us(20000))
+		if (tl_now() - t0 > 120)
+			tl_fatal("the standby did not replay the primary's horizons within 120 s");
+	{
+		PGconn	   *primary = conn;
+
+		conn = c;
+		*ready_s = WaitReady();
+		conn = primary;
+	}
+	return c;
+}
+
+static void
+StopStandby(const Standby *sb, PGconn *c)
+{
+	PQfinish(c);
+	AsServer("pg_ctl -D '%s' -w -m fast stop", sb->dir);
+	AsServer("rm -rf '%s'", sb->dir);
 }
 
 static void
@@ -300,7 +397,11 @@ main(int argc, char **argv)
 				shmem_mb,
 				scanned;
 	Case		a,
+				b,
 				c;
+	Standby		sb;
+	PGconn	   *standby;
+	double		standby_ready_s;
 	Pair		rw5,
 				rall;
 	double		off5,
@@ -336,12 +437,23 @@ main(int argc, char **argv)
 	scanned = tl_scalar_float(conn, "SELECT summary_rows[1] FROM xip83.feed_status");
 	shmem_mb = tl_scalar_float(conn, "SELECT coalesce(sum(allocated_size), 0) / 1048576.0 FROM pg_shmem_allocations"
 							   " WHERE name = 'xip83 summary'");
-	a = MeasureCase();
+	a = MeasureCase(true);
 
 	/* (c) other topics written since, beyond the recent-writes window */
 	Exec("INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
 		 " SELECT sha256(int8send(-i)), int8send(i), sha256(int8send(i)) FROM generate_series(1, 30000) i");
-	c = MeasureCase();
+	c = MeasureCase(true);
+
+	/* (b) a hot standby of the same rows, floors of before it existed */
+	standby = StartStandby(&sb, summary_kb, &standby_ready_s);
+	{
+		PGconn	   *primary = conn;
+
+		conn = standby;
+		b = MeasureCase(false);
+		conn = primary;
+	}
+	StopStandby(&sb, standby);
 
 	/* the same waves with each topic written again: floors at those rows */
 	Rewrite("bs_w5");
@@ -367,11 +479,15 @@ main(int argc, char **argv)
 	printf("  %-34s %10s %10s %-9s %23s %10s %7s %11s\n", "caught-up waves", "ours", "vs", "",
 		   "ratio (rounds)", "rewritten", "ratio", "no summary");
 	PrintCase("(a) after a restart", a, rw5, rall, off5, offall, offstorm);
+	PrintCase("(b) on a hot standby", b, rw5, rall, off5, offall, offstorm);
 	PrintCase("(c) idle past recent writes", c, rw5, rall, off5, offall, offstorm);
 	printf("  pass after the restart: %.0f rows in %.0f ms (ready %.2f s after the first use);"
 		   " summary shared memory %.1f MB\n", scanned, pass_ms, ready_s, shmem_mb);
 	tl_result("bench_summary", "case=%s", "pass_ms", pass_ms, "ms", "rebuild");
+	printf("  the standby's own pass: ready %.2f s after its first use; (b)'s rewritten and"
+		   " no-summary columns are the primary's\n", standby_ready_s);
 	tl_result("bench_summary", "case=%s", "ready_s", ready_s, "s", "rebuild");
+	tl_result("bench_summary", "case=%s", "ready_s", standby_ready_s, "s", "standby rebuild");
 	tl_result("bench_summary", "case=%s", "rows", scanned, "rows", "rebuild");
 	tl_result("bench_summary", "case=%s", "shmem", shmem_mb, "MB", "rebuild");
 	PQfinish(conn);
