@@ -186,17 +186,42 @@ sub wave_buffers
 	return ($buffers, scalar(@pairs));
 }
 
+# What a wave that has not settled reads per originator, and the standby's state.
+sub diag_unsettled
+{
+	my $state = $standby->safe_psql('postgres',
+		"SELECT row_to_json(f) FROM xip83.feed_status f");
+	my $ceilings = $standby->safe_psql('postgres',
+		"SELECT originator_node_id || ':' || max_sequence_id FROM xip83.originator_ceilings()");
+	my @per;
+	for my $node (split /\n/, $standby->safe_psql('postgres',
+		"SELECT originator_node_id FROM xip83.originator_ceilings()"))
+	{
+		my ($t, $n, $f) = split /\|/, $standby->safe_psql('postgres',
+			"SELECT array_agg(t), array_agg(n), array_agg(f) FROM last_env('xip83.envelopes') l,"
+			  . " unnest(l.topics, l.nodes, l.floors) u(t, n, f) WHERE n = $node");
+		next unless length $t;
+		push @per, "$node: " . plan_buffers($standby,
+			"SELECT count(*) FROM xip83.envelope_wave_scan('$t', '$n', '$f', "
+			  . "(SELECT array_agg(originator_node_id) FROM xip83.originator_ceilings()), "
+			  . "(SELECT array_agg(max_sequence_id) FROM xip83.originator_ceilings()), 0, 0, 1000000)");
+	}
+	diag("not settled: $state\nceilings " . join(' ', split /\n/, $ceilings)
+		  . "\nbuffers by originator " . join(', ', @per));
+}
+
 # The same once the follower covered what replay brought (a line's "no" is
-# trusted only up to what it covers), or after 10 s.
+# trusted only up to what it covers), or after 30 s.
 sub settled_wave_buffers
 {
 	my ($buffers, $pairs);
-	for (1 .. 100)
+	for (1 .. 300)
 	{
 		($buffers, $pairs) = wave_buffers();
 		last if $buffers * 2 < $pairs;
 		sleep 0.1;
 	}
+	diag_unsettled() unless $buffers * 2 < $pairs;
 	return ($buffers, $pairs);
 }
 
