@@ -45,6 +45,11 @@ ABOUT = OrderedDict([
      "replay of the same scans, and live latency p99."),
     ("bench_node_writers", "writer throughput into node tables tracked against untracked, and "
      "xip83's own table against a plain copy."),
+    ("bench_summary", "caught-up reconnect waves over 1M rows and 100,000 topics with the topic "
+     "summary: (a) floors from before a restart, (b) on a hot standby, (c) every topic idle past "
+     "the recent-writes window; against the same call with floors at the ceiling, the same wave "
+     "recently written, and no summary; the pass's time and memory."),
+    ("bench_summary_10m_rows", "the same waves of bench_summary over 10M rows (the same 100,000 topics)."),
     ("bench_gateway", "xip83-gateway under a load client on nghttp2: streams opened and caught "
      "up, the gateway's RSS and database connections, then live rows on random topics: latency "
      "from insert to frame read, and the gateway's CPU share."),
