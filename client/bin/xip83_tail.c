@@ -213,6 +213,7 @@ main(int argc, char **argv)
 	int			c;
 
 	opt.conninfo = "";
+	opt.application_name = "xip83-tail";
 	while ((c = getopt_long(argc, argv, "d:k:h", longopts, NULL)) != -1)
 	{
 		switch (c)

@@ -32,19 +32,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "xip83/live_notice.pb-c.h"
 
-/* Monotonic milliseconds. */
-static int64_t
-NowMs(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#define NowMs xip83_pg_now_ms
 
 /* Tells the caller about a status change. */
 void
@@ -80,6 +71,8 @@ xip83_feed_new(const Xip83FeedOptions *options)
 		f->opt.conninfo = "";
 	if (f->opt.kinds == 0)
 		f->opt.kinds = XIP83_FEED_ALL;
+	if (f->opt.application_name == NULL)
+		f->opt.application_name = "xip83-feed";
 	if (f->opt.page_rows <= 0)
 		f->opt.page_rows = 1000;
 	if (f->opt.poll_ms <= 0)
@@ -102,6 +95,8 @@ xip83_feed_free(Xip83Feed *f)
 		PQfinish(f->conn);
 	if (f->standby)
 		PQfinish(f->standby);
+	if (f->pending.conn)
+		PQfinish(f->pending.conn);
 	free(f->fenced.originators);
 	free(f->scratch);
 	free(f->originators);
@@ -326,7 +321,7 @@ ServePromoted(Xip83Feed *f, PGconn *conn)
 static int
 StandbyPromoted(Xip83Feed *f)
 {
-	PGconn	   *conn = PQconnectdb(f->opt.standby_conninfo);
+	PGconn	   *conn = xip83_pg_connect(f->opt.standby_conninfo, f->opt.application_name);
 
 	if (PQstatus(conn) != CONNECTION_OK || ServerInRecovery(conn) != 0)
 	{
@@ -346,7 +341,7 @@ FeedFollowStandby(Xip83Feed *f)
 static PGconn *
 ConnectStandby(Xip83Feed *f)
 {
-	PGconn	   *conn = PQconnectdb(f->opt.standby_conninfo);
+	PGconn	   *conn = xip83_pg_connect(f->opt.standby_conninfo, f->opt.application_name);
 	char		ms[16];
 	const char *params[1] = {ms};
 	PGresult   *res;
@@ -365,14 +360,24 @@ ConnectStandby(Xip83Feed *f)
 
 /*
  * Connects and LISTENs, or, when conninfo is a standby (which cannot
- * LISTEN), only connects: the feed polls it.
+ * LISTEN), only connects: the feed polls it. The connect waits at most
+ * wait_ms (-1: until it ends or times out); false while it goes on.
  */
 static bool
-Connect(Xip83Feed *f)
+Connect(Xip83Feed *f, int wait_ms)
 {
-	if (NowMs() < f->next_connect_ms)
+	if (f->pending.conn == NULL)
+	{
+		if (NowMs() < f->next_connect_ms)
+			return false;
+		(void) xip83_pg_start(&f->pending, f->opt.conninfo, f->opt.application_name);
+	}
+	/* a server that accepts and never answers holds no caller longer than it said */
+	if (f->pending.conn != NULL && xip83_pg_step(&f->pending, wait_ms) != PGRES_POLLING_OK &&
+		f->pending.wants != PGRES_POLLING_FAILED)
 		return false;
-	f->conn = PQconnectdb(f->opt.conninfo);
+	f->conn = f->pending.conn;
+	f->pending.conn = NULL;
 	if (PQstatus(f->conn) != CONNECTION_OK)
 	{
 		int			promoted = 0;
@@ -561,7 +566,7 @@ xip83_feed_start_at_horizon(Xip83Feed *f)
 {
 	PGresult   *res;
 
-	if (f->conn == NULL && !Connect(f))
+	if (f->conn == NULL && !Connect(f, -1))
 		return false;
 	/* the late cursors first: late writes after them are news to this feed */
 	for (int k = 0; k < 3; k++)
@@ -635,7 +640,7 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 
 	if (f->conn == NULL)
 	{
-		if (!Connect(f))
+		if (!Connect(f, timeout_ms))
 		{
 			int64_t		nap = f->next_connect_ms - now;
 
@@ -705,7 +710,7 @@ xip83_feed_fetch(Xip83Feed *f)
 {
 	int			rc;
 
-	if (f->conn == NULL && !Connect(f))
+	if (f->conn == NULL && !Connect(f, 0))
 		return -1;
 	rc = FeedFetchAll(f, true);
 	NoteNoticesRead(f);

@@ -103,6 +103,7 @@ typedef struct Xip83FeedOptions
 	 * setting of xip83.standby_wait_ms); 0 = the server's setting.
 	 */
 	int			fence_wait_ms;
+	const char *application_name;	/* unless conninfo names one; NULL = xip83-feed */
 	Xip83FeedRowFn on_row;
 	Xip83FeedStatusFn on_status;	/* may be NULL */
 	void	   *arg;			/* passed to both callbacks */
@@ -119,18 +120,23 @@ extern void xip83_feed_set_cursor(Xip83Feed *feed, int kind, int32_t originator_
 extern int64_t xip83_feed_cursor(const Xip83Feed *feed, int kind, int32_t originator_node_id);
 /*
  * Moves every cursor to the current horizons (follow from now; with a
- * standby, its replayed ones); false if unreachable.
+ * standby, its replayed ones); false if unreachable. It may wait for a
+ * connect up to its connect timeout (pgconn.h).
  */
 extern bool xip83_feed_start_at_horizon(Xip83Feed *feed);
 /*
  * Waits at most timeout_ms for a notice or a poll tick and delivers what is
  * new. Returns the rows delivered, or -1 after a fatal error (printed).
+ * While disconnected, a reconnect goes on across steps, each waiting for it
+ * at most timeout_ms, until it connects or its connect timeout (pgconn.h)
+ * fails it: a server that accepts and never answers holds no step longer.
  */
 extern int	xip83_feed_step(Xip83Feed *feed, int timeout_ms);
 /*
  * Fetches everything up to the current horizons now, without waiting for a
  * notice: afterwards every row committed before the call has been delivered.
- * Returns the rows delivered; -1 when the server could not be reached or the
+ * Returns the rows delivered; -1 when the server could not be reached (a
+ * reconnect is started or advanced, never waited for) or the
  * standby had not replayed the fence in time (try again later), -2 after a
  * fatal error (printed).
  */

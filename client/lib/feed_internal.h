@@ -6,6 +6,7 @@
 #define XIP83_FEED_INTERNAL_H
 
 #include "feed.h"
+#include "pgconn.h"
 
 /* How often the notifier's pid may be looked up after a notice from another pid. */
 #define PID_RECHECK_MS 100
@@ -30,6 +31,7 @@ struct Xip83Feed
 	Xip83FeedOptions opt;
 	PGconn	   *conn;
 	PGconn	   *standby;		/* rows come from here when set */
+	Xip83PgStart pending;		/* a connect under way (pending.conn set) */
 	FencedHorizons fenced;		/* of the kind being read from the standby */
 	int64_t		group_after;
 	int64_t		welcome_after;

@@ -612,6 +612,7 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 		goto fail;
 	/* every kind of both bindings, from now on */
 	fo.conninfo = gw->opt.conninfo;
+	fo.application_name = "xip83-gateway";
 	fo.standby_conninfo = gw->opt.standby_conninfo;
 	fo.poll_ms = gw->opt.poll_ms;
 	fo.fence_wait_ms = gw->opt.fence_wait_ms > 0 ? gw->opt.fence_wait_ms : 100;

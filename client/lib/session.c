@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "frame_reader.h"
+#include "pgconn.h"
 #include "session_internal.h"
 
 /* Longest wait for the feed while idle: how late a request may be noticed. */
@@ -301,11 +302,12 @@ xip83_session_run(const Xip83SessionOptions *options, char *status, size_t statu
 	}
 	fcntl(s->opt.in_fd, F_SETFL, fcntl(s->opt.in_fd, F_GETFL) | O_NONBLOCK);
 	fo.conninfo = s->opt.conninfo;
+	fo.application_name = "xip83-session";
 	fo.kinds = s->opt.d14n ? XIP83_FEED_ENVELOPE : XIP83_FEED_GROUP | XIP83_FEED_WELCOME;
 	fo.on_row = xip83_session_on_row;
 	fo.on_status = xip83_session_on_status;
 	fo.arg = s;
-	s->wave_conn = PQconnectdb(s->opt.conninfo);
+	s->wave_conn = xip83_pg_connect(s->opt.conninfo, "xip83-session");
 	if (PQstatus(s->wave_conn) != CONNECTION_OK)
 		xip83_session_fail(s, "UNAVAILABLE", "%s", PQerrorMessage(s->wave_conn));
 	else if ((s->feed = xip83_feed_new(&fo)) == NULL || !xip83_feed_start_at_horizon(s->feed))
