@@ -8,6 +8,7 @@
 
 #include "gw_core.h"
 #include "gw_router.h"
+#include "pgconn.h"
 #include "session_internal.h"
 
 /* No wave page is read for a stream with more than this queued to its client. */
@@ -23,6 +24,9 @@ typedef struct PoolConn
 	GwStream   *owner;			/* whose page query is in flight; NULL: none or orphaned */
 	bool		busy;			/* a query is in flight */
 	unsigned	prepared;		/* the session's wave_prepared while it runs here */
+	Xip83PgStart reset;			/* reconnecting (reset.conn set): out of the pool */
+	Xip83Timer	reset_timer;	/* its deadline */
+	bool		reset_failed;	/* the next page here fails, as on a lost connection */
 	struct PoolConn *next_free;
 } PoolConn;
 

@@ -13,6 +13,7 @@
 #include "gw_internal.h"
 
 static void PoolReady(void *arg, uint32_t events);
+static void ResetReady(void *arg, uint32_t events);
 
 void
 gw_enqueue(GwStream *st)
@@ -70,22 +71,84 @@ Release(PoolConn *c)
 }
 
 /*
- * Makes an idle connection usable: a server that restarted left it an EOF
- * only reading notices, so it is reset here (waiting, as the feed's
- * reconnects do) rather than failing the next query. The first read may
- * take the server's goodbye, the second its EOF. A new backend has none of
- * the prepared statements.
+ * Advances a reconnect without blocking the loop: its socket is watched for
+ * what libpq waits for, and a timer ends it at its connect timeout (a server
+ * that accepts and never answers). True when it ended, c->reset_failed
+ * saying how: a failed one leaves the connection as a lost one is, so the
+ * next page run on it fails its stream UNAVAILABLE, and the reconnect after
+ * that starts again.
  */
+static bool
+ResetStep(PoolConn *c)
+{
+	Xip83Gateway *gw = c->gw;
+	PostgresPollingStatusType st = xip83_pg_step(&c->reset, 0);
+	int			fd = PQsocket(c->conn);
+
+	/* the reset closed the old socket, which left epoll with it */
+	if (fd != c->watch.fd)
+		c->watch.fd = -1;
+	if ((st == PGRES_POLLING_READING || st == PGRES_POLLING_WRITING) &&
+		xip83_h2_watch(gw->srv, &c->watch, fd,
+					   st == PGRES_POLLING_READING ? EPOLLIN : EPOLLOUT, ResetReady, c))
+		return false;
+	xip83_h2_timer_stop(gw->srv, &c->reset_timer);
+	c->reset.conn = NULL;
+	c->reset_failed = st != PGRES_POLLING_OK;
+	return true;
+}
+
+/* The socket or the deadline of a reconnect: ended, the connection is back in the pool. */
 static void
+ResetReady(void *arg, uint32_t events)
+{
+	PoolConn   *c = arg;
+
+	(void) events;
+	if (ResetStep(c))
+	{
+		Release(c);
+		gw_schedule(c->gw);
+		/* a failure fails the page of a stream that waited for it, no later one */
+		c->reset_failed = false;
+	}
+}
+
+static void
+ResetDeadline(void *arg)
+{
+	ResetReady(arg, 0);
+}
+
+/*
+ * Whether an idle connection is usable now. A server that restarted left it
+ * an EOF only reading notices: the first read may take the server's goodbye,
+ * the second its EOF. Such a connection is reconnected in the background
+ * (false: it is out of the pool until then); a new backend has none of the
+ * prepared statements.
+ */
+static bool
 Revive(PoolConn *c)
 {
+	Xip83Gateway *gw = c->gw;
+
 	for (int i = 0; i < 2 && PQstatus(c->conn) == CONNECTION_OK; i++)
 		(void) PQconsumeInput(c->conn);
-	if (PQstatus(c->conn) != CONNECTION_OK)
+	if (PQstatus(c->conn) == CONNECTION_OK || c->reset_failed)
 	{
-		PQreset(c->conn);
-		c->prepared = 0;
+		c->reset_failed = false;
+		return true;
 	}
+	c->prepared = 0;
+	if (!xip83_pg_start_reset(&c->reset, c->conn))
+		return true;			/* it cannot even start: the page fails */
+	(void) xip83_h2_timer_start(gw->srv, &c->reset_timer,
+								(uint64_t) (c->reset.deadline_ms - xip83_pg_now_ms()) + 1,
+								ResetDeadline, c);
+	if (!ResetStep(c))
+		return false;
+	c->reset_failed = false;
+	return true;
 }
 
 /* One wave page of st on c: sent, and c watched until its result is in. */
@@ -168,7 +231,12 @@ gw_schedule(Xip83Gateway *gw)
 		}
 		c = gw->free_conns;
 		gw->free_conns = c->next_free;
-		Revive(c);
+		if (!Revive(c))
+		{
+			/* the stream waits for a connection that works */
+			gw_enqueue(st);
+			continue;
+		}
 		Step(st, c);
 		gw_enqueue(st);
 	}
@@ -177,9 +245,7 @@ gw_schedule(Xip83Gateway *gw)
 static PGconn *
 Connect(const char *conninfo, char *err, size_t errlen)
 {
-	const char *const keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *const values[] = {conninfo, "xip83-gateway", NULL};
-	PGconn	   *conn = PQconnectdbParams(keys, values, 1);
+	PGconn	   *conn = xip83_pg_connect(conninfo, "xip83-gateway");
 
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
