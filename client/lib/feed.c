@@ -304,13 +304,30 @@ ServePromoted(Xip83Feed *f, PGconn *conn)
 	f->opt.conninfo = f->opt.standby_conninfo;
 	f->opt.standby_conninfo = NULL;
 	f->in_recovery = false;
-	f->fence_missed = false;
+	f->round_missed = false;
 	PQsetNoticeProcessor(f->conn, IgnoreNotice, NULL);
 	if (!Listen(f))
 		return false;
 	f->backoff_ms = 50;
 	FeedStatus(f, "promoted", "the standby became a primary: serving from it alone");
 	return true;
+}
+
+/* A session setting in ms, when the option is set (0: the server's). */
+static void
+SetMs(PGconn *conn, const char *name, int ms)
+{
+	char		value[16];
+	const char *params[2] = {name, value};
+	PGresult   *res;
+
+	if (ms <= 0 || PQstatus(conn) != CONNECTION_OK)
+		return;
+	snprintf(value, sizeof(value), "%d", ms);
+	res = PQexecParams(conn, "SELECT set_config($1, $2, false)", 2, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(conn));
+	PQclear(res);
 }
 
 /*
@@ -328,6 +345,7 @@ StandbyPromoted(Xip83Feed *f)
 		PQfinish(conn);
 		return 0;
 	}
+	SetMs(conn, "lock_timeout", f->opt.lock_timeout_ms);
 	return ServePromoted(f, conn) ? 1 : -1;
 }
 
@@ -342,19 +360,10 @@ static PGconn *
 ConnectStandby(Xip83Feed *f)
 {
 	PGconn	   *conn = xip83_pg_connect(f->opt.standby_conninfo, f->opt.application_name);
-	char		ms[16];
-	const char *params[1] = {ms};
-	PGresult   *res;
 
-	if (PQstatus(conn) != CONNECTION_OK || f->opt.fence_wait_ms <= 0)
-		return conn;
 	/* the fetch blocks its caller while it waits: the caller bounds that */
-	snprintf(ms, sizeof(ms), "%d", f->opt.fence_wait_ms);
-	res = PQexecParams(conn, "SELECT set_config('xip83.standby_wait_ms', $1, false)", 1, NULL,
-					   params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		fprintf(stderr, "xip83 feed: %s", PQerrorMessage(conn));
-	PQclear(res);
+	SetMs(conn, "xip83.standby_wait_ms", f->opt.fence_wait_ms);
+	SetMs(conn, "lock_timeout", f->opt.lock_timeout_ms);
 	return conn;
 }
 
@@ -393,6 +402,7 @@ Connect(Xip83Feed *f, int wait_ms)
 		return promoted == 1;
 	}
 	PQsetNoticeProcessor(f->conn, IgnoreNotice, NULL);
+	SetMs(f->conn, "lock_timeout", f->opt.lock_timeout_ms);
 	if (f->opt.standby_conninfo != NULL)
 	{
 		f->standby = ConnectStandby(f);
@@ -551,8 +561,11 @@ HorizonQuery(Xip83Feed *f, const char *sql, const char *source)
 	const char *params[1] = {source};
 	/* a standby's own horizons: waves reading there with them as ceilings miss nothing */
 	PGconn	   *conn = f->standby != NULL ? f->standby : f->conn;
-	PGresult   *res = PQexecParams(conn, sql, 1, NULL, params, NULL, NULL, 0);
+	PGresult   *res;
 
+	/* late_cursor waits for late writes still running, past a lock_timeout too */
+	while (FeedLockTimedOut(res = PQexecParams(conn, sql, 1, NULL, params, NULL, NULL, 0)))
+		PQclear(res);
 	if (PQresultStatus(res) == PGRES_TUPLES_OK)
 		return res;
 	fprintf(stderr, "xip83 feed: %s", PQerrorMessage(conn));
@@ -660,7 +673,7 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 
 	/* sleep until a notice, the poll timer, or the silence deadline */
 	wait = timeout_ms;
-	if (f->live && !f->fence_missed)
+	if (f->live && !f->round_missed)
 	{
 		int64_t		deadline = f->last_notice_ms + f->opt.offline_after_ms - now;
 
@@ -692,7 +705,7 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 	if (now - f->last_notice_ms >= f->opt.offline_after_ms)
 		GoOffline(f, "no notices");
 	/* a round the standby could not serve yet is retried on the poll timer too */
-	if ((!f->live || f->fence_missed) && now - f->last_poll_ms >= f->opt.poll_ms)
+	if ((!f->live || f->round_missed) && now - f->last_poll_ms >= f->opt.poll_ms)
 	{
 		f->last_poll_ms = now;
 		fetch = true;
@@ -714,5 +727,5 @@ xip83_feed_fetch(Xip83Feed *f)
 		return -1;
 	rc = FeedFetchAll(f, true);
 	NoteNoticesRead(f);
-	return rc >= 0 && f->fence_missed ? -1 : rc;
+	return rc >= 0 && f->round_missed ? -1 : rc;
 }

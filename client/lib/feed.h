@@ -103,6 +103,13 @@ typedef struct Xip83FeedOptions
 	 * setting of xip83.standby_wait_ms); 0 = the server's setting.
 	 */
 	int			fence_wait_ms;
+	/*
+	 * Longest wait of a fetch for a lock on a table (DDL holding one, or
+	 * queued for one behind a long query), a session lock_timeout: past it
+	 * the round is retried on the next notice or poll tick instead of
+	 * holding the caller; 0 = the server's setting.
+	 */
+	int			lock_timeout_ms;
 	const char *application_name;	/* unless conninfo names one; NULL = xip83-feed */
 	Xip83FeedRowFn on_row;
 	Xip83FeedStatusFn on_status;	/* may be NULL */

@@ -88,6 +88,13 @@ LateLost(Xip83Feed *f, PGresult *res, int kind)
 		return false;
 	PQclear(res);
 	cur = LateCursorQuery(f, kind);
+	if (FeedLockTimedOut(cur))
+	{
+		/* it waits for late writes still running: the next round asks again */
+		PQclear(cur);
+		f->round_missed = true;
+		return true;
+	}
 	if (PQresultStatus(cur) == PGRES_TUPLES_OK && PQntuples(cur) == 1)
 		f->late[kind == XIP83_FEED_GROUP ? 0 : kind == XIP83_FEED_WELCOME ? 1 : 2] =
 			atoll(PQgetvalue(cur, 0, 0));
@@ -103,21 +110,31 @@ KindIndex(int kind)
 	return kind == XIP83_FEED_GROUP ? 0 : kind == XIP83_FEED_WELCOME ? 1 : 2;
 }
 
+/* SQLSTATE 55P03: a lock not granted within the feed's lock_timeout. */
+bool
+FeedLockTimedOut(const PGresult *res)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	return state != NULL && strcmp(state, "55P03") == 0;
+}
+
 /*
- * The standby could not serve the round; nothing was read. SQLSTATE X83F0:
- * it did not replay the fence in time, and the next notice or poll tries
- * again. X83F1: it was promoted before it replayed the fence, and the feed
- * serves from it alone from now on (FeedFetchAll).
+ * The server could not serve the round; nothing was read. SQLSTATE X83F0:
+ * the standby did not replay the fence in time; 55P03: a lock on the table
+ * was not granted within the feed's lock_timeout. The next notice or poll
+ * tries again. X83F1: the standby was promoted before it replayed the fence,
+ * and the feed serves from it alone from now on (FeedFetchAll).
  */
 static bool
-FenceFailed(Xip83Feed *f, PGresult *res)
+RoundRefused(Xip83Feed *f, PGresult *res)
 {
 	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
 	if (state == NULL)
 		return false;
-	if (strcmp(state, XIP83_SQLSTATE_FENCE_TIMEOUT) == 0)
-		f->fence_missed = true;
+	if (strcmp(state, XIP83_SQLSTATE_FENCE_TIMEOUT) == 0 || FeedLockTimedOut(res))
+		f->round_missed = true;
 	else if (strcmp(state, XIP83_SQLSTATE_FENCE_UNREACHABLE) == 0)
 		f->fence_unreachable = true;
 	else
@@ -281,7 +298,7 @@ FetchPage(Xip83Feed *f, int kind)
 		res = PQexecParams(RowsConn(f), sql, 6, NULL, params, NULL, NULL, 1);
 	}
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		return LateLost(f, res, kind) || FenceFailed(f, res) ? 0 : FeedQueryFailed(f, res);
+		return LateLost(f, res, kind) || RoundRefused(f, res) ? 0 : FeedQueryFailed(f, res);
 	n = PQntuples(res);
 	for (int r = 0; r < n; r++)
 	{
@@ -365,7 +382,7 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 	static const int kinds[] = {XIP83_FEED_GROUP, XIP83_FEED_WELCOME, XIP83_FEED_ENVELOPE};
 	int			total = 0;
 
-	f->fence_missed = false;
+	f->round_missed = false;
 	if ((f->opt.kinds & XIP83_FEED_ENVELOPE) && discover)
 	{
 		int			rc = DiscoverOriginators(f);
@@ -398,7 +415,7 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 			return n < 0 ? n : total + n;
 		}
 		/* replay is behind: the other kinds would wait for it too */
-		if (f->fence_missed)
+		if (f->round_missed)
 			break;
 	}
 	return total;

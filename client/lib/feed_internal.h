@@ -42,7 +42,8 @@ struct Xip83Feed
 	int			notifier_pid;	/* the real notifier's backend, 0 when unknown */
 	int64_t		pid_checked_ms; /* when notifier_pid was last looked up */
 	bool		in_recovery;	/* conninfo is a standby: polled, no LISTEN */
-	bool		fence_missed;	/* the last round stopped at a fence not replayed */
+	/* the last round stopped short: a fence not replayed, a lock not granted in time */
+	bool		round_missed;
 	bool		fence_unreachable;	/* the standby was promoted short of a fence */
 	bool		live;			/* hearing LIVE notices */
 	bool		ever_live;		/* reported "live" once */
@@ -62,6 +63,7 @@ extern OriginatorCursor *FeedOriginator(Xip83Feed *f, int32_t node);
 extern const char *FeedSourceOf(const Xip83Feed *f, int kind);
 extern int FeedFetchAll(Xip83Feed *f, bool discover);
 extern int FeedQueryFailed(Xip83Feed *f, PGresult *res);
+extern bool FeedLockTimedOut(const PGresult *res);
 extern void FeedStatus(Xip83Feed *f, const char *status, const char *detail);
 extern bool FeedFollowStandby(Xip83Feed *f);
 
