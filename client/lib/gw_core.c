@@ -616,6 +616,8 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 	fo.standby_conninfo = gw->opt.standby_conninfo;
 	fo.poll_ms = gw->opt.poll_ms;
 	fo.fence_wait_ms = gw->opt.fence_wait_ms > 0 ? gw->opt.fence_wait_ms : 100;
+	/* a fetch waiting for DDL's lock holds the loop: that long at most, then the next tick */
+	fo.lock_timeout_ms = 100;
 	fo.kinds = XIP83_FEED_ALL;
 	fo.on_row = RouteRow;
 	fo.on_status = FeedStatus;

@@ -1,0 +1,89 @@
+"""xip83-gateway keeps serving while DDL holds a lock on a table the feed
+reads (a migration's ALTER TABLE, or one queued behind a long query, which
+blocks every reader after it): the feed's fetches give up on the lock after
+their lock_timeout and retry on the next tick, so the event loop is never
+held longer. With ACCESS EXCLUSIVE held on xip83.group_messages for
+LOCK_S seconds and a notice making the feed fetch, Pings on a stream are
+answered within PONG_LIMIT throughout; a group row written meanwhile (its
+INSERT waits for the lock) reaches the stream once, after the lock is
+released."""
+import os
+import subprocess
+import time
+
+from gatewaytest import V3, Stream, gateway, msg, put_group, put_welcome
+from grpctest import Failure, check, run
+
+U = os.urandom(4).hex().encode()
+LOCK_S = 6
+PONG_LIMIT = 1.0
+
+
+def pong(s, nonce):
+    t0 = time.monotonic()
+    s.send(ping=msg(V3 + "Ping", nonce=nonce))
+    while True:
+        left = PONG_LIMIT - (time.monotonic() - t0)
+        if left <= 0:
+            raise Failure("no Pong within %.1f s while the table was locked (nonce %d)"
+                          % (PONG_LIMIT, nonce))
+        try:
+            r = s.q.get(timeout=left)
+        except Exception:
+            continue
+        check(r is not None, "the stream ended while the table was locked: %s" % s.error)
+        kind = r.WhichOneof("response")
+        if kind == "pong":
+            check(r.pong.nonce == nonce, "the pong's nonce")
+            return time.monotonic() - t0
+        check(kind == "ping", "only Pings and Pongs while the table is locked, got %s" % kind)
+
+
+def test():
+    g = gateway("--pool", "2")
+    try:
+        a = Stream(g.channel())
+        check(a.next().WhichOneof("response") == "started", "Started")
+        t = b"L" + U
+        first = put_group(t, b"l0" + U)
+        a.mutate(1, adds=[(b"\x00" + t, 0)])
+        rows, _, _ = a.wave(1)
+        check(rows == [("g", first)], "the first wave: %s" % rows)
+
+        lock = subprocess.Popen(
+            ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", "BEGIN",
+             "-c", "LOCK TABLE xip83.group_messages IN ACCESS EXCLUSIVE MODE",
+             "-c", "SELECT pg_sleep(%d)" % LOCK_S, "-c", "COMMIT"],
+            stdout=subprocess.DEVNULL)
+        time.sleep(0.5)
+        # a welcome row: its notice makes the feed fetch, the group kind first
+        put_welcome(b"k" + U, b"w0" + U)
+        # a group row whose INSERT waits for the lock
+        writer = subprocess.Popen(
+            ["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c",
+             "INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
+             " VALUES (decode('%s', 'hex'), decode('%s', 'hex'), sha256(decode('%s', 'hex')))"
+             " RETURNING id" % (t.hex(), (b"l1" + U).hex(), (t + b"l1" + U).hex())],
+            stdout=subprocess.PIPE, text=True)
+        t0 = time.monotonic()
+        worst = 0.0
+        nonce = 0
+        while lock.poll() is None:
+            nonce += 1
+            worst = max(worst, pong(a, nonce))
+            time.sleep(0.2)
+        check(lock.returncode == 0, "the locking transaction failed")
+        held = time.monotonic() - t0
+        out, _ = writer.communicate(timeout=60)
+        check(writer.returncode == 0, "the waiting INSERT failed")
+        live = int(out.strip().splitlines()[0])
+        print("table locked %.1f s: %d pongs, the slowest %.3f s" % (held, nonce, worst))
+        check(held > LOCK_S - 2, "the lock was held only %.1f s" % held)
+        check(a.live_rows(1) == [("g", live)], "the row written under the lock, once")
+        a.quiet(1)
+        a.close()
+    finally:
+        check(g.stop() == 0, "exit 0")
+
+
+run(test)
