@@ -35,8 +35,6 @@
 
 #include "xip83/live_notice.pb-c.h"
 
-#define NowMs xip83_pg_now_ms
-
 /* Tells the caller about a status change. */
 void
 FeedStatus(Xip83Feed *f, const char *status, const char *detail)
@@ -82,7 +80,7 @@ xip83_feed_new(const Xip83FeedOptions *options)
 	if (f->opt.max_backoff_ms <= 0)
 		f->opt.max_backoff_ms = 2000;
 	f->backoff_ms = 50;
-	f->last_notice_ms = NowMs();
+	f->last_notice_ms = xip83_now_ms();
 	return f;
 }
 
@@ -193,7 +191,7 @@ Disconnect(Xip83Feed *f, const char *why)
 		PQfinish(f->standby);
 	f->conn = NULL;
 	f->standby = NULL;
-	f->next_connect_ms = NowMs() + f->backoff_ms;
+	f->next_connect_ms = xip83_now_ms() + f->backoff_ms;
 	f->backoff_ms = f->backoff_ms * 2 > f->opt.max_backoff_ms ? f->opt.max_backoff_ms
 		: f->backoff_ms * 2;
 	GoOffline(f, why);
@@ -377,7 +375,7 @@ Connect(Xip83Feed *f, int wait_ms)
 {
 	if (f->pending.conn == NULL)
 	{
-		if (NowMs() < f->next_connect_ms)
+		if (xip83_now_ms() < f->next_connect_ms)
 			return false;
 		(void) xip83_pg_start(&f->pending, f->opt.conninfo, f->opt.application_name);
 	}
@@ -496,14 +494,14 @@ CheckNotifierPid(Xip83Feed *f)
 {
 	PGresult   *res;
 
-	if (NowMs() - f->pid_checked_ms < PID_RECHECK_MS && f->pid_checked_ms != 0)
+	if (xip83_now_ms() - f->pid_checked_ms < PID_RECHECK_MS && f->pid_checked_ms != 0)
 		return;
 	res = PQexec(f->conn, "SELECT coalesce(notifier_pid, 0) FROM xip83.feed_status()");
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 		f->notifier_pid = atoi(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	/* while no notifier is known (it is starting), the next notice checks again */
-	f->pid_checked_ms = f->notifier_pid != 0 ? NowMs() : 0;
+	f->pid_checked_ms = f->notifier_pid != 0 ? xip83_now_ms() : 0;
 }
 
 /*
@@ -539,7 +537,7 @@ DrainNotices(Xip83Feed *f)
 		}
 		else
 		{
-			f->last_notice_ms = NowMs();
+			f->last_notice_ms = xip83_now_ms();
 			if (!f->live)
 			{
 				f->live = true;
@@ -647,7 +645,7 @@ FetchRound(Xip83Feed *f)
 int
 xip83_feed_step(Xip83Feed *f, int timeout_ms)
 {
-	int64_t		now = NowMs();
+	int64_t		now = xip83_now_ms();
 	int64_t		wait;
 	bool		fetch;
 
@@ -701,7 +699,7 @@ xip83_feed_step(Xip83Feed *f, int timeout_ms)
 	if (DrainNotices(f))
 		fetch = true;
 
-	now = NowMs();
+	now = xip83_now_ms();
 	if (now - f->last_notice_ms >= f->opt.offline_after_ms)
 		GoOffline(f, "no notices");
 	/* a round the standby could not serve yet is retried on the poll timer too */

@@ -143,7 +143,7 @@ Revive(PoolConn *c)
 	if (!xip83_pg_start_reset(&c->reset, c->conn))
 		return true;			/* it cannot even start: the page fails */
 	(void) xip83_h2_timer_start(gw->srv, &c->reset_timer,
-								(uint64_t) (c->reset.deadline_ms - xip83_pg_now_ms()) + 1,
+								(uint64_t) (c->reset.deadline_ms - xip83_now_ms()) + 1,
 								ResetDeadline, c);
 	if (!ResetStep(c))
 		return false;

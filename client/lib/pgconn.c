@@ -8,7 +8,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Applied unless the conninfo, which comes after them, sets its own. */
 static const char *const Keys[] = {
@@ -17,15 +16,6 @@ static const char *const Keys[] = {
 };
 #define NKEYS 8
 #define DEFAULT_TIMEOUT_S 10
-
-int64_t
-xip83_pg_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The values of Keys: ours, then the caller's conninfo, expanded last. */
 static void
@@ -75,7 +65,7 @@ Begin(Xip83PgStart *c, PGconn *conn, int reset)
 	c->wants = PGRES_POLLING_WRITING;
 	if (conn == NULL)
 		return false;
-	c->deadline_ms = xip83_pg_now_ms() + TimeoutMs(conn);
+	c->deadline_ms = xip83_now_ms() + TimeoutMs(conn);
 	return PQstatus(conn) != CONNECTION_BAD;
 }
 
@@ -97,7 +87,7 @@ xip83_pg_start_reset(Xip83PgStart *c, PGconn *conn)
 PostgresPollingStatusType
 xip83_pg_step(Xip83PgStart *c, int wait_ms)
 {
-	int64_t		end = wait_ms < 0 ? c->deadline_ms : xip83_pg_now_ms() + wait_ms;
+	int64_t		end = wait_ms < 0 ? c->deadline_ms : xip83_now_ms() + wait_ms;
 
 	if (end > c->deadline_ms)
 		end = c->deadline_ms;
@@ -108,7 +98,7 @@ xip83_pg_step(Xip83PgStart *c, int wait_ms)
 			.fd = PQsocket(c->conn),
 			.events = c->wants == PGRES_POLLING_READING ? POLLIN : POLLOUT
 		};
-		int64_t		now = xip83_pg_now_ms();
+		int64_t		now = xip83_now_ms();
 		int			rc;
 
 		if (pfd.fd < 0)
@@ -118,9 +108,9 @@ xip83_pg_step(Xip83PgStart *c, int wait_ms)
 			return c->wants = PGRES_POLLING_FAILED;
 		if (rc <= 0)
 		{
-			if (xip83_pg_now_ms() >= c->deadline_ms)
+			if (xip83_now_ms() >= c->deadline_ms)
 				return c->wants = PGRES_POLLING_FAILED;
-			if (xip83_pg_now_ms() >= end)
+			if (xip83_now_ms() >= end)
 				return c->wants;
 			continue;
 		}

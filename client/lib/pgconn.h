@@ -16,6 +16,8 @@
 
 #include <libpq-fe.h>
 
+#include "clock.h"
+
 /* A blocking connect; check PQstatus. app: the fallback application_name. */
 extern PGconn *xip83_pg_connect(const char *conninfo, const char *app);
 
@@ -40,8 +42,5 @@ extern bool xip83_pg_start_reset(Xip83PgStart *c, PGconn *conn);
  * going, PQsocket(c->conn) wants that.
  */
 extern PostgresPollingStatusType xip83_pg_step(Xip83PgStart *c, int wait_ms);
-
-/* Monotonic milliseconds. */
-extern int64_t xip83_pg_now_ms(void);
 
 #endif							/* XIP83_PGCONN_H */

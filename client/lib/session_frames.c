@@ -8,22 +8,12 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "session_wire.h"
 #include "xip83/mls_api.pb-c.h"
 
 /* Room for the two wrapping headers and the mutate_id field. */
 #define FRAME_OVERHEAD 32
-
-int64_t
-xip83_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static bool
 Send(Xip83Out *out, const unsigned char *frame, size_t len)

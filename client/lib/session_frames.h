@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "v3row.h"
 
 /* One message either lane delivers, of either binding. */
@@ -62,8 +63,6 @@ typedef struct Xip83Batch
 	uint64_t	mutate_id;		/* 0: the live lane */
 	int			count;
 } Xip83Batch;
-
-extern int64_t xip83_now_ms(void);
 
 /*
  * A v3 row as the GroupMessage or WelcomeMessage a Messages frame carries:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import tempfile
 import threading
+import time
 import queue
 
 import grpc
@@ -220,6 +221,24 @@ class Stream(Responses):
 
     def send(self, **v1):
         self.reqs.put(msg(self.pkg + "SubscribeRequest", v1=msg(self.pkg + "SubscribeRequest.V1", **v1)))
+
+    def pong(self, nonce, limit, while_what):
+        """Sends a Ping and waits for its Pong, skipping other responses: the round
+        trip in seconds; a Failure if it takes longer than limit."""
+        t0 = time.monotonic()
+        self.send(ping=msg(self.pkg + "Ping", nonce=nonce))
+        while True:
+            left = limit - (time.monotonic() - t0)
+            if left <= 0:
+                raise Failure("no Pong within %.1f s %s (nonce %d)" % (limit, while_what, nonce))
+            try:
+                r = self.q.get(timeout=left)
+            except queue.Empty:
+                continue
+            check(r is not None, "the stream ended %s: %s" % (while_what, self.error))
+            if r.WhichOneof("response") == "pong":
+                check(r.pong.nonce == nonce, "the pong's nonce")
+                return time.monotonic() - t0
 
     def wave(self, mutate_id, timeout=30):
         """Reads up to the wave's CatchupComplete: (rows tagged mutate_id, TopicsLive topics, other rows)."""

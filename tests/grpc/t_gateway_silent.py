@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 
-from gatewaytest import V3, Stream, gateway, msg, put_group
+from gatewaytest import Stream, gateway, put_group
 from grpctest import Failure, check, run
 
 U = os.urandom(4).hex().encode()
@@ -68,24 +68,6 @@ def pgctl(pg, *args):
     check(r.returncode == 0, "pg_ctl %s: %s" % (" ".join(args), r.stdout + r.stderr))
 
 
-def pong(s, nonce):
-    t0 = time.monotonic()
-    s.send(ping=msg(V3 + "Ping", nonce=nonce))
-    while True:
-        left = PONG_LIMIT - (time.monotonic() - t0)
-        if left <= 0:
-            raise Failure("no Pong within %.1f s while the server was silent (nonce %d)"
-                          % (PONG_LIMIT, nonce))
-        try:
-            r = s.q.get(timeout=left)
-        except Exception:
-            continue
-        check(r is not None, "stream A ended while the server was silent: %s" % s.error)
-        if r.WhichOneof("response") == "pong":
-            check(r.pong.nonce == nonce, "the pong's nonce")
-            return time.monotonic() - t0
-
-
 def test():
     pg = os.environ.get("XIP83_PGCTL")
     check(pg, "XIP83_PGCTL (a pg_ctl wrapper) is needed")
@@ -111,7 +93,7 @@ def test():
         asked = False
         while time.monotonic() - t0 < SILENT_S:
             nonce += 1
-            worst = max(worst, pong(a, nonce))
+            worst = max(worst, a.pong(nonce, PONG_LIMIT, "while the server was silent"))
             if not asked and time.monotonic() - t0 > 1:
                 # a wave for B: the pool reconnects to the silent server
                 b.mutate(1, adds=[(b"\x00" + t, 0)])
