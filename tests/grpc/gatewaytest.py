@@ -219,6 +219,12 @@ class Stream(Responses):
                 history_only=history_only, mutate_id=mutate_id)
         self.reqs.put(msg(self.pkg + "SubscribeRequest", v1=msg(self.pkg + "SubscribeRequest.V1", mutate=m)))
 
+    def add_group_topic(self, mutate_id, topic, owed):
+        """Adds a v3 group topic from cursor 0; its wave must hold exactly the ids owed."""
+        self.mutate(mutate_id, adds=[(b"\x00" + topic, 0)])
+        rows, _, _ = self.wave(mutate_id)
+        check(rows == [("g", i) for i in owed], "the wave of %s: %s" % (topic, rows))
+
     def send(self, **v1):
         self.reqs.put(msg(self.pkg + "SubscribeRequest", v1=msg(self.pkg + "SubscribeRequest.V1", **v1)))
 

@@ -25,10 +25,7 @@ def test():
         a = Stream(g.channel())
         check(a.next().WhichOneof("response") == "started", "Started")
         t = b"L" + U
-        first = put_group(t, b"l0" + U)
-        a.mutate(1, adds=[(b"\x00" + t, 0)])
-        rows, _, _ = a.wave(1)
-        check(rows == [("g", first)], "the first wave: %s" % rows)
+        a.add_group_topic(1, t, [put_group(t, b"l0" + U)])
 
         lock = subprocess.Popen(
             ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", "BEGIN",

@@ -81,9 +81,7 @@ def test():
             check(s.next().WhichOneof("response") == "started", "Started")
         t = b"S" + U
         first = put_group(t, b"s0" + U)
-        a.mutate(1, adds=[(b"\x00" + t, 0)])
-        rows, _, _ = a.wave(1)
-        check(rows == [("g", first)], "the first wave: %s" % rows)
+        a.add_group_topic(1, t, [first])
 
         pgctl(pg, "stop", "-m", "fast")
         silent = Silent()
