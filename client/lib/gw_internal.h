@@ -25,7 +25,8 @@ typedef struct PoolConn
 	bool		busy;			/* a query is in flight */
 	unsigned	prepared;		/* the session's wave_prepared while it runs here */
 	Xip83PgStart reset;			/* reconnecting (reset.conn set): out of the pool */
-	Xip83Timer	reset_timer;	/* its deadline */
+	Xip83Timer	reset_timer;	/* its deadline, or its next try */
+	int64_t		broken_ms;		/* when it was found broken; 0: it works */
 	bool		reset_failed;	/* the next page here fails, as on a lost connection */
 	struct PoolConn *next_free;
 } PoolConn;

@@ -14,6 +14,7 @@
 
 static void PoolReady(void *arg, uint32_t events);
 static void ResetReady(void *arg, uint32_t events);
+static void ResetRetry(void *arg);
 
 void
 gw_enqueue(GwStream *st)
@@ -71,12 +72,23 @@ Release(PoolConn *c)
 }
 
 /*
+ * How long waves wait for a broken connection to come back (a restart, a
+ * crash recovery) before a failed reconnect fails the page of the stream
+ * that waited for it, and how soon a failed reconnect is tried again.
+ */
+#define RECONNECT_GRACE_MS 30000
+#define RECONNECT_RETRY_MS 250
+
+static bool ResetBegin(PoolConn *c);
+
+/*
  * Advances a reconnect without blocking the loop: its socket is watched for
  * what libpq waits for, and a timer ends it at its connect timeout (a server
- * that accepts and never answers). True when it ended, c->reset_failed
- * saying how: a failed one leaves the connection as a lost one is, so the
- * next page run on it fails its stream UNAVAILABLE, and the reconnect after
- * that starts again.
+ * that accepts and never answers). A failed one is tried again after
+ * RECONNECT_RETRY_MS while the connection has been broken for less than
+ * RECONNECT_GRACE_MS. True when it ended, c->reset_failed saying how: a
+ * failed one leaves the connection as a lost one is, so the next page run on
+ * it fails its stream UNAVAILABLE, and the reconnect after that starts again.
  */
 static bool
 ResetStep(PoolConn *c)
@@ -93,12 +105,28 @@ ResetStep(PoolConn *c)
 					   st == PGRES_POLLING_READING ? EPOLLIN : EPOLLOUT, ResetReady, c))
 		return false;
 	xip83_h2_timer_stop(gw->srv, &c->reset_timer);
+	xip83_h2_unwatch(gw->srv, &c->watch);
 	c->reset.conn = NULL;
+	if (st == PGRES_POLLING_OK)
+		c->broken_ms = 0;
+	else if (xip83_now_ms() - c->broken_ms < RECONNECT_GRACE_MS &&
+			 xip83_h2_timer_start(gw->srv, &c->reset_timer, RECONNECT_RETRY_MS, ResetRetry, c))
+		return false;
 	c->reset_failed = st != PGRES_POLLING_OK;
 	return true;
 }
 
-/* The socket or the deadline of a reconnect: ended, the connection is back in the pool. */
+/* Ended: the connection is back in the pool for the waves that wait. */
+static void
+ResetEnded(PoolConn *c)
+{
+	Release(c);
+	gw_schedule(c->gw);
+	/* a failure fails the page of a stream that waited for it, no later one */
+	c->reset_failed = false;
+}
+
+/* The socket or the deadline of a reconnect. */
 static void
 ResetReady(void *arg, uint32_t events)
 {
@@ -106,18 +134,37 @@ ResetReady(void *arg, uint32_t events)
 
 	(void) events;
 	if (ResetStep(c))
-	{
-		Release(c);
-		gw_schedule(c->gw);
-		/* a failure fails the page of a stream that waited for it, no later one */
-		c->reset_failed = false;
-	}
+		ResetEnded(c);
 }
 
 static void
 ResetDeadline(void *arg)
 {
 	ResetReady(arg, 0);
+}
+
+static void
+ResetRetry(void *arg)
+{
+	PoolConn   *c = arg;
+
+	if (ResetBegin(c))
+		ResetEnded(c);
+}
+
+/* Starts a reconnect of c; true when it ended at once (ResetStep). */
+static bool
+ResetBegin(PoolConn *c)
+{
+	Xip83Gateway *gw = c->gw;
+
+	c->prepared = 0;
+	/* one refused at once is a failed attempt like any other (ResetStep) */
+	(void) xip83_pg_start_reset(&c->reset, c->conn);
+	(void) xip83_h2_timer_start(gw->srv, &c->reset_timer,
+								(uint64_t) (c->reset.deadline_ms - xip83_now_ms()) + 1,
+								ResetDeadline, c);
+	return ResetStep(c);
 }
 
 /*
@@ -130,8 +177,6 @@ ResetDeadline(void *arg)
 static bool
 Revive(PoolConn *c)
 {
-	Xip83Gateway *gw = c->gw;
-
 	for (int i = 0; i < 2 && PQstatus(c->conn) == CONNECTION_OK; i++)
 		(void) PQconsumeInput(c->conn);
 	if (PQstatus(c->conn) == CONNECTION_OK || c->reset_failed)
@@ -139,14 +184,11 @@ Revive(PoolConn *c)
 		c->reset_failed = false;
 		return true;
 	}
-	c->prepared = 0;
-	if (!xip83_pg_start_reset(&c->reset, c->conn))
-		return true;			/* it cannot even start: the page fails */
-	(void) xip83_h2_timer_start(gw->srv, &c->reset_timer,
-								(uint64_t) (c->reset.deadline_ms - xip83_now_ms()) + 1,
-								ResetDeadline, c);
-	if (!ResetStep(c))
+	if (c->broken_ms == 0)
+		c->broken_ms = xip83_now_ms();
+	if (!ResetBegin(c))
 		return false;
+	/* ended at once: usable, or the page fails now */
 	c->reset_failed = false;
 	return true;
 }
@@ -182,13 +224,8 @@ PoolReady(void *arg, uint32_t events)
 	PoolConn   *c = arg;
 	GwStream   *st = c->owner;
 
-	if (!PQconsumeInput(c->conn))
-	{
-		if (st)
-			xip83_session_fail(st->s, "UNAVAILABLE", "wave connection: %s",
-							   PQerrorMessage(c->conn));
-	}
-	else if (PQisBusy(c->conn))
+	/* a lost connection's page is asked again (redo_lost_pages) once it is back */
+	if (PQconsumeInput(c->conn) && PQisBusy(c->conn))
 		return;
 	if (st == NULL)
 	{

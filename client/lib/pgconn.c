@@ -81,7 +81,15 @@ xip83_pg_start(Xip83PgStart *c, const char *conninfo, const char *app)
 bool
 xip83_pg_start_reset(Xip83PgStart *c, PGconn *conn)
 {
-	return PQresetStart(conn) == 1 && Begin(c, conn, 1);
+	/* a server refusing at once (restarting) fails it here: its first step says so */
+	bool		started = PQresetStart(conn) == 1;
+
+	if (!Begin(c, conn, 1) || !started)
+	{
+		c->wants = PGRES_POLLING_FAILED;
+		return false;
+	}
+	return true;
 }
 
 PostgresPollingStatusType

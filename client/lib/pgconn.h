@@ -32,7 +32,11 @@ typedef struct Xip83PgStart
 
 /* Starts a connect without blocking (false: out of memory or a bad conninfo). */
 extern bool xip83_pg_start(Xip83PgStart *c, const char *conninfo, const char *app);
-/* Starts resetting a connection without blocking (false: it cannot even start). */
+/*
+ * Starts resetting a connection without blocking; false when it failed at
+ * once (a refused connect): c is then a failed attempt, which
+ * xip83_pg_step reports.
+ */
 extern bool xip83_pg_start_reset(Xip83PgStart *c, PGconn *conn);
 
 /*
