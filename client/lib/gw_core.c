@@ -439,6 +439,7 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	st->kind = kind;
 	st->method = method;
 	st->s->async_pages = true;
+	st->s->redo_lost_pages = true;
 	st->s->ceilings_from_feed = true;
 	st->s->seam_ticket = SeamTicket;
 	st->s->seam_done = SeamDone;

@@ -142,6 +142,15 @@ struct Xip83Session
 	 */
 	bool		async_pages;
 	/*
+	 * A page whose connection was lost (a restart, a crash) is asked again
+	 * by the next step, on the connection the caller gives it then, instead
+	 * of failing the stream: a page is a function of its pass's cursor and
+	 * pinned ceiling alone, and the rows at or below a ceiling were flushed
+	 * before it was published, so they outlive a crash. Set by a caller that
+	 * reconnects its wave connections.
+	 */
+	bool		redo_lost_pages;
+	/*
 	 * The seam's feed fetch done by the caller, once for many sessions: when
 	 * set, a wave whose scans are done asks seam_ticket for the round of
 	 * fetch that will do (the caller runs one soon), and finishes once

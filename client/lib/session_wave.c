@@ -343,7 +343,20 @@ xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, int stmt, const char *sql,
 	return true;
 }
 
-/* The result of the page query in flight; NULL after failing the stream. */
+/* Whether a failed page lost its connection: gone, or ended by a shutdown or crash. */
+static bool
+ConnectionLost(PGconn *conn, const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	return PQstatus(conn) != CONNECTION_OK || state == NULL ||
+		strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0;
+}
+
+/*
+ * The result of the page query in flight; NULL after failing the stream, or
+ * with redo_lost_pages, when the connection was lost (asked again).
+ */
 static PGresult *
 Collect(Xip83Session *s)
 {
@@ -356,6 +369,12 @@ Collect(Xip83Session *s)
 	s->ahead = NULL;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK)
 		return res;
+	if (s->redo_lost_pages && ConnectionLost(s->wave_conn, res))
+	{
+		/* the pass's cursor did not move: the next step asks for this page again */
+		PQclear(res);
+		return NULL;
+	}
 	xip83_session_fail(s, "UNAVAILABLE", "wave %llu: %s", (unsigned long long) w->mutate_id,
 					   PQerrorMessage(s->wave_conn));
 	PQclear(res);
