@@ -79,6 +79,7 @@ typedef struct Xip83Wave
 	size_t		held;			/* bytes of its topics and scan parameters */
 	PGresult   *prefetched;		/* the next page of pass prefetched_pass, read ahead */
 	int			prefetched_pass;
+	int			pages_lost;		/* pages asked again after a lost connection */
 	uint64_t	seam;			/* the caller's fetch round it waits for (seam_ticket); 0: none */
 } Xip83Wave;
 

@@ -295,6 +295,24 @@ Finish(Xip83Session *s, Xip83Wave *w)
 	return ok && xip83_send_catchup_complete(&s->out, w->mutate_id);
 }
 
+/* Pages of a wave asked again after lost connections before the stream fails. */
+#define MAX_PAGES_LOST 3
+
+/*
+ * Whether a failed page lost its connection: gone (its end read now if it
+ * has not been), or ended by a shutdown or crash (res, when there is one).
+ */
+static bool
+ConnectionLost(PGconn *conn, const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK)
+		return true;
+	return res != NULL && (state == NULL || strncmp(state, "08", 2) == 0 ||
+						   strncmp(state, "57P", 3) == 0);
+}
+
 /*
  * Prepares statement stmt on the idle wave connection the first time it runs
  * there: a page then skips the parse and plan of the scan, which a catch-up
@@ -335,22 +353,16 @@ xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, int stmt, const char *sql,
 		sent = Prepared(s, stmt, sql, n_params, name, sizeof(name)) &&
 			PQsendQueryPrepared(s->wave_conn, name, n_params, params, NULL, NULL, 1);
 	}
+	/* a connection the server dropped before the query went out: the same as one lost after */
+	if (!sent && s->redo_lost_pages && ConnectionLost(s->wave_conn, NULL) &&
+		w->pages_lost++ < MAX_PAGES_LOST)
+		return true;
 	if (!sent)
 		return xip83_session_fail(s, "UNAVAILABLE", "wave %llu: %s",
 								  (unsigned long long) w->mutate_id, PQerrorMessage(s->wave_conn));
 	s->ahead = w;
 	s->ahead_pass = p;
 	return true;
-}
-
-/* Whether a failed page lost its connection: gone, or ended by a shutdown or crash. */
-static bool
-ConnectionLost(PGconn *conn, const PGresult *res)
-{
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-
-	return PQstatus(conn) != CONNECTION_OK || state == NULL ||
-		strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0;
 }
 
 /*
@@ -362,14 +374,15 @@ Collect(Xip83Session *s)
 {
 	PGresult   *res = PQgetResult(s->wave_conn);
 	PGresult   *extra;
-	const Xip83Wave *w = s->ahead;
+	Xip83Wave  *w = s->ahead;
 
 	while ((extra = PQgetResult(s->wave_conn)) != NULL)
 		PQclear(extra);
 	s->ahead = NULL;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK)
 		return res;
-	if (s->redo_lost_pages && ConnectionLost(s->wave_conn, res))
+	/* a few times only: a page that takes its server down with it must not do it forever */
+	if (s->redo_lost_pages && ConnectionLost(s->wave_conn, res) && w->pages_lost++ < MAX_PAGES_LOST)
 	{
 		/* the pass's cursor did not move: the next step asks for this page again */
 		PQclear(res);

@@ -69,14 +69,18 @@ def test():
                              "-c", "LOCK TABLE xip83.group_messages IN ACCESS EXCLUSIVE MODE",
                              "-c", "SELECT pg_sleep(120)"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    waiting = "SELECT count(*) FROM pg_locks WHERE relation = 'xip83.group_messages'::regclass AND %s;"
-    wait_for(lambda: psql(waiting % "granted AND mode = 'AccessExclusiveLock'") == "1", "the lock")
-    s3 = Stream(ch)
-    s3.next()
-    s3.mutate(3, adds=[(b"\x00" + t3, 0)])
-    wait_for(lambda: int(psql(waiting % "NOT granted")) >= 1, "a wave page waiting for the lock")
-    subprocess.run([pgctl, "restart", "-m", "fast"], check=True, capture_output=True, timeout=120)
-    lock.wait(timeout=60)
+    try:
+        waiting = "SELECT count(*) FROM pg_locks WHERE relation = 'xip83.group_messages'::regclass AND %s;"
+        wait_for(lambda: psql(waiting % "granted AND mode = 'AccessExclusiveLock'") == "1", "the lock")
+        s3 = Stream(ch)
+        s3.next()
+        s3.mutate(3, adds=[(b"\x00" + t3, 0)])
+        wait_for(lambda: int(psql(waiting % "NOT granted")) >= 1, "a wave page waiting for the lock")
+        subprocess.run([pgctl, "restart", "-m", "fast"], check=True, capture_output=True, timeout=120)
+        lock.wait(timeout=60)
+    finally:
+        if lock.poll() is None:
+            lock.kill()
     rows, _, _ = s3.wave(3, timeout=60)
     check(sorted(i for _, i in rows) == owed, "the wave across the restart: %s, owed %s" % (rows, owed))
     x = put_group(t3, b"wx" + U)
