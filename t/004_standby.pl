@@ -206,6 +206,9 @@ consume_for(4);
 
 # replay paused for 3 s: the fenced consumer waits, a short wait fails clearly
 $ss->query_safe('SELECT pg_wal_replay_pause()');
+# only requested until replay stops: a fence taken before that may be replayed anyway
+$standby->poll_query_until('postgres', 'SELECT pg_get_wal_replay_pause_state()', 'paused')
+  or die 'replay did not pause';
 my $paused_at = time;
 my ($rows, $err) = run_query($ps, 'SELECT fence FROM xip83.horizon_fence()');
 my $fence = $rows->[0][0];
