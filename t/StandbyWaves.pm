@@ -14,7 +14,7 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 use Time::HiRes qw(sleep);
 
-our @EXPORT = qw(start_primary start_standby envelope_table_sql plan_buffers summary_ready pause_replay random_waves hold_horizons promote_keeping);
+our @EXPORT = qw(start_primary start_standby envelope_table_sql verdict_sql plan_buffers summary_ready pause_replay random_waves hold_horizons promote_keeping);
 
 # A primary with xip83 preloaded that a standby can stream from, started.
 sub start_primary
@@ -61,6 +61,26 @@ INSERT INTO node.e (originator_node_id, originator_sequence_id, topic, originato
     SELECT n, i, ('e' || (i * n) % 97)::bytea, '\\x01'
       FROM generate_series(1, 1000) i, unnest('{100,200}'::int[]) n WHERE i < 450 OR i >= 600;
 SELECT xip83.track('node.e', 'envelope');
+SQL
+}
+
+# verdict(before, got, after): a wave (got) read between two reads of its
+# definition, "N rows, same" when it holds every row of the first read, only
+# rows of the second (N), none twice. Rows the second read adds at or below
+# the ceiling are late writes that committed meanwhile: a wave need not have
+# them, the live feed's late lane brings them. A fresh row at or below the
+# ceiling committed before the ceiling was read, so the first read has it.
+sub verdict_sql
+{
+	return <<'SQL';
+CREATE FUNCTION verdict(before anyarray, got anyarray, after anyarray) RETURNS text LANGUAGE sql AS $$
+  SELECT format('%s rows, %s', coalesce(cardinality(after), 0),
+                CASE WHEN missing = '{}' AND extra = '{}' AND twice = 0 THEN 'same'
+                     ELSE format('DIFFERENT: missing %s, extra %s, %s twice', missing, extra, twice) END)
+    FROM (SELECT ARRAY(SELECT unnest(before) EXCEPT SELECT unnest(got))::text missing,
+                 ARRAY(SELECT unnest(got) EXCEPT SELECT unnest(after))::text extra,
+                 coalesce(cardinality(got), 0) - (SELECT count(DISTINCT g) FROM unnest(got) g) twice) v
+$$;
 SQL
 }
 
