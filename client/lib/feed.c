@@ -606,17 +606,35 @@ xip83_feed_start_at_horizon(Xip83Feed *f)
 		f->welcome_after = atoll(PQgetvalue(res, 0, 0));
 		PQclear(res);
 	}
-	if ((f->opt.kinds & XIP83_FEED_ENVELOPE) == 0)
+	if ((f->opt.kinds & XIP83_FEED_ENVELOPE) != 0)
+	{
+		if ((res = HorizonQuery(f, "SELECT originator_node_id, horizon FROM xip83.envelope_horizons("
+								"coalesce($1::regclass, 'xip83.envelopes'))",
+								f->opt.envelope_source)) == NULL)
+			return false;
+		for (int r = 0; r < PQntuples(res); r++)
+			xip83_feed_set_cursor(f, XIP83_FEED_ENVELOPE, (int32_t) atol(PQgetvalue(res, r, 0)),
+								  atoll(PQgetvalue(res, r, 1)));
+		PQclear(res);
+	}
+	/* horizons a standby replayed: waves read up to them there once it has again */
+	if (f->standby == NULL && !f->in_recovery)
 		return true;
-	if ((res = HorizonQuery(f, "SELECT originator_node_id, horizon FROM xip83.envelope_horizons("
-							"coalesce($1::regclass, 'xip83.envelopes'))",
-							f->opt.envelope_source)) == NULL)
-		return false;
-	for (int r = 0; r < PQntuples(res); r++)
-		xip83_feed_set_cursor(f, XIP83_FEED_ENVELOPE, (int32_t) atol(PQgetvalue(res, r, 0)),
-							  atoll(PQgetvalue(res, r, 1)));
-	PQclear(res);
-	return true;
+	switch (FeedNoteReplay(f, f->standby != NULL ? f->standby : f->conn))
+	{
+		case 0:
+			return true;
+		case -2:
+			Disconnect(f, "cannot read the standby's replay position");
+			break;
+	}
+	return false;
+}
+
+uint64_t
+xip83_feed_replay_lsn(const Xip83Feed *f)
+{
+	return f->replay_lsn;
 }
 
 bool

@@ -171,5 +171,13 @@ extern bool xip83_feed_woken(const Xip83Feed *feed);
 extern int	xip83_feed_socket(const Xip83Feed *feed);
 /* Rows delivered since the feed was created. */
 extern int64_t xip83_feed_rows(const Xip83Feed *feed);
+/*
+ * The WAL position (as xip83_pg_lsn) a hot standby must have replayed
+ * before a wave whose ceilings are the feed's cursors reads there: every row
+ * at or below a cursor had committed by then. The cursors came from a
+ * standby (fenced or polled alone), which a restart may set back to an
+ * earlier replay position. 0 while they came from a primary only.
+ */
+extern uint64_t xip83_feed_replay_lsn(const Xip83Feed *feed);
 
 #endif							/* XIP83_FEED_H */

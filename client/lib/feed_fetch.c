@@ -375,6 +375,13 @@ DiscoverOriginators(Xip83Feed *f)
 	return 0;
 }
 
+static void
+RaiseReplay(Xip83Feed *f, uint64_t lsn)
+{
+	if (lsn > f->replay_lsn)
+		f->replay_lsn = lsn;
+}
+
 /* Reads every kind up to its horizon. Returns rows, -1 lost, -2 error. */
 int
 FeedFetchAll(Xip83Feed *f, bool discover)
@@ -403,6 +410,9 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 			n = FetchPage(f, kinds[k]);
 			if (n < 0)
 				return n;
+			/* the standby replayed the fence before it read the page */
+			if (f->standby != NULL && !f->round_missed && !f->fence_unreachable)
+				RaiseReplay(f, xip83_pg_lsn(f->fenced.fence));
 			total += n;
 		} while (n == f->opt.page_rows);
 		if (f->fence_unreachable)
@@ -418,6 +428,30 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 		if (f->round_missed)
 			break;
 	}
+	/* a standby polled alone: its rows were replayed by the time this is read */
+	if (total > 0 && f->in_recovery && f->standby == NULL)
+	{
+		int			rc = FeedNoteReplay(f, f->conn);
+
+		if (rc < 0)
+			return rc;
+	}
 	return total;
+}
+
+/*
+ * Raises the feed's replay position to what the standby conn has replayed
+ * now (after rows or horizons were read there). Returns 0, -1 lost, -2 error.
+ */
+int
+FeedNoteReplay(Xip83Feed *f, PGconn *conn)
+{
+	PGresult   *res = PQexec(conn, "SELECT pg_last_wal_replay_lsn()");
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		return FeedQueryFailed(f, res);
+	RaiseReplay(f, xip83_pg_lsn(PQgetvalue(res, 0, 0)));
+	PQclear(res);
+	return 0;
 }
 

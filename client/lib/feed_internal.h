@@ -55,6 +55,7 @@ struct Xip83Feed
 	int64_t		next_connect_ms;	/* earliest reconnect attempt */
 	int			backoff_ms;
 	int64_t		rows;
+	uint64_t	replay_lsn;		/* xip83_feed_replay_lsn */
 	unsigned char *scratch;		/* kind-prefixed topic */
 	size_t		scratch_len;
 };
@@ -66,5 +67,6 @@ extern int FeedQueryFailed(Xip83Feed *f, PGresult *res);
 extern bool FeedLockTimedOut(const PGresult *res);
 extern void FeedStatus(Xip83Feed *f, const char *status, const char *detail);
 extern bool FeedFollowStandby(Xip83Feed *f);
+extern int FeedNoteReplay(Xip83Feed *f, PGconn *conn);
 
 #endif							/* XIP83_FEED_INTERNAL_H */

@@ -28,6 +28,10 @@ typedef struct PoolConn
 	Xip83Timer	reset_timer;	/* its deadline, or its next try */
 	int64_t		broken_ms;		/* when it was found broken; 0: it works */
 	bool		reset_failed;	/* the next page here fails, as on a lost connection */
+	/* what its server had replayed when last asked (UINT64_MAX: a primary) */
+	uint64_t	replayed;
+	int64_t		gate_since;		/* a stream waits for its replay since; 0: none */
+	Xip83Timer	gate_timer;		/* its next ask */
 	struct PoolConn *next_free;
 } PoolConn;
 

@@ -5,9 +5,19 @@
  * the head, sends its next page and goes back to the pool when the result is
  * in, and the stream goes to the back of the queue. A page never blocks the
  * loop: the connection's socket is watched until its result is whole.
+ *
+ * On a hot standby a page first waits until the server replayed what its
+ * stream's wave ceilings need (the session's ceilings_lsn): those are the
+ * feed's cursors, read from a standby that may since have restarted, and a
+ * restarted standby accepts connections once consistent, which may be short
+ * of where it had replayed to; a page read there would miss rows at or below
+ * the ceilings. What a connection's server replayed is asked once and kept
+ * until it reconnects, so a page pays a round trip only when its ceilings are
+ * newer than that.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 
 #include "gw_internal.h"
@@ -15,6 +25,8 @@
 static void PoolReady(void *arg, uint32_t events);
 static void ResetReady(void *arg, uint32_t events);
 static void ResetRetry(void *arg);
+static void GateReady(void *arg, uint32_t events);
+static void GateRetry(void *arg);
 
 void
 gw_enqueue(GwStream *st)
@@ -159,6 +171,7 @@ ResetBegin(PoolConn *c)
 	Xip83Gateway *gw = c->gw;
 
 	c->prepared = 0;
+	c->replayed = 0;
 	/* one refused at once is a failed attempt like any other (ResetStep) */
 	(void) xip83_pg_start_reset(&c->reset, c->conn);
 	(void) xip83_h2_timer_start(gw->srv, &c->reset_timer,
@@ -217,6 +230,108 @@ Step(GwStream *st, PoolConn *c)
 	gw_check(st);
 }
 
+/* ---------------------------------------------------------------- replay gate */
+
+/* How often a page waiting for replay asks again. */
+#define GATE_RETRY_MS 10
+
+static void GateEnd(PoolConn *c, const char *failure);
+
+/* Asks c's server how far it replayed, for st. */
+static void
+GateAsk(GwStream *st, PoolConn *c)
+{
+	c->owner = st;
+	c->busy = true;
+	st->conn = c;
+	if (c->gate_since == 0)
+		c->gate_since = xip83_now_ms();
+	if (PQsendQuery(c->conn, "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()")
+		&& xip83_h2_watch(c->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, GateReady, c))
+		return;
+	/* a connection lost meanwhile is reconnected; any other failure would repeat */
+	GateEnd(c, PQstatus(c->conn) == CONNECTION_OK ? "cannot ask the hot standby how far it replayed"
+			: NULL);
+}
+
+/*
+ * The wait ends without a page: c goes back to the pool, and its stream
+ * (failed with failure, when set) to the queue. A lost connection is
+ * reconnected when it is next taken (Revive).
+ */
+static void
+GateEnd(PoolConn *c, const char *failure)
+{
+	GwStream   *st = c->owner;
+
+	xip83_h2_timer_stop(c->gw->srv, &c->gate_timer);
+	c->gate_since = 0;
+	Release(c);
+	if (st == NULL)
+		return;
+	st->conn = NULL;
+	if (failure)
+		xip83_session_fail(st->s, "UNAVAILABLE", "%s", failure);
+	gw_check(st);
+	gw_enqueue(st);
+}
+
+/* The answer: the page runs, or asks again in a moment. */
+static void
+GateReady(void *arg, uint32_t events)
+{
+	PoolConn   *c = arg;
+	GwStream   *st = c->owner;
+	PGresult   *res;
+	bool		asked;
+
+	(void) events;
+	if (PQconsumeInput(c->conn) && PQisBusy(c->conn))
+		return;
+	res = PQgetResult(c->conn);
+	asked = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
+	if (asked)
+		c->replayed = strcmp(PQgetvalue(res, 0, 0), "t") != 0 ? UINT64_MAX
+			: xip83_pg_lsn(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	while ((res = PQgetResult(c->conn)) != NULL)
+		PQclear(res);
+	if (PQsocket(c->conn) != c->watch.fd)
+		c->watch.fd = -1;
+	xip83_h2_unwatch(c->gw->srv, &c->watch);
+	if (st != NULL && (st->finished || st->s->n_waves == 0))
+		GateEnd(c, NULL);		/* nothing to read any more */
+	else if (st != NULL && asked && c->replayed >= st->s->ceilings_lsn)
+	{
+		c->gate_since = 0;
+		c->owner = NULL;
+		c->busy = false;
+		st->conn = NULL;
+		Step(st, c);
+		gw_enqueue(st);
+	}
+	else if (st == NULL || !asked)
+		GateEnd(c, st != NULL && PQstatus(c->conn) == CONNECTION_OK
+				? "cannot ask the hot standby how far it replayed" : NULL);
+	else if (xip83_now_ms() - c->gate_since > RECONNECT_GRACE_MS)
+		GateEnd(c, "the hot standby has not replayed up to the wave's ceilings");
+	else if (!xip83_h2_timer_start(c->gw->srv, &c->gate_timer, GATE_RETRY_MS, GateRetry, c))
+		GateEnd(c, "cannot start a timer");
+	gw_schedule(c->gw);
+}
+
+static void
+GateRetry(void *arg)
+{
+	PoolConn   *c = arg;
+
+	if (c->owner == NULL)
+		GateEnd(c, NULL);
+	else
+		GateAsk(c->owner, c);
+	gw_schedule(c->gw);
+}
+
 /* A wave connection's socket is readable: its page may be in. */
 static void
 PoolReady(void *arg, uint32_t events)
@@ -272,6 +387,12 @@ gw_schedule(Xip83Gateway *gw)
 		{
 			/* the stream waits for a connection that works */
 			gw_enqueue(st);
+			continue;
+		}
+		/* a connection Revive left broken fails or redoes the page (Step) */
+		if (st->s->ceilings_lsn > c->replayed && PQstatus(c->conn) == CONNECTION_OK)
+		{
+			GateAsk(st, c);
 			continue;
 		}
 		Step(st, c);

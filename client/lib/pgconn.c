@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,4 +126,15 @@ xip83_pg_step(Xip83PgStart *c, int wait_ms)
 		c->wants = c->reset ? PQresetPoll(c->conn) : PQconnectPoll(c->conn);
 	}
 	return c->wants;
+}
+
+uint64_t
+xip83_pg_lsn(const char *text)
+{
+	unsigned int hi,
+				lo;
+
+	if (text == NULL || sscanf(text, "%X/%X", &hi, &lo) != 2)
+		return 0;
+	return ((uint64_t) hi << 32) | lo;
 }

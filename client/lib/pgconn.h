@@ -47,4 +47,7 @@ extern bool xip83_pg_start_reset(Xip83PgStart *c, PGconn *conn);
  */
 extern PostgresPollingStatusType xip83_pg_step(Xip83PgStart *c, int wait_ms);
 
+/* A WAL position's text ("16/B374D848") as a number; 0 when it is none. */
+extern uint64_t xip83_pg_lsn(const char *text);
+
 #endif							/* XIP83_PGCONN_H */

@@ -165,6 +165,12 @@ struct Xip83Session
 	 * whose feed is shared by many sessions, so a Mutate costs no query.
 	 */
 	bool		ceilings_from_feed;
+	/*
+	 * The highest xip83_feed_replay_lsn of those ceilings: a hot standby
+	 * serving this session's pages must have replayed it first (the caller
+	 * checks; a restarted standby may be behind).
+	 */
+	uint64_t	ceilings_lsn;
 	uint64_t	(*seam_ticket) (void *arg);
 	bool		(*seam_done) (void *arg, uint64_t ticket);
 	void	   *seam_arg;
@@ -223,5 +229,15 @@ extern bool xip83_wave_scanned(Xip83Session *s, Xip83Wave *w, const Xip83Msg *m)
 extern bool xip83_wave_fold(Xip83Session *s, Xip83Wave *w, const Xip83Msg *m);
 extern Xip83Wave *xip83_wave_find(Xip83Session *s, uint64_t mutate_id);
 extern void xip83_wave_free(Xip83Wave *w);
+
+/* A wave takes the feed's cursors as its ceilings (ceilings_lsn). */
+static inline void
+xip83_ceilings_from_feed(Xip83Session *s)
+{
+	uint64_t	lsn = xip83_feed_replay_lsn(s->feed);
+
+	if (lsn > s->ceilings_lsn)
+		s->ceilings_lsn = lsn;
+}
 
 #endif							/* XIP83_SESSION_INTERNAL_H */

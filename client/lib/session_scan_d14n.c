@@ -26,7 +26,10 @@ Ceilings(Xip83Session *s, int32_t **nodes, int64_t **ceilings, int *n)
 	PGresult   *res = NULL;
 
 	if (s->ceilings_from_feed)
+	{
+		xip83_ceilings_from_feed(s);
 		*n = xip83_feed_originators(s->feed, NULL, NULL, 0);
+	}
 	else
 	{
 		xip83_wave_conn_idle(s);

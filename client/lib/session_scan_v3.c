@@ -43,6 +43,7 @@ Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
 		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 	if (s->ceilings_from_feed)
 	{
+		xip83_ceilings_from_feed(s);
 		w->pass[0].ceiling = xip83_feed_cursor(s->feed, XIP83_FEED_GROUP, 0);
 		w->pass[1].ceiling = xip83_feed_cursor(s->feed, XIP83_FEED_WELCOME, 0);
 		return true;

@@ -306,6 +306,35 @@ def test():
         for c, name in ((ca, "standby alone"), (cf, "fenced")):
             c.want(w, name + ": after the primary's restart")
 
+        # the standby crashes and comes back short of where it had replayed:
+        # consistent at its restartpoint, the last rows' commits held back by
+        # recovery_min_apply_delay. New streams' waves take the feeds' cursors
+        # as ceilings, read before the crash: their pages must wait for replay
+        caught_up()
+        sql(STANDBY, "CHECKPOINT")
+        w.write(b"sbcrash")
+        for c, name in ((ca, "standby alone"), (cf, "fenced")):
+            c.want(w, name + ": before the standby's crash")
+        auto = os.path.join(SB_DATA, "postgresql.auto.conf")
+        with open(auto) as f:
+            conf = f.read()
+        with open(auto, "a") as f:
+            f.write("recovery_min_apply_delay = '5s'\n")
+        sb_ctl("stop", "-m", "immediate")
+        sb_ctl("start")
+        have = int(sql(STANDBY, "SELECT count(*) FROM xip83.group_messages WHERE group_id = '\\x%s'"
+                       % T.hex()))
+        check(have < len(w.groups), "the restarted standby is behind: %d of %d rows" % (have, len(w.groups)))
+        c3, c4 = Client(fenced, 9), Client(alone, 9)
+        for c, name in ((c3, "fenced"), (c4, "standby alone")):
+            c.want(w, name + ": a wave on the restarted standby, behind its ceilings")
+        with open(auto, "w") as f:
+            f.write(conf)
+        sb_ctl("reload")
+        w.write(b"sbback")
+        for c, name in ((ca, "standby alone"), (cf, "fenced"), (c3, "fenced, new"), (c4, "alone, new")):
+            c.want(w, name + ": after the standby's crash")
+
         # promotion with a late committer, late writes and later rows still
         # waiting in the WAL: the feed's late cursor must carry over
         hole = w.hole()
