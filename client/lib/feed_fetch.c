@@ -110,13 +110,15 @@ KindIndex(int kind)
 	return kind == XIP83_FEED_GROUP ? 0 : kind == XIP83_FEED_WELCOME ? 1 : 2;
 }
 
-/* SQLSTATE 55P03: a lock not granted within the feed's lock_timeout. */
+/* lock_not_available: a lock not granted within the feed's lock_timeout */
+#define SQLSTATE_LOCK_NOT_AVAILABLE "55P03"
+
 bool
 FeedLockTimedOut(const PGresult *res)
 {
 	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
-	return state != NULL && strcmp(state, "55P03") == 0;
+	return state != NULL && strcmp(state, SQLSTATE_LOCK_NOT_AVAILABLE) == 0;
 }
 
 /*
@@ -133,7 +135,8 @@ RoundRefused(Xip83Feed *f, PGresult *res)
 
 	if (state == NULL)
 		return false;
-	if (strcmp(state, XIP83_SQLSTATE_FENCE_TIMEOUT) == 0 || FeedLockTimedOut(res))
+	if (strcmp(state, XIP83_SQLSTATE_FENCE_TIMEOUT) == 0
+		|| strcmp(state, SQLSTATE_LOCK_NOT_AVAILABLE) == 0)
 		f->round_missed = true;
 	else if (strcmp(state, XIP83_SQLSTATE_FENCE_UNREACHABLE) == 0)
 		f->fence_unreachable = true;
@@ -424,7 +427,7 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 			n = FeedFetchAll(f, discover);
 			return n < 0 ? n : total + n;
 		}
-		/* replay is behind: the other kinds would wait for it too */
+		/* replay behind or a lock not granted: the other kinds would wait too */
 		if (f->round_missed)
 			break;
 	}

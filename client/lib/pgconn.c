@@ -17,12 +17,14 @@ static const char *const Keys[] = {
 };
 #define NKEYS 8
 #define DEFAULT_TIMEOUT_S 10
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
 
 /* The values of Keys: ours, then the caller's conninfo, expanded last. */
 static void
 Values(const char **values, const char *conninfo, const char *app)
 {
-	values[0] = "10";			/* DEFAULT_TIMEOUT_S */
+	values[0] = TEXT(DEFAULT_TIMEOUT_S);
 	/* a peer silent for ~25 s (idle) or 30 s (data unacknowledged) is gone */
 	values[1] = "1";
 	values[2] = "10";
