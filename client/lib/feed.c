@@ -95,6 +95,10 @@ xip83_feed_free(Xip83Feed *f)
 		PQfinish(f->standby);
 	if (f->pending.conn)
 		PQfinish(f->pending.conn);
+	if (f->pending_standby.conn)
+		PQfinish(f->pending_standby.conn);
+	if (f->primary_up)
+		PQfinish(f->primary_up);
 	free(f->fenced.originators);
 	free(f->scratch);
 	free(f->originators);
@@ -181,7 +185,7 @@ xip83_feed_rows(const Xip83Feed *f)
 	return f->rows;
 }
 
-/* Drops the connection; the next step reconnects after the backoff. */
+/* Drops the connections; the next step reconnects after the backoff. */
 static void
 Disconnect(Xip83Feed *f, const char *why)
 {
@@ -189,8 +193,14 @@ Disconnect(Xip83Feed *f, const char *why)
 		PQfinish(f->conn);
 	if (f->standby)
 		PQfinish(f->standby);
+	if (f->primary_up)
+		PQfinish(f->primary_up);
+	if (f->pending_standby.conn)
+		PQfinish(f->pending_standby.conn);
 	f->conn = NULL;
 	f->standby = NULL;
+	f->primary_up = NULL;
+	f->pending_standby.conn = NULL;
 	f->next_connect_ms = xip83_now_ms() + f->backoff_ms;
 	f->backoff_ms = f->backoff_ms * 2 > f->opt.max_backoff_ms ? f->opt.max_backoff_ms
 		: f->backoff_ms * 2;
@@ -329,15 +339,14 @@ SetMs(PGconn *conn, const char *name, int ms)
 }
 
 /*
- * A fenced feed that cannot reach its primary asks the standby whether it
- * was promoted: 1 it was and the feed serves from it now, 0 it was not (or
- * is unreachable too), -1 it was but the LISTEN there failed.
+ * A fenced feed that cannot reach its primary asks the standby (conn, just
+ * connected) whether it was promoted: 1 it was and the feed serves from it
+ * now, 0 it was not (or is unreachable too), -1 it was but the LISTEN there
+ * failed.
  */
 static int
-StandbyPromoted(Xip83Feed *f)
+StandbyPromoted(Xip83Feed *f, PGconn *conn)
 {
-	PGconn	   *conn = xip83_pg_connect(f->opt.standby_conninfo, f->opt.application_name);
-
 	if (PQstatus(conn) != CONNECTION_OK || ServerInRecovery(conn) != 0)
 	{
 		PQfinish(conn);
@@ -353,63 +362,97 @@ FeedFollowStandby(Xip83Feed *f)
 	return ServePromoted(f, f->standby);
 }
 
-/* A connection with the settings of the standby the rows come from. */
+/*
+ * Advances a connect without waiting longer than wait_ms: the connection
+ * once it ended (PQstatus says how), NULL while it goes on. A server that
+ * accepts and never answers holds no caller longer than it was told.
+ */
 static PGconn *
-ConnectStandby(Xip83Feed *f)
+ConnectStep(Xip83PgStart *pending, int wait_ms)
 {
-	PGconn	   *conn = xip83_pg_connect(f->opt.standby_conninfo, f->opt.application_name);
+	PGconn	   *conn = pending->conn;
 
-	/* the fetch blocks its caller while it waits: the caller bounds that */
-	SetMs(conn, "xip83.standby_wait_ms", f->opt.fence_wait_ms);
-	SetMs(conn, "lock_timeout", f->opt.lock_timeout_ms);
+	if (xip83_pg_step(pending, wait_ms) != PGRES_POLLING_OK &&
+		pending->wants != PGRES_POLLING_FAILED)
+		return NULL;
+	pending->conn = NULL;
 	return conn;
 }
 
 /*
  * Connects and LISTENs, or, when conninfo is a standby (which cannot
- * LISTEN), only connects: the feed polls it. The connect waits at most
- * wait_ms (-1: until it ends or times out); false while it goes on.
+ * LISTEN), only connects: the feed polls it. With a standby, its connect
+ * follows the primary's, as one more step. Each connect waits at most
+ * wait_ms (-1: until it ends or times out); false while they go on.
  */
 static bool
 Connect(Xip83Feed *f, int wait_ms)
 {
-	if (f->pending.conn == NULL)
+	PGconn	   *conn;
+
+	if (f->pending.conn == NULL && f->pending_standby.conn == NULL)
 	{
 		if (xip83_now_ms() < f->next_connect_ms)
 			return false;
-		(void) xip83_pg_start(&f->pending, f->opt.conninfo, f->opt.application_name);
-	}
-	/* a server that accepts and never answers holds no caller longer than it said */
-	if (f->pending.conn != NULL && xip83_pg_step(&f->pending, wait_ms) != PGRES_POLLING_OK &&
-		f->pending.wants != PGRES_POLLING_FAILED)
-		return false;
-	f->conn = f->pending.conn;
-	f->pending.conn = NULL;
-	if (PQstatus(f->conn) != CONNECTION_OK)
-	{
-		int			promoted = 0;
-
-		if (f->opt.standby_conninfo != NULL)
+		if (!xip83_pg_start(&f->pending, f->opt.conninfo, f->opt.application_name)
+			&& f->pending.conn == NULL)
 		{
-			PQfinish(f->conn);
-			f->conn = NULL;
-			promoted = StandbyPromoted(f);
+			Disconnect(f, "out of memory");
+			return false;
 		}
-		if (promoted == 0)
-			Disconnect(f, "cannot connect");
-		return promoted == 1;
 	}
-	PQsetNoticeProcessor(f->conn, IgnoreNotice, NULL);
-	SetMs(f->conn, "lock_timeout", f->opt.lock_timeout_ms);
+	if (f->pending.conn != NULL)
+	{
+		if ((conn = ConnectStep(&f->pending, wait_ms)) == NULL)
+			return false;
+		if (PQstatus(conn) != CONNECTION_OK)
+		{
+			PQfinish(conn);
+			if (f->opt.standby_conninfo == NULL)
+			{
+				Disconnect(f, "cannot connect");
+				return false;
+			}
+			/* unreachable: the standby is asked whether it was promoted (primary_up NULL) */
+		}
+		else
+		{
+			PQsetNoticeProcessor(conn, IgnoreNotice, NULL);
+			SetMs(conn, "lock_timeout", f->opt.lock_timeout_ms);
+			*(f->opt.standby_conninfo != NULL ? &f->primary_up : &f->conn) = conn;
+		}
+		if (f->opt.standby_conninfo != NULL &&
+			!xip83_pg_start(&f->pending_standby, f->opt.standby_conninfo, f->opt.application_name)
+			&& f->pending_standby.conn == NULL)
+		{
+			Disconnect(f, "out of memory");
+			return false;
+		}
+	}
 	if (f->opt.standby_conninfo != NULL)
 	{
-		f->standby = ConnectStandby(f);
-		if (PQstatus(f->standby) != CONNECTION_OK)
+		if ((conn = ConnectStep(&f->pending_standby, wait_ms)) == NULL)
+			return false;
+		if (f->primary_up == NULL)
+		{
+			int			promoted = StandbyPromoted(f, conn);
+
+			if (promoted == 0)
+				Disconnect(f, "cannot connect");
+			return promoted == 1;
+		}
+		f->conn = f->primary_up;
+		f->primary_up = NULL;
+		f->standby = conn;
+		if (PQstatus(conn) != CONNECTION_OK)
 		{
 			Disconnect(f, "cannot connect to the standby");
 			return false;
 		}
-		PQsetNoticeProcessor(f->standby, IgnoreNotice, NULL);
+		PQsetNoticeProcessor(conn, IgnoreNotice, NULL);
+		/* the fetch blocks its caller while it waits: the caller bounds that */
+		SetMs(conn, "xip83.standby_wait_ms", f->opt.fence_wait_ms);
+		SetMs(conn, "lock_timeout", f->opt.lock_timeout_ms);
 		f->in_recovery = false;
 	}
 	else

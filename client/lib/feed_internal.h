@@ -32,6 +32,13 @@ struct Xip83Feed
 	PGconn	   *conn;
 	PGconn	   *standby;		/* rows come from here when set */
 	Xip83PgStart pending;		/* a connect under way (pending.conn set) */
+	/*
+	 * With a standby: its connect under way, for the rows (primary_up holds
+	 * the primary's connection meanwhile) or, when the primary could not be
+	 * reached (primary_up NULL), to ask whether it was promoted.
+	 */
+	Xip83PgStart pending_standby;
+	PGconn	   *primary_up;
 	FencedHorizons fenced;		/* of the kind being read from the standby */
 	int64_t		group_after;
 	int64_t		welcome_after;
