@@ -615,6 +615,23 @@ HorizonQuery(Xip83Feed *f, const char *sql, const char *source)
 	return NULL;
 }
 
+/*
+ * Raises the feed's replay position to what the standby conn has replayed
+ * now, after the start's horizons were read there. Returns 0, -1 lost, -2
+ * error.
+ */
+static int
+NoteReplay(Xip83Feed *f, PGconn *conn)
+{
+	PGresult   *res = PQexec(conn, "SELECT pg_last_wal_replay_lsn()");
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		return FeedQueryFailed(f, res);
+	FeedRaiseReplay(f, xip83_pg_lsn(PQgetvalue(res, 0, 0)));
+	PQclear(res);
+	return 0;
+}
+
 bool
 xip83_feed_start_at_horizon(Xip83Feed *f)
 {
@@ -663,7 +680,7 @@ xip83_feed_start_at_horizon(Xip83Feed *f)
 	/* horizons a standby replayed: waves read up to them there once it has again */
 	if (f->standby == NULL && !f->in_recovery)
 		return true;
-	switch (FeedNoteReplay(f, f->standby != NULL ? f->standby : f->conn))
+	switch (NoteReplay(f, f->standby != NULL ? f->standby : f->conn))
 	{
 		case 0:
 			return true;

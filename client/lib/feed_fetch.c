@@ -270,7 +270,7 @@ FetchPage(Xip83Feed *f, int kind)
 		params[6] = fence != NULL ? up_tos : NULL;
 		params[7] = fence;
 		sql = "SELECT originator_node_id, originator_sequence_id, topic, originator_envelope,"
-			" late_cursor FROM xip83.live_envelopes($1::int[], $2::bigint[], $3::int, $4::bigint,"
+			" late_cursor, pg_last_wal_replay_lsn() FROM xip83.live_envelopes($1::int[], $2::bigint[], $3::int, $4::bigint,"
 			" coalesce($5::regclass, 'xip83.envelopes'), $6::regclass, $7::bigint[], $8::pg_lsn)";
 		res = PQexecParams(RowsConn(f), sql, 8, NULL, params, NULL, NULL, 1);
 		free(nodes);
@@ -292,10 +292,10 @@ FetchPage(Xip83Feed *f, int kind)
 		params[5] = fence;
 		sql = kind == XIP83_FEED_GROUP
 			? "SELECT 0, id, group_id, data, late_cursor, created_at, is_commit, sender_hmac,"
-			"  should_push FROM xip83.live_group_messages($1::bigint, $2::int, $3::bigint,"
+			"  should_push, pg_last_wal_replay_lsn() FROM xip83.live_group_messages($1::bigint, $2::int, $3::bigint,"
 			"  coalesce($4::regclass, 'xip83.group_messages'), $5::bigint, $6::pg_lsn)"
 			: "SELECT 0, id, installation_key, data, late_cursor, created_at, hpke_public_key,"
-			"  wrapper_algorithm, welcome_metadata, message_type"
+			"  wrapper_algorithm, welcome_metadata, message_type, pg_last_wal_replay_lsn()"
 			"  FROM xip83.live_welcome_messages($1::bigint, $2::int, $3::bigint,"
 			"  coalesce($4::regclass, 'xip83.welcome_messages'), $5::bigint, $6::pg_lsn)";
 		res = PQexecParams(RowsConn(f), sql, 6, NULL, params, NULL, NULL, 1);
@@ -303,6 +303,15 @@ FetchPage(Xip83Feed *f, int kind)
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		return LateLost(f, res, kind) || RoundRefused(f, res) ? 0 : FeedQueryFailed(f, res);
 	n = PQntuples(res);
+	/*
+	 * Before the rows move the cursors: a standby replayed the fence before it
+	 * read them, or (polled alone) had replayed its last column's position
+	 * once it read its horizon.
+	 */
+	if (n > 0 && fence != NULL)
+		FeedRaiseReplay(f, xip83_pg_lsn(fence));
+	else if (n > 0 && f->in_recovery && !PQgetisnull(res, 0, PQnfields(res) - 1))
+		FeedRaiseReplay(f, (uint64_t) BinInt(res, 0, PQnfields(res) - 1));
 	for (int r = 0; r < n; r++)
 	{
 		Xip83FeedRow row;
@@ -378,13 +387,6 @@ DiscoverOriginators(Xip83Feed *f)
 	return 0;
 }
 
-static void
-RaiseReplay(Xip83Feed *f, uint64_t lsn)
-{
-	if (lsn > f->replay_lsn)
-		f->replay_lsn = lsn;
-}
-
 /* Reads every kind up to its horizon. Returns rows, -1 lost, -2 error. */
 int
 FeedFetchAll(Xip83Feed *f, bool discover)
@@ -413,9 +415,6 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 			n = FetchPage(f, kinds[k]);
 			if (n < 0)
 				return n;
-			/* the standby replayed the fence before it read the page */
-			if (f->standby != NULL && !f->round_missed && !f->fence_unreachable)
-				RaiseReplay(f, xip83_pg_lsn(f->fenced.fence));
 			total += n;
 		} while (n == f->opt.page_rows);
 		if (f->fence_unreachable)
@@ -431,30 +430,6 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 		if (f->round_missed)
 			break;
 	}
-	/* a standby polled alone: its rows were replayed by the time this is read */
-	if (total > 0 && f->in_recovery && f->standby == NULL)
-	{
-		int			rc = FeedNoteReplay(f, f->conn);
-
-		if (rc < 0)
-			return rc;
-	}
 	return total;
-}
-
-/*
- * Raises the feed's replay position to what the standby conn has replayed
- * now (after rows or horizons were read there). Returns 0, -1 lost, -2 error.
- */
-int
-FeedNoteReplay(Xip83Feed *f, PGconn *conn)
-{
-	PGresult   *res = PQexec(conn, "SELECT pg_last_wal_replay_lsn()");
-
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
-		return FeedQueryFailed(f, res);
-	RaiseReplay(f, xip83_pg_lsn(PQgetvalue(res, 0, 0)));
-	PQclear(res);
-	return 0;
 }
 

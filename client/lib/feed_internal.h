@@ -74,6 +74,13 @@ extern int FeedQueryFailed(Xip83Feed *f, PGresult *res);
 extern bool FeedLockTimedOut(const PGresult *res);
 extern void FeedStatus(Xip83Feed *f, const char *status, const char *detail);
 extern bool FeedFollowStandby(Xip83Feed *f);
-extern int FeedNoteReplay(Xip83Feed *f, PGconn *conn);
+
+/* Raises the feed's replay position (xip83_feed_replay_lsn). */
+static inline void
+FeedRaiseReplay(Xip83Feed *f, uint64_t lsn)
+{
+	if (lsn > f->replay_lsn)
+		f->replay_lsn = lsn;
+}
 
 #endif							/* XIP83_FEED_INTERNAL_H */
