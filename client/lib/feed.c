@@ -697,6 +697,26 @@ xip83_feed_replay_lsn(const Xip83Feed *f)
 	return f->replay_lsn;
 }
 
+void
+xip83_feed_follow(Xip83Feed *copy, const Xip83Feed *f)
+{
+	copy->group_after = f->group_after;
+	copy->welcome_after = f->welcome_after;
+	for (int i = 0; i < f->n_originators; i++)
+		xip83_feed_set_cursor(copy, XIP83_FEED_ENVELOPE, f->originators[i].node,
+							  f->originators[i].after);
+	FeedRaiseReplay(copy, f->replay_lsn);
+}
+
+void
+xip83_feed_follow_row(Xip83Feed *copy, const Xip83FeedRow *row, uint64_t replay_lsn)
+{
+	FeedRaiseReplay(copy, replay_lsn);
+	/* an originator not followed yet reads -1: its first row is above */
+	if (row->position > xip83_feed_cursor(copy, row->kind, row->originator_node_id))
+		xip83_feed_set_cursor(copy, row->kind, row->originator_node_id, row->position);
+}
+
 bool
 xip83_feed_woken(const Xip83Feed *f)
 {

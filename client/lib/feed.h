@@ -179,5 +179,15 @@ extern int64_t xip83_feed_rows(const Xip83Feed *feed);
  * earlier replay position. 0 while they came from a primary only.
  */
 extern uint64_t xip83_feed_replay_lsn(const Xip83Feed *feed);
+/*
+ * A copy of a feed that another thread steps, which is never stepped itself:
+ * xip83_feed_follow gives copy the cursors and replay position of feed (call
+ * it before that thread starts), and xip83_feed_follow_row moves it past a
+ * row the feed delivered, with the feed's replay position of that moment.
+ * Its cursors and replay position are then what a wave takes as ceilings,
+ * as of the rows the copy's thread has seen.
+ */
+extern void xip83_feed_follow(Xip83Feed *copy, const Xip83Feed *feed);
+extern void xip83_feed_follow_row(Xip83Feed *copy, const Xip83FeedRow *row, uint64_t replay_lsn);
 
 #endif							/* XIP83_FEED_H */

@@ -1,12 +1,12 @@
 /*
  * gw_core.c: the gateway's multiplexed session core (see gw_core.h).
  *
- * Threading: none; everything runs on the transport's loop. What still
- * waits on the database is the feed's fetches (its own connection; one round
- * per notice, and one per turn for the waves at their seam) and the reset of
- * a broken connection. A wave's ceilings are the feed's cursors when it
- * starts (no query). Wave pages, the bulk of the reading, never block the
- * loop (gw_pool.c).
+ * Threading: everything here runs on the transport's loop; the live feed
+ * runs on a thread of its own and hands its rows over (gw_feed.c). A
+ * wave's ceilings are the cursors of the rows routed so far when it starts
+ * (no query). Wave pages never block the loop (gw_pool.c); what still waits
+ * on the database here is a pool connection's first PQprepare of each page
+ * statement.
  */
 #include "gw_core.h"
 
@@ -19,8 +19,6 @@
 #include "gw_frames.h"
 #include "gw_internal.h"
 
-/* The feed is stepped at least this often (its offline polls, its silence deadline). */
-#define FEED_TICK_MS 50
 /* A live batch's buffer larger than this is freed once flushed. */
 #define LIVE_KEEP 4096
 /* Messages up to this size are offered for sharing with the next stream of the method. */
@@ -28,8 +26,6 @@
 /* Tries of the feed's start, 100 ms apart. */
 #define START_TRIES 100
 
-static void FeedReady(void *arg, uint32_t events);
-static void FeedTick(void *arg);
 
 /* ------------------------------------------------------------ statuses */
 
@@ -187,10 +183,9 @@ PackOnce(Xip83Gateway *gw, const Xip83V3Row *row, size_t *len)
 	return gw->packed;
 }
 
-static void
-RouteRow(void *arg, const Xip83FeedRow *row)
+void
+gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
 {
-	Xip83Gateway *gw = arg;
 	const GwSubs *subs = gw_router_get(&gw->routers[row->kind == XIP83_FEED_ENVELOPE],
 									   row->topic, row->topic_len);
 	const unsigned char *packed = NULL;
@@ -227,11 +222,9 @@ RouteRow(void *arg, const Xip83FeedRow *row)
 	}
 }
 
-static void
-FeedStatus(void *arg, const char *status, const char *detail)
+void
+gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail)
 {
-	Xip83Gateway *gw = arg;
-
 	fprintf(stderr, "xip83-gateway: feed %s%s%s\n", status, detail ? ": " : "", detail ? detail : "");
 	for (GwStream *st = gw->streams; st; st = st->next)
 		if (!st->finished)
@@ -241,94 +234,58 @@ FeedStatus(void *arg, const char *status, const char *detail)
 		}
 }
 
-/* Notices read during a fetch: the feed steps at the next loop turn, not the next tick. */
-static void
-WakeFeedIfNoticed(Xip83Gateway *gw)
-{
-	if (xip83_feed_woken(gw->feed))
-		(void) xip83_h2_timer_start(gw->srv, &gw->feed_timer, 0, FeedTick, gw);
-}
-
-/* One round of the feed, without waiting; then its socket is watched again. */
-static void
-FeedStep(Xip83Gateway *gw)
-{
-	int64_t		t0 = xip83_now_ms();
-	int			fd;
-
-	if (xip83_feed_step(gw->feed, 0) > 0)
-		gw->stats.live_lag_s = (double) (xip83_now_ms() - t0) / 1000.0;
-	gw_flush_dirty(gw);
-
-	/*
-	 * A lost connection closed its socket, which left epoll with it; its
-	 * number may belong to a client connection by now, so it is forgotten,
-	 * never removed. A reconnect's socket is added (watch re-adds one that
-	 * got the old number).
-	 */
-	fd = xip83_feed_socket(gw->feed);
-	if (fd != gw->feed_watch.fd)
-		gw->feed_watch.fd = -1;
-	if (fd >= 0)
-		(void) xip83_h2_watch(gw->srv, &gw->feed_watch, fd, EPOLLIN, FeedReady, gw);
-	WakeFeedIfNoticed(gw);
-}
-
-static void
-FeedReady(void *arg, uint32_t events)
-{
-	FeedStep(arg);
-}
-
-static void
-FeedTick(void *arg)
-{
-	Xip83Gateway *gw = arg;
-
-	(void) xip83_h2_timer_start(gw->srv, &gw->feed_timer, FEED_TICK_MS, FeedTick, gw);
-	FeedStep(gw);
-}
-
 /* ------------------------------------------------------------ the seam */
 
 /*
- * A wave's seam needs a feed fetch that starts after its scans reached the
- * ceilings. One fetch serves every wave that got there before it started:
- * they wait for the next turn of the loop, where one fetch runs for all of
- * them, instead of one fetch each.
+ * A wave's seam needs a feed round that starts after its scans reached the
+ * ceilings (gw_feed.c hands out the tickets and runs the rounds). Every
+ * stream at its seam waits in seam_waiters; when a round ends they all step
+ * again, and a wave whose ticket came after that round's start waits on.
  */
 static void
-SeamFetch(void *arg)
+SeamWait(GwStream *st)
 {
-	Xip83Gateway *gw = arg;
-	int			rc;
+	Xip83Gateway *gw = st->gw;
 
-	gw->seam_armed = false;
-	gw->seam_started++;
-	rc = xip83_feed_fetch(gw->feed);
-	gw_flush_dirty(gw);
-	WakeFeedIfNoticed(gw);
-	if (rc == -1)
-	{
-		/* the feed is reconnecting: the waves wait for a fetch that works */
-		gw->seam_armed = xip83_h2_timer_start(gw->srv, &gw->seam_timer, FEED_TICK_MS, SeamFetch, gw);
+	if (st->at_seam)
 		return;
+	if (gw->n_seam_waiters == gw->cap_seam_waiters)
+	{
+		size_t		cap = gw->cap_seam_waiters ? gw->cap_seam_waiters * 2 : 64;
+		GwStream  **w = realloc(gw->seam_waiters, cap * sizeof(*w));
+
+		if (w == NULL)
+		{
+			xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
+			return;
+		}
+		gw->seam_waiters = w;
+		gw->cap_seam_waiters = cap;
 	}
-	if (rc < 0)
-		fprintf(stderr, "xip83-gateway: the live feed failed a fetch\n");
-	else
-		gw->seam_done = gw->seam_started;
-	for (size_t i = 0; i < gw->n_seam_waiters; i++)
+	gw->seam_waiters[gw->n_seam_waiters++] = st;
+	st->at_seam = true;
+}
+
+void
+gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc)
+{
+	size_t		n = gw->n_seam_waiters;
+
+	if (ticket > gw->seam_done)
+		gw->seam_done = ticket;
+	/* those not served are added again when they step (gw_schedule) */
+	for (size_t i = 0; i < n; i++)
 	{
 		GwStream   *st = gw->seam_waiters[i];
 
 		st->at_seam = false;
-		if (rc < 0)
+		if (rc < -1)
 			xip83_session_fail(st->s, "UNAVAILABLE", "live feed failed");
 		gw_check(st);
 		gw_enqueue(st);
 	}
-	gw->n_seam_waiters = 0;
+	memmove(gw->seam_waiters, gw->seam_waiters + n, (gw->n_seam_waiters - n) * sizeof(GwStream *));
+	gw->n_seam_waiters -= n;
 	gw_schedule(gw);
 }
 
@@ -336,29 +293,9 @@ static uint64_t
 SeamTicket(void *arg)
 {
 	GwStream   *st = arg;
-	Xip83Gateway *gw = st->gw;
 
-	if (!st->at_seam)
-	{
-		if (gw->n_seam_waiters == gw->cap_seam_waiters)
-		{
-			size_t		cap = gw->cap_seam_waiters ? gw->cap_seam_waiters * 2 : 64;
-			GwStream  **w = realloc(gw->seam_waiters, cap * sizeof(*w));
-
-			if (w == NULL)
-			{
-				xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
-				return gw->seam_started + 1;
-			}
-			gw->seam_waiters = w;
-			gw->cap_seam_waiters = cap;
-		}
-		gw->seam_waiters[gw->n_seam_waiters++] = st;
-		st->at_seam = true;
-	}
-	if (!gw->seam_armed)
-		gw->seam_armed = xip83_h2_timer_start(gw->srv, &gw->seam_timer, 0, SeamFetch, gw);
-	return gw->seam_started + 1;
+	SeamWait(st);
+	return gw_feed_ask_round(st->gw);
 }
 
 static bool
@@ -368,8 +305,8 @@ SeamDone(void *arg, uint64_t ticket)
 
 	if (st->gw->seam_done >= ticket)
 		return true;
-	/* stepped again before its fetch (another wave's turn): wait on */
-	(void) SeamTicket(st);
+	/* stepped again before its round ended (another wave's turn): wait on */
+	SeamWait(st);
 	return false;
 }
 
@@ -444,7 +381,7 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	st->s->seam_ticket = SeamTicket;
 	st->s->seam_done = SeamDone;
 	st->s->seam_arg = st;
-	st->s->feed = gw->feed;
+	st->s->feed = gw->view;
 	st->s->out.write = WriteFrame;
 	st->s->out.write_arg = st;
 	st->s->topics.watch = TopicWatch;
@@ -570,8 +507,8 @@ Closed(Xip83H2Stream *h2, bool cancelled)
  * Starts the feed at the current horizons, asking again for a while: a
  * standby just started answers 55000 until it replays a full horizon record.
  */
-static bool
-StartFeed(Xip83Feed *feed)
+bool
+gw_start_feed(Xip83Feed *feed)
 {
 	for (int i = 0; i < START_TRIES; i++)
 	{
@@ -608,7 +545,6 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 	if (gw->opt.keepalive_ms <= 0)
 		gw->opt.keepalive_ms = 30000;
 	gw->srv = srv;
-	gw->feed_watch.fd = -1;
 	if (!gw_pool_open(gw, err, errlen))
 		goto fail;
 	/* every kind of both bindings, from now on */
@@ -617,17 +553,11 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 	fo.standby_conninfo = gw->opt.standby_conninfo;
 	fo.poll_ms = gw->opt.poll_ms;
 	fo.fence_wait_ms = gw->opt.fence_wait_ms > 0 ? gw->opt.fence_wait_ms : 100;
-	/* a fetch waiting for DDL's lock holds the loop: that long at most, then the next tick */
+	/* a round waiting for DDL's lock holds the seam: that long at most, then the next tick */
 	fo.lock_timeout_ms = 100;
 	fo.kinds = XIP83_FEED_ALL;
-	fo.on_row = RouteRow;
-	fo.on_status = FeedStatus;
-	fo.arg = gw;
-	if ((gw->feed = xip83_feed_new(&fo)) == NULL || !StartFeed(gw->feed))
-	{
-		snprintf(err, errlen, "live feed: cannot read the horizons");
+	if (!gw_feed_start(gw, &fo, err, errlen))
 		goto fail;
-	}
 	for (int i = 0; i < XIP83_GATEWAY_METHODS; i++)
 	{
 		Xip83GrpcMethod *m = &gw->methods[i];
@@ -646,7 +576,6 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 			goto fail;
 		}
 	}
-	FeedTick(gw);
 	return gw;
 fail:
 	xip83_gateway_free(gw);
@@ -688,14 +617,13 @@ xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
 		out->wave_queue += st->queued;
 	}
 	out->pool = (size_t) gw->opt.pool;
-	out->db_connections = xip83_feed_socket(gw->feed) >= 0;
+	out->db_connections = 0;
 	for (int i = 0; i < gw->opt.pool; i++)
 	{
 		out->pool_busy += gw->pool[i].busy;
 		out->db_connections += PQstatus(gw->pool[i].conn) == CONNECTION_OK;
 	}
-	out->feed_live = xip83_feed_is_live(gw->feed);
-	out->feed_rows = xip83_feed_rows(gw->feed);
+	gw_feed_stats(gw, out);
 }
 
 void
@@ -703,8 +631,7 @@ xip83_gateway_free(Xip83Gateway *gw)
 {
 	if (gw == NULL)
 		return;
-	if (gw->feed)
-		xip83_feed_free(gw->feed);
+	gw_feed_stop(gw);
 	gw_pool_close(gw);
 	for (int b = 0; b < 2; b++)
 		gw_router_free(&gw->routers[b]);

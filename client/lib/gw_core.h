@@ -6,8 +6,8 @@
  * waves, the seam, cursors, keepalive) on a session with no connection of
  * its own. Database connections do not grow with streams:
  * - one live feed for the process (one LISTEN connection, one fetch per
- *   kind), its rows routed to the streams holding their topic
- *   (gw_router.h);
+ *   kind) on a thread of its own, so no fetch holds the loop; its rows are
+ *   routed on the loop to the streams holding their topic (gw_router.h);
  * - waves paged on a pool of connections, one page query in flight per
  *   connection; streams with wave pages to read take turns (a FIFO: a
  *   stream goes to the back after each page), so a large catch-up never
@@ -15,8 +15,8 @@
  * - a wave's ceilings are the feed's cursors when its Mutate arrives: rows
  *   at or below them have passed the feed, rows above are still to come
  *   through it (and are folded into the wave), so no query pins them;
- * - one seam fetch of the feed per turn of the loop for every wave whose
- *   scans reached their ceilings.
+ * - one seam round of the feed for every wave whose scans reached their
+ *   ceilings before it started.
  * Database connections: pool + 1 (+ 1 on the standby with a standby).
  *
  * Read replicas. Waves read on the same server as the live rows, with the
@@ -24,8 +24,8 @@
  * the server has replayed them. With standby_conninfo the feed is fenced
  * (feed.h) and the pool connects to the standby; a conninfo in recovery is
  * polled, and followed across its promotion (feed.h).
- * A fenced fetch blocks the loop while replay is behind: fence_wait_ms
- * bounds that, and the round is retried on the next poll tick.
+ * A fenced fetch waits (on the feed's thread) while replay is behind:
+ * fence_wait_ms bounds that, and the round is retried on the next poll tick.
  * A slow client stops its waves (no page is read for it while more than
  * WAVE_PAUSE bytes wait to be sent to it) and, when its live rows pile up
  * past 64 MiB, its stream alone ends RESOURCE_EXHAUSTED.

@@ -14,6 +14,7 @@
 /* No wave page is read for a stream with more than this queued to its client. */
 #define WAVE_PAUSE (1024 * 1024)
 typedef struct GwStream GwStream;
+typedef struct GwFeedThread GwFeedThread;
 
 /* A wave connection of the pool. */
 typedef struct PoolConn
@@ -48,7 +49,7 @@ struct GwStream
 	bool		dirty;			/* its live batch may hold rows */
 	bool		queued;			/* in the wave queue */
 	bool		paused;			/* waves wait for the client to read */
-	bool		at_seam;		/* a wave waits for the next seam fetch */
+	bool		at_seam;		/* a wave waits for a seam round (in seam_waiters) */
 	PoolConn   *conn;			/* holding a wave connection */
 	Xip83Timer	keepalive;
 	GwStream   *q_prev,
@@ -61,13 +62,9 @@ struct Xip83Gateway
 {
 	Xip83GatewayOptions opt;
 	Xip83H2Server *srv;
-	Xip83Feed  *feed;
-	Xip83Watch	feed_watch;
-	Xip83Timer	feed_timer;
-	Xip83Timer	seam_timer;
-	bool		seam_armed;
-	uint64_t	seam_started;	/* seam fetches started */
-	uint64_t	seam_done;		/* the last one that completed */
+	GwFeedThread *ft;			/* the live feed, on its thread (gw_feed.c) */
+	Xip83Feed  *view;			/* its cursors as of the rows routed: wave ceilings */
+	uint64_t	seam_done;		/* the last seam ticket a round served */
 	GwStream  **seam_waiters;
 	size_t		n_seam_waiters;
 	size_t		cap_seam_waiters;
@@ -93,6 +90,27 @@ struct Xip83Gateway
 extern void gw_check(GwStream *st);
 /* Flushes the live batches the feed wrote into, and checks their streams. */
 extern void gw_flush_dirty(Xip83Gateway *gw);
+/* A live row to the streams holding its topic. */
+extern void gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row);
+/* A status of the feed to every stream. */
+extern void gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail);
+/* A seam round ended (rc < -1: it failed): the waves that waited go on. */
+extern void gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc);
+/* Starts a feed at the current horizons, asking again for a while. */
+extern bool gw_start_feed(Xip83Feed *feed);
+
+/* gw_feed.c */
+/*
+ * Creates the feed with fo (its callbacks are the thread's), starts it at
+ * the horizons and its thread; gw->view follows it.
+ */
+extern bool gw_feed_start(Xip83Gateway *gw, Xip83FeedOptions *fo, char *err, size_t errlen);
+/* A ticket for the seam: served by the next round the thread starts. */
+extern uint64_t gw_feed_ask_round(Xip83Gateway *gw);
+/* The feed's metrics (live, rows, lag; its connection added to db_connections). */
+extern void gw_feed_stats(Xip83Gateway *gw, Xip83GatewayStats *out);
+/* Stops the thread and frees the feed and the view. */
+extern void gw_feed_stop(Xip83Gateway *gw);
 
 /* gw_pool.c */
 /* Queues a stream with wave pages to read (no-op when it cannot read one now). */

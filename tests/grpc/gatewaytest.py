@@ -246,6 +246,18 @@ class Stream(Responses):
                 check(r.pong.nonce == nonce, "the pong's nonce")
                 return time.monotonic() - t0
 
+    def pongs(self, seconds, limit, while_what, every=0.25):
+        """Pings every `every` s for seconds, each Pong within limit (other
+        responses skipped): (Pings sent, the slowest round trip)."""
+        t0 = time.monotonic()
+        worst = 0.0
+        n = 0
+        while time.monotonic() - t0 < seconds:
+            n += 1
+            worst = max(worst, self.pong(n, limit, while_what))
+            time.sleep(every)
+        return n, worst
+
     def wave(self, mutate_id, timeout=30):
         """Reads up to the wave's CatchupComplete: (rows tagged mutate_id, TopicsLive topics, other rows)."""
         rows, live, other = [], [], []

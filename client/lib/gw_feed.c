@@ -1,0 +1,420 @@
+/*
+ * gw_feed.c: the gateway's live feed on a thread of its own.
+ *
+ * Every query of the feed (its notices, its rounds, its reconnects, a
+ * standby's fence waits) blocks the thread that runs it, so the feed runs on
+ * this thread and the loop never waits on the database for it. The thread
+ * owns gw->feed once it runs; what it delivers (rows, copied; statuses; the
+ * end of a round the seam asked for) goes to the loop through a queue, in
+ * order, and the loop routes the rows, follows them with gw->view (the
+ * cursors and replay position a wave takes as its ceilings: those of the
+ * rows routed so far, never ahead of them) and ends the waves at their seam.
+ *
+ * The seam: a wave whose scans reached their ceilings needs a round that
+ * starts after that. The loop hands out tickets (gw_feed_ask_round: one
+ * more than any before); the thread starts a round when a ticket is
+ * outstanding, and the round serves every ticket handed out before it
+ * started (the thread reads the last one when it starts), which it reports
+ * after the round's rows.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "gw_internal.h"
+
+/* The feed is stepped at least this often (its offline polls, its silence deadline). */
+#define FEED_TICK_MS 50
+
+typedef enum
+{
+	EV_ROW,
+	EV_STATUS,
+	EV_ROUND
+} EventType;
+
+typedef struct Event
+{
+	struct Event *next;
+	EventType	type;
+	Xip83FeedRow row;			/* EV_ROW: pointers into bytes */
+	Xip83V3Row	v3;
+	uint64_t	replay_lsn;		/* the feed's when it delivered the row */
+	char	   *status;			/* EV_STATUS: into bytes; detail NULL or into bytes */
+	char	   *detail;
+	uint64_t	ticket;			/* EV_ROUND: the last ticket the round served */
+	int			rc;				/* and how it ended: rows, or < -1 failed */
+	unsigned char bytes[];
+} Event;
+
+struct GwFeedThread
+{
+	Xip83Gateway *gw;			/* the loop's: the thread reads nothing of it */
+	Xip83Feed  *feed;			/* the thread's */
+	pthread_t	thread;
+	bool		running;
+	int			wake_fd;		/* loop -> thread: a ticket, or stop */
+	int			ready_fd;		/* thread -> loop: events queued */
+	Xip83Watch	ready_watch;
+	pthread_mutex_t lock;
+	Event	   *head;			/* under lock */
+	Event	   *tail;
+	uint64_t	asked;			/* under lock: the last ticket handed out */
+	bool		stop;			/* under lock */
+	uint64_t	served;			/* the thread's: the last ticket a round served */
+	bool		pushed;			/* the thread's: events queued since it last signalled */
+	/* for the metrics, written by the thread */
+	_Atomic bool live;
+	_Atomic bool connected;
+	_Atomic int64_t rows;
+	_Atomic int64_t lag_us;
+};
+
+/* ------------------------------------------------------------ the thread */
+
+static void
+Signal(int fd)
+{
+	uint64_t	one = 1;
+
+	while (write(fd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}
+
+static void
+Push(GwFeedThread *t, Event *ev)
+{
+	ev->next = NULL;
+	pthread_mutex_lock(&t->lock);
+	*(t->tail ? &t->tail->next : &t->head) = ev;
+	t->tail = ev;
+	pthread_mutex_unlock(&t->lock);
+	t->pushed = true;
+}
+
+/* Tells the loop about the events queued since the last time. */
+static void
+Flush(GwFeedThread *t)
+{
+	if (t->pushed)
+		Signal(t->ready_fd);
+	t->pushed = false;
+}
+
+/* Copies n bytes to *p and returns where they now are (NULL stays NULL). */
+static const unsigned char *
+Keep(unsigned char **p, const unsigned char *src, size_t n)
+{
+	const unsigned char *at = *p;
+
+	if (src == NULL)
+		return NULL;
+	memcpy(*p, src, n);
+	*p += n;
+	return at;
+}
+
+/* A delivered row, copied with every byte it points to. */
+static void
+OnRow(void *arg, const Xip83FeedRow *row)
+{
+	GwFeedThread *t = arg;
+	const Xip83V3Row *v = row->v3;
+	size_t		n = row->topic_len + row->data_len;
+	Event	   *ev;
+	unsigned char *p;
+
+	if (v != NULL)
+		n += v->key_len + v->data_len + v->aux_len + v->metadata_len;
+	if ((ev = malloc(sizeof(Event) + n)) == NULL)
+	{
+		/* a row lost here would be lost for good: no stream may go on as if it came */
+		fprintf(stderr, "xip83-gateway: out of memory for a live row\n");
+		abort();
+	}
+	ev->type = EV_ROW;
+	ev->row = *row;
+	ev->replay_lsn = xip83_feed_replay_lsn(t->feed);
+	p = ev->bytes;
+	ev->row.topic = Keep(&p, row->topic, row->topic_len);
+	ev->row.data = Keep(&p, row->data, row->data_len);
+	if (v != NULL)
+	{
+		ev->v3 = *v;
+		ev->v3.key = Keep(&p, v->key, v->key_len);
+		ev->v3.data = Keep(&p, v->data, v->data_len);
+		ev->v3.aux = Keep(&p, v->aux, v->aux_len);
+		ev->v3.metadata = Keep(&p, v->metadata, v->metadata_len);
+		ev->row.v3 = &ev->v3;
+	}
+	Push(t, ev);
+}
+
+static void
+OnStatus(void *arg, const char *status, const char *detail)
+{
+	GwFeedThread *t = arg;
+	size_t		ns = strlen(status) + 1;
+	size_t		nd = detail ? strlen(detail) + 1 : 0;
+	Event	   *ev = malloc(sizeof(Event) + ns + nd);
+
+	if (ev == NULL)
+	{
+		fprintf(stderr, "xip83-gateway: feed %s (out of memory for its streams)\n", status);
+		return;
+	}
+	ev->type = EV_STATUS;
+	ev->status = memcpy(ev->bytes, status, ns);
+	ev->detail = detail ? memcpy(ev->bytes + ns, detail, nd) : NULL;
+	Push(t, ev);
+}
+
+/* A round for the seam; false while the feed reconnects (the ticket waits). */
+static bool
+SeamRound(GwFeedThread *t, uint64_t ticket)
+{
+	int			rc = xip83_feed_fetch(t->feed);
+	Event	   *ev;
+
+	if (rc == -1)
+		return false;
+	if (rc < 0)
+		fprintf(stderr, "xip83-gateway: the live feed failed a fetch\n");
+	t->served = ticket;
+	if ((ev = malloc(sizeof(Event))) == NULL)
+	{
+		fprintf(stderr, "xip83-gateway: out of memory for the end of a round\n");
+		abort();
+	}
+	ev->type = EV_ROUND;
+	ev->ticket = ticket;
+	ev->rc = rc;
+	Push(t, ev);
+	return true;
+}
+
+static void
+Metrics(GwFeedThread *t)
+{
+	atomic_store(&t->live, xip83_feed_is_live(t->feed));
+	atomic_store(&t->connected, xip83_feed_socket(t->feed) >= 0);
+	atomic_store(&t->rows, xip83_feed_rows(t->feed));
+}
+
+static void *
+FeedMain(void *arg)
+{
+	GwFeedThread *t = arg;
+	int64_t		tick = xip83_now_ms() + FEED_TICK_MS;
+	bool		woken = false;
+
+	for (;;)
+	{
+		struct pollfd pfd[2] = {{.fd = t->wake_fd, .events = POLLIN}, {.events = POLLIN}};
+		uint64_t	asked;
+		bool		stop;
+		bool		reconnecting = false;
+		int64_t		now;
+		int64_t		t0;
+
+		pthread_mutex_lock(&t->lock);
+		asked = t->asked;
+		stop = t->stop;
+		pthread_mutex_unlock(&t->lock);
+		if (stop)
+			break;
+		if (asked > t->served)
+		{
+			reconnecting = !SeamRound(t, asked);
+			woken = xip83_feed_woken(t->feed);
+			Metrics(t);
+			Flush(t);
+		}
+		now = xip83_now_ms();
+		/* after the round: a reconnect may have changed it */
+		pfd[1].fd = xip83_feed_socket(t->feed);
+		/* a ticket the reconnecting feed could not serve is tried on the tick */
+		if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1,
+				 woken || (asked > t->served && !reconnecting) ? 0
+				 : (int) (tick > now ? tick - now : 0)) < 0 && errno != EINTR)
+		{
+			fprintf(stderr, "xip83-gateway: the feed's thread: poll: %s\n", strerror(errno));
+			abort();
+		}
+		if (pfd[0].revents & POLLIN)
+		{
+			uint64_t	n;
+
+			/* the counter only wakes the thread: what it asks is under the lock */
+			(void) !read(t->wake_fd, &n, sizeof(n));
+		}
+		now = xip83_now_ms();
+		if (!woken && !(pfd[1].revents & POLLIN) && now < tick)
+			continue;
+		if (now >= tick)
+			tick = now + FEED_TICK_MS;
+		t0 = xip83_now_ms();
+		if (xip83_feed_step(t->feed, 0) > 0)
+			atomic_store(&t->lag_us, (xip83_now_ms() - t0) * 1000);
+		woken = xip83_feed_woken(t->feed);
+		Metrics(t);
+		Flush(t);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ the loop */
+
+/* The events queued: rows routed, statuses passed on, seam rounds ended. */
+static void
+Ready(void *arg, uint32_t events)
+{
+	Xip83Gateway *gw = arg;
+	GwFeedThread *t = gw->ft;
+	uint64_t	n;
+	Event	   *ev;
+
+	(void) events;
+	if (read(t->ready_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		fprintf(stderr, "xip83-gateway: the feed's signal: %s\n", strerror(errno));
+	pthread_mutex_lock(&t->lock);
+	ev = t->head;
+	t->head = t->tail = NULL;
+	pthread_mutex_unlock(&t->lock);
+	while (ev != NULL)
+	{
+		Event	   *next = ev->next;
+
+		switch (ev->type)
+		{
+			case EV_ROW:
+				xip83_feed_follow_row(gw->view, &ev->row, ev->replay_lsn);
+				gw_route_row(gw, &ev->row);
+				break;
+			case EV_STATUS:
+				gw_feed_status(gw, ev->status, ev->detail);
+				break;
+			case EV_ROUND:
+				gw_flush_dirty(gw);
+				gw_seam_done(gw, ev->ticket, ev->rc);
+				break;
+		}
+		free(ev);
+		ev = next;
+	}
+	gw_flush_dirty(gw);
+}
+
+bool
+gw_feed_start(Xip83Gateway *gw, Xip83FeedOptions *fo, char *err, size_t errlen)
+{
+	GwFeedThread *t = calloc(1, sizeof(*t));
+	Xip83FeedOptions copy_opt = {0};
+
+	if (t == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	gw->ft = t;
+	t->gw = gw;
+	t->wake_fd = t->ready_fd = t->ready_watch.fd = -1;
+	pthread_mutex_init(&t->lock, NULL);
+	fo->on_row = OnRow;
+	fo->on_status = OnStatus;
+	fo->arg = t;
+	copy_opt.kinds = fo->kinds;
+	if ((t->feed = xip83_feed_new(fo)) == NULL || (gw->view = xip83_feed_new(&copy_opt)) == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	if (!gw_start_feed(t->feed))
+	{
+		snprintf(err, errlen, "live feed: cannot read the horizons");
+		return false;
+	}
+	xip83_feed_follow(gw->view, t->feed);
+	Metrics(t);
+	if ((t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+		(t->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+		!xip83_h2_watch(gw->srv, &t->ready_watch, t->ready_fd, EPOLLIN, Ready, gw))
+	{
+		snprintf(err, errlen, "live feed: %s", strerror(errno));
+		return false;
+	}
+	if (pthread_create(&t->thread, NULL, FeedMain, t) != 0)
+	{
+		snprintf(err, errlen, "live feed: cannot start its thread");
+		return false;
+	}
+	t->running = true;
+	return true;
+}
+
+uint64_t
+gw_feed_ask_round(Xip83Gateway *gw)
+{
+	GwFeedThread *t = gw->ft;
+	uint64_t	ticket;
+
+	pthread_mutex_lock(&t->lock);
+	ticket = ++t->asked;
+	pthread_mutex_unlock(&t->lock);
+	Signal(t->wake_fd);
+	return ticket;
+}
+
+void
+gw_feed_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
+{
+	GwFeedThread *t = gw->ft;
+
+	out->feed_live = atomic_load(&t->live);
+	out->feed_rows = atomic_load(&t->rows);
+	out->live_lag_s = (double) atomic_load(&t->lag_us) / 1e6;
+	out->db_connections += atomic_load(&t->connected);
+}
+
+void
+gw_feed_stop(Xip83Gateway *gw)
+{
+	GwFeedThread *t = gw->ft;
+	Event	   *ev;
+
+	if (t == NULL)
+		return;
+	if (t->running)
+	{
+		pthread_mutex_lock(&t->lock);
+		t->stop = true;
+		pthread_mutex_unlock(&t->lock);
+		Signal(t->wake_fd);
+		pthread_join(t->thread, NULL);
+	}
+	/* the server may be gone (it is freed first): closing ready_fd leaves its epoll */
+	for (ev = t->head; ev != NULL;)
+	{
+		Event	   *next = ev->next;
+
+		free(ev);
+		ev = next;
+	}
+	if (t->wake_fd >= 0)
+		close(t->wake_fd);
+	if (t->ready_fd >= 0)
+		close(t->ready_fd);
+	xip83_feed_free(t->feed);
+	xip83_feed_free(gw->view);
+	gw->view = NULL;
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+	gw->ft = NULL;
+}
