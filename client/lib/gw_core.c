@@ -4,9 +4,8 @@
  * Threading: everything here runs on the transport's loop; the live feed
  * runs on a thread of its own and hands its rows over (gw_feed.c). A
  * wave's ceilings are the cursors of the rows routed so far when it starts
- * (no query). Wave pages never block the loop (gw_pool.c); what still waits
- * on the database here is a pool connection's first PQprepare of each page
- * statement.
+ * (no query). Wave pages never block the loop (gw_pool.c), nor do their
+ * statements' prepares.
  */
 #include "gw_core.h"
 

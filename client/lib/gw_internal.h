@@ -25,6 +25,7 @@ typedef struct PoolConn
 	GwStream   *owner;			/* whose page query is in flight; NULL: none or orphaned */
 	bool		busy;			/* a query is in flight */
 	unsigned	prepared;		/* the session's wave_prepared while it runs here */
+	int			preparing;		/* the statement a prepare in flight is of */
 	Xip83PgStart reset;			/* reconnecting (reset.conn set): out of the pool */
 	Xip83Timer	reset_timer;	/* its deadline, or its next try */
 	int64_t		broken_ms;		/* when it was found broken; 0: it works */

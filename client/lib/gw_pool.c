@@ -27,6 +27,9 @@ static void ResetReady(void *arg, uint32_t events);
 static void ResetRetry(void *arg);
 static void GateReady(void *arg, uint32_t events);
 static void GateRetry(void *arg);
+static bool PrepareBegin(GwStream *st, PoolConn *c);
+static void PrepareCollect(PoolConn *c);
+static void PrepareReady(void *arg, uint32_t events);
 
 void
 gw_enqueue(GwStream *st)
@@ -357,12 +360,72 @@ PoolReady(void *arg, uint32_t events)
 			xip83_wave_conn_idle(st->s);
 		st->conn = NULL;
 	}
-	Release(c);
+	if (!PrepareBegin(st, c))
+		Release(c);
 	if (st)
 	{
 		gw_check(st);
 		gw_enqueue(st);
 	}
+	gw_schedule(c->gw);
+}
+
+/*
+ * The page that just came in went out unnamed, its statement not prepared
+ * here yet: c prepares it now, without blocking, and comes back to the pool
+ * when that is done (PrepareReady). True when c is doing that.
+ */
+static bool
+PrepareBegin(GwStream *st, PoolConn *c)
+{
+	int			stmt;
+
+	if (st == NULL || st->s->unprepared_sql == NULL)
+		return false;
+	if (PQstatus(c->conn) != CONNECTION_OK || (c->prepared & (1u << st->s->unprepared_stmt)))
+	{
+		st->s->unprepared_sql = NULL;
+		return false;
+	}
+	if ((stmt = xip83_wave_prepare_send(st->s, c->conn)) < 0)
+		return false;
+	c->owner = NULL;
+	c->busy = true;
+	c->preparing = stmt;
+	if (xip83_h2_watch(c->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, PrepareReady, c))
+		return true;
+	/* epoll refused the socket: the prepare's result is waited for here */
+	PrepareCollect(c);
+	return false;
+}
+
+/* Takes the prepare's result (waiting for it if it is not whole). */
+static void
+PrepareCollect(PoolConn *c)
+{
+	PGresult   *res;
+	bool		ok = false;
+
+	while ((res = PQgetResult(c->conn)) != NULL)
+	{
+		ok = ok || PQresultStatus(res) == PGRES_COMMAND_OK;
+		PQclear(res);
+	}
+	if (ok)
+		c->prepared |= 1u << c->preparing;
+	c->busy = false;
+}
+
+static void
+PrepareReady(void *arg, uint32_t events)
+{
+	PoolConn   *c = arg;
+
+	(void) events;
+	if (PQconsumeInput(c->conn) && PQisBusy(c->conn))
+		return;
+	PrepareCollect(c);
+	Release(c);
 	gw_schedule(c->gw);
 }
 

@@ -143,6 +143,15 @@ struct Xip83Session
 	 */
 	bool		async_pages;
 	/*
+	 * With async_pages, a page whose statement wave_conn has not prepared
+	 * goes out unnamed (no blocking PQprepare) and names its statement here
+	 * (sql NULL: none): the caller prepares it when the connection is idle
+	 * (xip83_wave_prepare_send), so the next page there binds it.
+	 */
+	int			unprepared_stmt;
+	const char *unprepared_sql;
+	int			unprepared_n_params;
+	/*
 	 * A page whose connection was lost (a restart, a crash) is asked again
 	 * by the next step, on the connection the caller gives it then, instead
 	 * of failing the stream: a page is a function of its pass's cursor and
@@ -221,6 +230,12 @@ extern bool xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, int stmt, cons
 							int n_params, const char *const *params);
 /* Collects a page query in flight into its wave, so the wave connection can run another query. */
 extern void xip83_wave_conn_idle(Xip83Session *s);
+/*
+ * Sends, on the idle conn, the prepare of the statement the last page there
+ * went out without (unprepared_sql); its id (the bit of wave_prepared to set
+ * once it succeeded), or -1 when there is none or the send failed.
+ */
+extern int	xip83_wave_prepare_send(Xip83Session *s, PGconn *conn);
 /* One page of one wave; finishes it when it is complete. false on a stream error. */
 extern bool xip83_wave_step(Xip83Session *s);
 /* A row a scan returned: remembered, and sent if its topic is still gated in w. */

@@ -313,11 +313,18 @@ ConnectionLost(PGconn *conn, const PGresult *res)
 						   strncmp(state, "57P", 3) == 0);
 }
 
+/* The name a page statement is prepared under. */
+static void
+StatementName(int stmt, char *name, size_t len)
+{
+	snprintf(name, len, "xip83_wave_%d", stmt);
+}
+
 /*
  * Prepares statement stmt on the idle wave connection the first time it runs
  * there: a page then skips the parse and plan of the scan, which a catch-up
  * storm of many streams otherwise pays once per page. Blocks once per
- * connection and statement.
+ * connection and statement (async_pages defers it: xip83_wave_prepare_send).
  */
 static bool
 Prepared(Xip83Session *s, int stmt, const char *sql, int n_params, char *name, size_t len)
@@ -325,7 +332,7 @@ Prepared(Xip83Session *s, int stmt, const char *sql, int n_params, char *name, s
 	PGresult   *res;
 	bool		ok;
 
-	snprintf(name, len, "xip83_wave_%d", stmt);
+	StatementName(stmt, name, len);
 	if (*s->wave_prepared & (1u << stmt))
 		return true;
 	res = PQprepare(s->wave_conn, name, sql, n_params, NULL);
@@ -344,8 +351,17 @@ xip83_wave_send(Xip83Session *s, Xip83Wave *w, int p, int stmt, const char *sql,
 
 	/* one query at a time: a page another wave asked for ahead is collected first */
 	xip83_wave_conn_idle(s);
-	if (s->wave_prepared == NULL)
+	if (s->wave_prepared == NULL ||
+		(s->async_pages && !(*s->wave_prepared & (1u << stmt))))
+	{
 		sent = PQsendQueryParams(s->wave_conn, sql, n_params, NULL, params, NULL, NULL, 1);
+		if (s->wave_prepared != NULL)
+		{
+			s->unprepared_stmt = stmt;
+			s->unprepared_sql = sql;
+			s->unprepared_n_params = n_params;
+		}
+	}
 	else
 	{
 		char		name[32];
@@ -392,6 +408,20 @@ Collect(Xip83Session *s)
 					   PQerrorMessage(s->wave_conn));
 	PQclear(res);
 	return NULL;
+}
+
+int
+xip83_wave_prepare_send(Xip83Session *s, PGconn *conn)
+{
+	char		name[32];
+	int			stmt = s->unprepared_stmt;
+	const char *sql = s->unprepared_sql;
+
+	s->unprepared_sql = NULL;
+	if (sql == NULL)
+		return -1;
+	StatementName(stmt, name, sizeof(name));
+	return PQsendPrepare(conn, name, sql, s->unprepared_n_params, NULL) ? stmt : -1;
 }
 
 void

@@ -1,11 +1,13 @@
-"""xip83-gateway keeps serving while the live feed's backend is alive and
-stuck: the backend serving the feed's connection is stopped (SIGSTOP), so
-the feed's next round waits for it with no timeout to end the wait (no lock,
-no silent network: the server is there and its socket stays open). The
-feed runs on a thread of its own, so Pings on a stream are answered within
-PONG_LIMIT throughout STUCK_S, and a new stream gets its Started. Once the
-backend runs again (SIGCONT), the row written meanwhile arrives once, and so
-does one written after."""
+"""xip83-gateway keeps serving while a backend it waits on is alive and
+stuck (stopped with SIGSTOP: the server is there, its socket open, and no
+lock, timeout or silent network ends the wait). First the pool's backends,
+before any page ran on them: a wave's first page (whose statement is not
+prepared there yet) goes out without blocking, so Pings on another stream
+are answered within PONG_LIMIT, and the wave completes once they run again.
+Then the live feed's backend: the feed's next round waits for it on the
+feed's own thread, so Pings are answered throughout STUCK_S and a new
+stream gets its Started; once the backend runs again the row written
+meanwhile arrives once, and so does one written after."""
 import os
 import signal
 
@@ -21,40 +23,61 @@ def feed_backend():
     """The backend of the feed's connection: its last query read live rows,
     listened or asked for the notifier (the pool's read waves)."""
     pid = psql("SELECT pid FROM pg_stat_activity WHERE application_name = 'xip83-gateway'"
-               " AND query ~ 'xip83\\.live_|LISTEN|feed_status' ORDER BY backend_start LIMIT 1;")
+               " AND datname = current_database() AND query ~ 'xip83\\.live_|LISTEN|feed_status' ORDER BY backend_start LIMIT 1;")
     check(pid != "", "the feed's backend is found")
     return int(pid)
 
 
+def pool_backends():
+    """The pool's backends, before any page ran on them: they ran no query."""
+    pids = psql("SELECT pid FROM pg_stat_activity WHERE application_name = 'xip83-gateway'"
+                " AND datname = current_database() AND query = '';").split()
+    check(len(pids) == 2, "the pool's two backends are found: %s" % pids)
+    return [int(p) for p in pids]
+
+
 def test():
     g = gateway("--pool", "2")
-    stopped = None
+    stopped = []
     try:
         a = Stream(g.channel())
         check(a.next().WhichOneof("response") == "started", "Started")
         t = b"K" + U
         first = put_group(t, b"k0" + U)
-        a.add_group_topic(1, t, [first])
 
-        stopped = feed_backend()
-        os.kill(stopped, signal.SIGSTOP)
+        stopped = pool_backends()
+        for p in stopped:
+            os.kill(p, signal.SIGSTOP)
+        a.mutate(1, adds=[(b"\x00" + t, 0)])
+        b = Stream(g.channel())
+        check(b.next(timeout=PONG_LIMIT).WhichOneof("response") == "started", "Started, the pool stopped")
+        pool_pongs, pool_worst = b.pongs(3, PONG_LIMIT, "while the pool's backends were stopped")
+        for p in stopped:
+            os.kill(p, signal.SIGCONT)
+        stopped = []
+        rows, _, _ = a.wave(1)
+        check(rows == [("g", first)], "the wave once the pool's backends run again: %s" % rows)
+        print("pool backends stopped 3 s: %d pongs, the slowest %.3f s" % (pool_pongs, pool_worst))
+
+        stopped = [feed_backend()]
+        os.kill(stopped[0], signal.SIGSTOP)
         during = put_group(t, b"k1" + U)   # its notice starts a round the backend cannot answer
         nonce, worst = a.pongs(STUCK_S, PONG_LIMIT, "while the feed's backend was stopped")
-        b = Stream(g.channel())
-        check(b.next(timeout=PONG_LIMIT).WhichOneof("response") == "started",
+        c = Stream(g.channel())
+        check(c.next(timeout=PONG_LIMIT).WhichOneof("response") == "started",
               "a new stream is Started while the feed's backend is stopped")
-        os.kill(stopped, signal.SIGCONT)
-        stopped = None
+        os.kill(stopped[0], signal.SIGCONT)
+        stopped = []
         print("feed backend stopped %d s: %d pongs, the slowest %.3f s" % (STUCK_S, nonce, worst))
         check(a.live_rows(1, timeout=60) == [("g", during)], "the row written meanwhile, once")
         after = put_group(t, b"k2" + U)
         check(a.live_rows(1) == [("g", after)], "a row written after, once")
         a.quiet(1)
-        a.close()
-        b.close()
+        for s in (a, b, c):
+            s.close()
     finally:
-        if stopped:
-            os.kill(stopped, signal.SIGCONT)
+        for p in stopped:
+            os.kill(p, signal.SIGCONT)
     check(g.stop() == 0, "exit 0")
 
 
