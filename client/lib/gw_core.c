@@ -237,17 +237,22 @@ gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail)
 
 /*
  * A wave's seam needs a feed round that starts after its scans reached the
- * ceilings (gw_feed.c hands out the tickets and runs the rounds). Every
- * stream at its seam waits in seam_waiters; when a round ends they all step
- * again, and a wave whose ticket came after that round's start waits on.
+ * ceilings (gw_feed.c hands out the tickets and runs the rounds). A stream
+ * at its seam waits in seam_waiters, which are in ticket order (tickets only
+ * grow, and a stream keeps its place while it waits); when a round ends, the
+ * waiters it served (a prefix) step again, the others wait on untouched.
  */
 static void
-SeamWait(GwStream *st)
+SeamWait(GwStream *st, uint64_t ticket)
 {
 	Xip83Gateway *gw = st->gw;
 
 	if (st->at_seam)
+	{
+		if (ticket < st->seam_wait)
+			st->seam_wait = ticket;
 		return;
+	}
 	if (gw->n_seam_waiters == gw->cap_seam_waiters)
 	{
 		size_t		cap = gw->cap_seam_waiters ? gw->cap_seam_waiters * 2 : 64;
@@ -263,19 +268,20 @@ SeamWait(GwStream *st)
 	}
 	gw->seam_waiters[gw->n_seam_waiters++] = st;
 	st->at_seam = true;
+	st->seam_wait = ticket;
 }
 
 void
 gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc)
 {
-	size_t		n = gw->n_seam_waiters;
+	size_t		n = 0;
 
 	if (ticket > gw->seam_done)
 		gw->seam_done = ticket;
-	/* those not served are added again when they step (gw_schedule) */
-	for (size_t i = 0; i < n; i++)
+	/* a failed round fails every wave waiting; a served waiter steps again */
+	while (n < gw->n_seam_waiters && (rc < -1 || gw->seam_waiters[n]->seam_wait <= gw->seam_done))
 	{
-		GwStream   *st = gw->seam_waiters[i];
+		GwStream   *st = gw->seam_waiters[n++];
 
 		st->at_seam = false;
 		if (rc < -1)
@@ -292,9 +298,10 @@ static uint64_t
 SeamTicket(void *arg)
 {
 	GwStream   *st = arg;
+	uint64_t	ticket = gw_feed_ask_round(st->gw);
 
-	SeamWait(st);
-	return gw_feed_ask_round(st->gw);
+	SeamWait(st, ticket);
+	return ticket;
 }
 
 static bool
@@ -305,7 +312,7 @@ SeamDone(void *arg, uint64_t ticket)
 	if (st->gw->seam_done >= ticket)
 		return true;
 	/* stepped again before its round ended (another wave's turn): wait on */
-	SeamWait(st);
+	SeamWait(st, ticket);
 	return false;
 }
 

@@ -51,6 +51,7 @@ struct GwStream
 	bool		queued;			/* in the wave queue */
 	bool		paused;			/* waves wait for the client to read */
 	bool		at_seam;		/* a wave waits for a seam round (in seam_waiters) */
+	uint64_t	seam_wait;		/* the lowest ticket its waves at the seam wait for */
 	PoolConn   *conn;			/* holding a wave connection */
 	Xip83Timer	keepalive;
 	GwStream   *q_prev,
