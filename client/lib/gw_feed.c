@@ -17,6 +17,9 @@
  * started (the thread reads the last one when it starts), which it reports
  * after the round's rows.
  */
+/* pthread_timedjoin_np */
+#define _GNU_SOURCE
+
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -32,6 +36,8 @@
 
 /* The feed is stepped at least this often (its offline polls, its silence deadline). */
 #define FEED_TICK_MS 50
+/* How long the end waits for the thread, which may be in a query that never ends. */
+#define STOP_WAIT_S 2
 
 typedef enum
 {
@@ -393,11 +399,20 @@ gw_feed_stop(Xip83Gateway *gw)
 		return;
 	if (t->running)
 	{
+		struct timespec until;
+
 		pthread_mutex_lock(&t->lock);
 		t->stop = true;
 		pthread_mutex_unlock(&t->lock);
 		Signal(t->wake_fd);
-		pthread_join(t->thread, NULL);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += STOP_WAIT_S;
+		if (pthread_timedjoin_np(t->thread, NULL, &until) != 0)
+		{
+			/* a backend that hangs must not hold the exit: what the thread uses stays */
+			fprintf(stderr, "xip83-gateway: the live feed's thread is still in a query: left behind\n");
+			return;
+		}
 	}
 	/* the server may be gone (it is freed first): closing ready_fd leaves its epoll */
 	for (ev = t->head; ev != NULL;)

@@ -7,15 +7,20 @@ are answered within PONG_LIMIT, and the wave completes once they run again.
 Then the live feed's backend: the feed's next round waits for it on the
 feed's own thread, so Pings are answered throughout STUCK_S and a new
 stream gets its Started; once the backend runs again the row written
-meanwhile arrives once, and so does one written after."""
+meanwhile arrives once, and so does one written after. Last, the feed's backend is stopped again until the
+feed's offline poll waits on it: SIGTERM must still end the gateway, with
+exit 0, within the stop timeout."""
 import os
 import signal
+import time
 
 from gatewaytest import Stream, gateway, psql, put_group
 from grpctest import check, run
 
 U = os.urandom(4).hex().encode()
 STUCK_S = 6
+# past the feed's silence deadline (3 s): its offline poll is a query then
+OFFLINE_S = 4
 PONG_LIMIT = 1.0
 
 
@@ -75,10 +80,20 @@ def test():
         a.quiet(1)
         for s in (a, b, c):
             s.close()
+
+        # SIGTERM while the feed's thread waits in a query that does not end
+        stopped = [feed_backend()]
+        os.kill(stopped[0], signal.SIGSTOP)
+        a2 = Stream(g.channel())
+        check(a2.next().WhichOneof("response") == "started", "Started")
+        a2.pongs(OFFLINE_S, PONG_LIMIT, "while the feed's backend was stopped again")
+        t0 = time.monotonic()
+        check(g.stop() == 0, "exit 0 with the feed's backend stopped")
+        print("exit %.1f s after SIGTERM with the feed's backend stopped" % (time.monotonic() - t0))
     finally:
         for p in stopped:
             os.kill(p, signal.SIGCONT)
-    check(g.stop() == 0, "exit 0")
+        g.stop()
 
 
 run(test)
