@@ -14,8 +14,8 @@ import os
 import signal
 import time
 
-from gatewaytest import Stream, gateway, psql, put_group
-from grpctest import check, run
+from gatewaytest import GATEWAY, Stream, psql, put_group
+from grpctest import Server, check, run
 
 U = os.urandom(4).hex().encode()
 STUCK_S = 6
@@ -42,7 +42,9 @@ def pool_backends():
 
 
 def test():
-    g = gateway("--pool", "2")
+    # named in its DSN: the driver's PGAPPNAME would name the tests' own connections alike
+    dsn = "dbname=%s application_name=xip83-gateway" % os.environ.get("PGDATABASE", "xip83_libpq")
+    g = Server("--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", "2", program=GATEWAY)
     stopped = []
     try:
         a = Stream(g.channel())
