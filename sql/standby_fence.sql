@@ -23,10 +23,17 @@ SELECT horizon IS NULL AS no_v3_horizon, originator_node_ids IS NOT NULL AS orig
 SELECT horizon_fence.horizon = xip83.welcome_horizon() AS welcome
   FROM xip83.horizon_fence('xip83.welcome_messages');
 
--- up_to lowers the horizon on the primary; a fence there waits for nothing
+-- up_to lowers the horizon on the primary; a fence there waits for nothing,
+-- and one beyond its WAL (a promoted server's old primary went on) is refused
 SELECT count(*) FROM xip83.live_group_messages(:top - 5, 100, 0, 'fence_groups', up_to => :top - 2);
 SELECT count(*) FROM xip83.live_group_messages(:top - 5, 100, 0, 'fence_groups', up_to => :top + 100,
+                                               fence => pg_current_wal_insert_lsn());
+\set VERBOSITY sqlstate
+SELECT count(*) FROM xip83.live_group_messages(:top - 5, 100, 0, 'fence_groups', up_to => :top + 100,
                                                fence => 'FFFFFFFF/0');
+SELECT count(*) FROM xip83.live_envelopes('{}', '{}', 10, 0, up_to_sequence_ids => '{}',
+                                          fence => pg_current_wal_insert_lsn() + 16777216);
+\set VERBOSITY default
 SELECT count(*) FROM xip83.live_envelopes('{}', '{}', 10, 0, up_to_sequence_ids => '{}');
 
 -- the notice's fence, both ways

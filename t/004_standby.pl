@@ -378,6 +378,31 @@ INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)
 SQL
 is($standby->safe_psql('postgres', 'SELECT diff_wave(0.6)'), 'same',
 	'a randomized wave after writes on the promoted node');
+
+# a split: the old primary comes back and goes on while the promoted node
+# serves; its fences name WAL the promoted node never had, so a fenced fetch
+# there fails with X83F1 instead of reading up to horizons it cannot vouch for
+$primary->start;
+my $promoted_end = $standby->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+my ($split_h, $split_fence);
+for (1 .. 100)
+{
+	$primary->safe_psql('postgres', <<'SQL');
+INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)
+    SELECT 'split', int4send(i), uuid_send(gen_random_uuid()) FROM generate_series(1, 5000) i;
+SQL
+	($split_h, $split_fence) = split /\|/,
+	  $primary->safe_psql('postgres', 'SELECT horizon, fence FROM xip83.horizon_fence()');
+	last if $primary->safe_psql('postgres', "SELECT '$split_fence'::pg_lsn > '$promoted_end'") eq 't';
+}
+cmp_ok($standby->safe_psql('postgres', "SELECT '$split_fence'::pg_lsn > pg_current_wal_insert_lsn()"),
+	'eq', 't', 'the old primary wrote past the promoted node\'s WAL');
+my ($split_ret, $split_out, $split_err) = $standby->psql('postgres',
+	"SELECT count(*) FROM xip83.live_group_messages(0, 10, 0, up_to => $split_h, fence => '$split_fence')",
+	extra_params => ['-v', 'VERBOSITY=verbose']);
+like($split_err, qr/X83F1/, 'a fenced fetch on the promoted node with the old primary\'s fence fails with X83F1');
+is($split_out, '', 'and returns no row');
+$primary->stop;
 note sprintf('runtime %.1fs', time - $t0);
 
 done_testing();

@@ -221,6 +221,14 @@ extern Fence StandbyFenceOf(RegistryDb *db);
  */
 extern void StandbyWaitForFence(XLogRecPtr fence);
 
+/*
+ * Out of recovery: fails with X83F1 when this server never wrote WAL up to
+ * fence (a fence of the primary it followed before it was promoted, while
+ * that primary went on). A fence at or below its own WAL end passes: this
+ * check cannot tell a promoted server's WAL from the old primary's there.
+ */
+extern void StandbyCheckFenceWritten(XLogRecPtr fence);
+
 /* ---------------------------------------------------------------- notifier */
 /*
  * The live feed's notifier (notifier.c), one background worker per database

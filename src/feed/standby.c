@@ -106,6 +106,21 @@ StandbyWaitForFence(XLogRecPtr fence)
 	}
 }
 
+void
+StandbyCheckFenceWritten(XLogRecPtr fence)
+{
+	XLogRecPtr	written = GetXLogInsertRecPtr();
+
+	/* every fence a primary hands out is a position it wrote */
+	if (fence > written)
+		ereport(ERROR,
+				(errcode(ERRCODE_XIP83_FENCE_UNREACHABLE),
+				 errmsg("fence %X/%X is beyond this server's WAL, which ends at %X/%X",
+						LSN_FORMAT_ARGS(fence), LSN_FORMAT_ARGS(written)),
+				 errdetail("This server is not in recovery: it was promoted while the server the fence came from went on, or the fence is another server's; rows the fence covers may not exist here."),
+				 errhint("Rewind the cursor to the lower of it and this server's horizon, and drop duplicates by message hash.")));
+}
+
 /* ------------------------------------------------------ horizon records */
 
 /* What the notifier last logged of one feed. */

@@ -24,7 +24,8 @@ PG_FUNCTION_INFO_V1(live_envelopes);
 /*
  * Whether a fetch was given horizons to read up to (argument up_to_arg), after
  * waiting, on a standby, for replay to pass the fence they came with
- * (fence_arg). A standby cannot vouch for horizons without their fence (22023).
+ * (fence_arg). A standby cannot vouch for horizons without their fence (22023);
+ * a server out of recovery refuses a fence beyond its own WAL (X83F1).
  */
 static bool
 LiveFetchFence(FunctionCallInfo fcinfo, int up_to_arg, int fence_arg)
@@ -33,7 +34,11 @@ LiveFetchFence(FunctionCallInfo fcinfo, int up_to_arg, int fence_arg)
 	bool		fence = PG_NARGS() > fence_arg && !PG_ARGISNULL(fence_arg);
 
 	if (!RecoveryInProgress())
+	{
+		if (fence)
+			StandbyCheckFenceWritten(PG_GETARG_LSN(fence_arg));
 		return up_to;
+	}
 	if (up_to && !fence)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -151,5 +151,5 @@ done | sort | { echo "| program | what it does |"; echo "|---|---|"; cat; }
 #state | `54000` | program_limit_exceeded | a limit of the wave or frame code (arrays, sizes) |
 #state | `55000` | object_not_in_prerequisite_state | xip83 not preloaded, no usable index (the hint gives the `CREATE INDEX`), a table not tracked, a standby that has not replayed a horizon, a partition attached to a tracked table whose late rows its own trigger or policy keeps from being rewritten |
 #state | `X83F0` | xip83_fence_timeout | a fenced live fetch on a standby waited `xip83.standby_wait_ms` for replay |
-#state | `X83F1` | xip83_fence_unreachable | the standby was promoted before it replayed the fence |
+#state | `X83F1` | xip83_fence_unreachable | the fence cannot be reached here: the standby was promoted before it replayed it, or a server out of recovery never wrote it |
 #state | `X83L0` | xip83_late_writes_lost | late writes owed to the consumer are no longer remembered: resynchronize |
