@@ -263,9 +263,8 @@ Listen(Xip83Feed *f)
 	return true;
 }
 
-/* Whether a connection's server is in recovery: 1 yes, 0 no, -1 unknown. */
-static int
-ServerInRecovery(PGconn *conn)
+int
+FeedServerInRecovery(PGconn *conn)
 {
 	PGresult   *res = PQexec(conn, "SELECT pg_is_in_recovery()");
 	int			rc = -1;
@@ -283,7 +282,7 @@ ServerInRecovery(PGconn *conn)
 static int
 InRecovery(Xip83Feed *f)
 {
-	int			rc = ServerInRecovery(f->conn);
+	int			rc = FeedServerInRecovery(f->conn);
 
 	if (rc < 0)
 		Disconnect(f, "connection lost");
@@ -347,7 +346,7 @@ SetMs(PGconn *conn, const char *name, int ms)
 static int
 StandbyPromoted(Xip83Feed *f, PGconn *conn)
 {
-	if (PQstatus(conn) != CONNECTION_OK || ServerInRecovery(conn) != 0)
+	if (PQstatus(conn) != CONNECTION_OK || FeedServerInRecovery(conn) != 0)
 	{
 		PQfinish(conn);
 		return 0;

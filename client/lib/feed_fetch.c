@@ -125,7 +125,8 @@ FeedLockTimedOut(const PGresult *res)
  * The server could not serve the round; nothing was read. SQLSTATE X83F0:
  * the standby did not replay the fence in time; 55P03: a lock on the table
  * was not granted within the feed's lock_timeout. The next notice or poll
- * tries again. X83F1: the standby was promoted before it replayed the fence,
+ * tries again. X83F1: the standby was promoted before it replayed the fence
+ * (or, out of recovery, never wrote it: a split),
  * and the feed serves from it alone from now on (FeedFetchAll).
  */
 static bool
@@ -387,6 +388,22 @@ DiscoverOriginators(Xip83Feed *f)
 	return 0;
 }
 
+/*
+ * The fenced feed's standby was promoted: the round again there, alone, with
+ * no fence to wait for (total: rows the round read before). As FeedFetchAll.
+ */
+static int
+FollowPromoted(Xip83Feed *f, bool discover, int total)
+{
+	int			n;
+
+	f->fence_unreachable = false;
+	if (!FeedFollowStandby(f))
+		return -1;
+	n = FeedFetchAll(f, discover);
+	return n < 0 ? n : total + n;
+}
+
 /* Reads every kind up to its horizon. Returns rows, -1 lost, -2 error. */
 int
 FeedFetchAll(Xip83Feed *f, bool discover)
@@ -395,6 +412,13 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 	int			total = 0;
 
 	f->round_missed = false;
+	/*
+	 * A standby promoted while its primary goes on (a split) passes any fence
+	 * its own WAL outgrew, and would be read up to the primary's horizons:
+	 * asked first, every round. Unknown: the fetch finds the connection lost.
+	 */
+	if (f->standby != NULL && FeedServerInRecovery(f->standby) == 0)
+		return FollowPromoted(f, discover, 0);
 	if ((f->opt.kinds & XIP83_FEED_ENVELOPE) && discover)
 	{
 		int			rc = DiscoverOriginators(f);
@@ -418,14 +442,7 @@ FeedFetchAll(Xip83Feed *f, bool discover)
 			total += n;
 		} while (n == f->opt.page_rows);
 		if (f->fence_unreachable)
-		{
-			/* the round again on the promoted server, which has no fence to wait for */
-			f->fence_unreachable = false;
-			if (!FeedFollowStandby(f))
-				return -1;
-			n = FeedFetchAll(f, discover);
-			return n < 0 ? n : total + n;
-		}
+			return FollowPromoted(f, discover, total);
 		/* replay behind or a lock not granted: the other kinds would wait too */
 		if (f->round_missed)
 			break;

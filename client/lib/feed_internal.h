@@ -74,6 +74,8 @@ extern int FeedQueryFailed(Xip83Feed *f, PGresult *res);
 extern bool FeedLockTimedOut(const PGresult *res);
 extern void FeedStatus(Xip83Feed *f, const char *status, const char *detail);
 extern bool FeedFollowStandby(Xip83Feed *f);
+/* Whether a connection's server is in recovery: 1 yes, 0 no, -1 unknown. */
+extern int	FeedServerInRecovery(PGconn *conn);
 
 /* Raises the feed's replay position (xip83_feed_replay_lsn). */
 static inline void
