@@ -66,7 +66,6 @@ SessionStart(H2Conn *c)
 		return false;
 	/* the connection's window: many streams' requests in flight at once */
 	nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, 16 << 20);
-	c->dirty = true;
 	return true;
 }
 
@@ -131,6 +130,8 @@ h2_conn_accept(Xip83H2Server *srv, H2Listener *l)
 			srv->conns->prev = c;
 		srv->conns = c;
 		srv->n_conns++;
+		c->serial = ++srv->serial;
+		h2_conn_dirty(c);		/* the SETTINGS */
 		if (srv->draining)
 			h2_conn_goaway(c);
 	}
@@ -282,10 +283,50 @@ OutFill(H2Conn *c)
 	return true;
 }
 
+/*
+ * Puts the connection on the server's dirty list, flushed at the end of the
+ * loop's turn: the turn's cost follows the connections written to, not the
+ * connections open.
+ */
+void
+h2_conn_dirty(H2Conn *c)
+{
+	Xip83H2Server *srv = c->srv;
+
+	if (c->dirty)
+		return;
+	c->dirty = true;
+	c->dirty_next = NULL;
+	c->dirty_prev = srv->dirty_tail;
+	if (srv->dirty_tail)
+		srv->dirty_tail->dirty_next = c;
+	else
+		srv->dirty = c;
+	srv->dirty_tail = c;
+}
+
+static void
+Undirty(H2Conn *c)
+{
+	Xip83H2Server *srv = c->srv;
+
+	if (!c->dirty)
+		return;
+	c->dirty = false;
+	if (c->dirty_prev)
+		c->dirty_prev->dirty_next = c->dirty_next;
+	else
+		srv->dirty = c->dirty_next;
+	if (c->dirty_next)
+		c->dirty_next->dirty_prev = c->dirty_prev;
+	else
+		srv->dirty_tail = c->dirty_prev;
+}
+
 bool
 h2_conn_flush(H2Conn *c)
 {
-	c->dirty = false;
+	Undirty(c);
 	if (c->handshaking)
 		return true;
 	for (;;)
@@ -371,7 +412,7 @@ h2_conn_goaway(H2Conn *c)
 	for (Xip83H2Stream *s = c->streams; s; s = s->next)
 		if (s->method && !s->finishing)
 			xip83_h2_finish(s, XIP83_GRPC_UNAVAILABLE, "server is shutting down");
-	c->dirty = true;
+	h2_conn_dirty(c);
 }
 
 void
@@ -397,6 +438,7 @@ h2_conn_close(H2Conn *c)
 	}
 	epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
+	Undirty(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else

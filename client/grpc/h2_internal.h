@@ -106,7 +106,8 @@ struct H2Conn
 	SSL		   *ssl;			/* NULL for h2c */
 	bool		handshaking;	/* TLS handshake not done */
 	bool		out_blocked;	/* EPOLLOUT registered */
-	bool		dirty;			/* nghttp2 may have something to send */
+	bool		dirty;			/* on the server's dirty list: nghttp2 may have
+								 * something to send */
 	nghttp2_session *session;
 	unsigned char *out;			/* bytes from nghttp2 not yet written */
 	size_t		out_len;
@@ -119,6 +120,9 @@ struct H2Conn
 	Xip83H2Stream *streams;
 	H2Conn	   *prev;
 	H2Conn	   *next;
+	H2Conn	   *dirty_prev;
+	H2Conn	   *dirty_next;
+	uint64_t	serial;			/* the connection's number, counted from 1 */
 };
 
 struct Xip83H2Server
@@ -130,7 +134,10 @@ struct Xip83H2Server
 	SSL_CTX    *tls;
 	H2Listener *listeners;
 	H2Conn	   *conns;
+	H2Conn	   *dirty;			/* connections to flush, oldest first */
+	H2Conn	   *dirty_tail;
 	size_t		n_conns;
+	uint64_t	serial;			/* connections accepted so far */
 	size_t		n_streams;
 	size_t		pending;
 	H2Chunk    *spare;			/* written small chunks, for reuse */
@@ -149,6 +156,7 @@ struct Xip83H2Server
 /* h2_conn.c */
 extern void h2_conn_accept(Xip83H2Server *srv, H2Listener *l);
 extern void h2_conn_event(H2Conn *c, uint32_t events);
+extern void h2_conn_dirty(H2Conn *c);
 extern bool h2_conn_flush(H2Conn *c);
 extern void h2_conn_close(H2Conn *c);
 extern void h2_conn_goaway(H2Conn *c);

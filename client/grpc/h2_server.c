@@ -301,16 +301,21 @@ xip83_h2_unwatch(Xip83H2Server *srv, Xip83Watch *w)
 	w->fd = -1;
 }
 
-/* Flushes every connection something was queued on since its last flush. */
+/*
+ * Flushes every connection something was queued on since its last flush,
+ * and those a flush's callbacks queue on meanwhile. A connection that cannot
+ * be written stays off the list until its socket says EPOLLOUT. A turn
+ * flushes each connection about twice at most; the rest wait for the next
+ * turn, which then does not sleep.
+ */
 static void
 FlushDirty(Xip83H2Server *srv)
 {
-	H2Conn	   *next;
-
-	for (H2Conn *c = srv->conns; c; c = next)
+	for (size_t budget = 2 * srv->n_conns + 2; srv->dirty && budget > 0; budget--)
 	{
-		next = c->next;
-		if (c->dirty && !h2_conn_flush(c))
+		H2Conn	   *c = srv->dirty;
+
+		if (!h2_conn_flush(c))
 			h2_conn_close(c);
 	}
 }
@@ -322,8 +327,8 @@ xip83_h2_run(Xip83H2Server *srv)
 
 	while (!(srv->draining && (srv->conns == NULL || srv->drained)))
 	{
-		int			n = epoll_wait(srv->epfd, ev, EVENTS_PER_WAIT,
-								   xip83_timers_wait_ms(&srv->timers, xip83_loop_now_ms()));
+		int			n = epoll_wait(srv->epfd, ev, EVENTS_PER_WAIT, srv->dirty ? 0
+								   : xip83_timers_wait_ms(&srv->timers, xip83_loop_now_ms()));
 
 		if (n < 0 && errno != EINTR)
 			return false;

@@ -197,6 +197,8 @@ extern bool xip83_h2_finished(const Xip83H2Stream *s);
 
 extern const Xip83GrpcMethod *xip83_h2_method(const Xip83H2Stream *s);
 extern Xip83H2Server *xip83_h2_server(const Xip83H2Stream *s);
+/* The number of the stream's connection: the same for every stream on it, never reused. */
+extern uint64_t xip83_h2_conn_serial(const Xip83H2Stream *s);
 extern void xip83_h2_set_data(Xip83H2Stream *s, void *data);
 extern void *xip83_h2_data(const Xip83H2Stream *s);
 

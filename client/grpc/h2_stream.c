@@ -52,7 +52,7 @@ ReaderRelease(Xip83H2Stream *s)
 static void
 MarkDirty(Xip83H2Stream *s)
 {
-	s->conn->dirty = true;
+	h2_conn_dirty(s->conn);
 }
 
 static void
@@ -716,6 +716,12 @@ Xip83H2Server *
 xip83_h2_server(const Xip83H2Stream *s)
 {
 	return s->conn->srv;
+}
+
+uint64_t
+xip83_h2_conn_serial(const Xip83H2Stream *s)
+{
+	return s->conn->serial;
 }
 
 void
