@@ -24,6 +24,8 @@
 #define SHARE_MAX 4096
 /* Tries of the feed's start, 100 ms apart. */
 #define START_TRIES 100
+/* A Ping may go up to this fraction of the keepalive interval early (1/8). */
+#define KEEPALIVE_SLACK 8
 
 
 /* ------------------------------------------------------------ statuses */
@@ -332,14 +334,30 @@ TopicWatch(void *arg, Xip83Topic *t, bool added)
 
 static void KeepaliveFire(void *arg);
 
+/*
+ * A stream's Ping is due an interval after its last frame, its reaping an
+ * interval after the Ping. Each connection's keepalive timers fire on a grid
+ * of step slack_ms, at a phase of its own: the Pings of its idle streams go
+ * together in one write (and their Pongs come back in one read), no more
+ * than slack_ms early, while the connections' grids stay spread over time so
+ * that no turn of the loop takes all of them. A reaping goes at the grid
+ * point after its deadline.
+ */
 static void
 KeepaliveArm(GwStream *st)
 {
 	Xip83Session *s = st->s;
-	int64_t		due = (s->ka.outstanding ? s->ka.sent_ms : s->out.last_send_ms)
-		+ s->ka.interval_ms - xip83_now_ms();
+	int64_t		step = s->ka.slack_ms > 0 ? s->ka.slack_ms : 1;
+	int64_t		phase = (int64_t) ((xip83_h2_conn_serial(st->h2) * 2654435761u) % (uint64_t) step);
+	int64_t		due = (s->ka.outstanding ? s->ka.sent_ms : s->out.last_send_ms) + s->ka.interval_ms;
+	int64_t		at = due - phase;
 
-	(void) xip83_h2_timer_start(st->gw->srv, &st->keepalive, due > 0 ? (uint64_t) due : 1,
+	/* the grid point at or before the Ping's due time, at or after the reaping's */
+	at -= at % step;
+	if (s->ka.outstanding && at + phase < due)
+		at += step;
+	at += phase - xip83_now_ms();
+	(void) xip83_h2_timer_start(st->gw->srv, &st->keepalive, at > 0 ? (uint64_t) at : 1,
 								KeepaliveFire, st);
 }
 
@@ -384,6 +402,7 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	st->s->async_pages = true;
 	st->s->redo_lost_pages = true;
 	st->s->ceilings_from_feed = true;
+	st->s->ka.slack_ms = st->s->ka.interval_ms / KEEPALIVE_SLACK;
 	st->s->seam_ticket = SeamTicket;
 	st->s->seam_done = SeamDone;
 	st->s->seam_arg = st;

@@ -183,7 +183,7 @@ xip83_session_keepalive(Xip83Session *s, bool half_closed)
 		return now - ka->sent_ms < ka->interval_ms
 			|| xip83_session_fail(s, "DEADLINE_EXCEEDED", "no Pong for Ping %llu within %d ms",
 								  (unsigned long long) ka->nonce, ka->interval_ms);
-	if (now - s->out.last_send_ms < ka->interval_ms)
+	if (now - s->out.last_send_ms < ka->interval_ms - ka->slack_ms)
 		return true;
 	ka->nonce++;
 	ka->outstanding = true;

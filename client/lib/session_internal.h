@@ -89,6 +89,11 @@ typedef struct Xip83Session Xip83Session;
 typedef struct Xip83Keepalive
 {
 	int			interval_ms;
+	/*
+	 * A Ping may go this much before the interval is up: a caller with many
+	 * streams pings a connection's together, on a grid of this step.
+	 */
+	int			slack_ms;
 	bool		outstanding;
 	uint64_t	nonce;
 	int64_t		sent_ms;

@@ -135,10 +135,15 @@ class Responses:
         self.call = call
         self.q = queue.Queue()
         self.error = None
+        # time.monotonic() of each response as it came, and of the last one
+        # next() returned (in step while every response is read by next())
+        self.arrivals = queue.Queue()
+        self.arrived = None
 
         def read():
             try:
                 for r in call:
+                    self.arrivals.put(time.monotonic())
                     self.q.put(unwrap(r))
             except grpc.RpcError as e:
                 self.error = e
@@ -151,6 +156,7 @@ class Responses:
         except queue.Empty:
             raise Failure("no response within %ss" % timeout)
         check(r is not None, "the call ended: %s" % (self.error and "%s %s" % (self.error.code(), self.error.details()),))
+        self.arrived = self.arrivals.get()
         return r
 
     def end(self, timeout=30):
