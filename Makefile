@@ -194,6 +194,8 @@ GW_CFLAGS    = -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-f
 GW_LIBS      = $(shell pkg-config --libs $(GW_PKGS) 2>/dev/null)
 GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/grpc/*.c))
 GW_ECHO      = $(if $(GW_OK),$(BUILD)/client/xip83-grpc-echo)
+# the transport's own units, no server (tests/grpc/t_*.c)
+GW_UNITS     = $(if $(GW_OK),$(patsubst tests/grpc/%.c,$(BUILD)/client/%,$(call srcfiles,tests/grpc/t_*.c)))
 GRPC_TESTS   = $(call srcfiles,tests/grpc/t_*.py)
 # The gateway: its multiplexed core (client/lib/gw_*.c) joins the transport to
 # the session engine (libpq, protobuf-c), and its program client/bin/xip83_gateway.c.
@@ -208,7 +210,7 @@ endif
 
 all: $(GATEWAY)
 
-test-programs: $(GW_ECHO) $(GATEWAY)
+test-programs: $(GW_ECHO) $(GATEWAY) $(GW_UNITS)
 
 bench: $(GW_BENCH)
 
@@ -226,6 +228,10 @@ $(BUILD)/bench/bench_gateway: PQ_CFLAGS += -Wno-unused-parameter
 $(BUILD)/client/grpc/%.o: client/grpc/%.c $(call srcfiles,client/grpc/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(GW_CFLAGS) -c -o $@ $<
+
+$(BUILD)/client/t_%: tests/grpc/t_%.c $(GW_LIB_OBJ) $(call srcfiles,client/grpc/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(GW_CFLAGS) -o $@ $(filter %.c %.o,$^) $(GW_LIBS)
 
 $(BUILD)/client/xip83-grpc-echo: tests/grpc/xip83_grpc_echo.c $(GW_LIB_OBJ) $(call srcfiles,client/grpc/*.h)
 	@mkdir -p $(dir $@)
@@ -294,7 +300,7 @@ tempcheck:
 installcheck-libpq: test-programs
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
 		XIP83_GATEWAY=$(abspath $(BUILD)/xip83-gateway) \
-		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
+		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(GW_UNITS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
 
 test:
 	bash tests/driver.sh check

@@ -4,7 +4,9 @@
  * The caller owns each Xip83Timer (embedded in its own struct: starting a
  * timer allocates nothing per timer), so a hundred thousand streams can each
  * keep a keepalive timer. Timers sit in a binary min-heap by due time; start,
- * stop and restart are O(log n). Times are CLOCK_MONOTONIC milliseconds.
+ * stop and restart are O(log n). The heap holds each timer's due time beside
+ * it, so that sifting compares within the array rather than loading timers
+ * spread over the callers' memory. Times are CLOCK_MONOTONIC milliseconds.
  * A timer fires once; its callback may start it again or start and stop any
  * other timer.
  */
@@ -25,9 +27,15 @@ typedef struct Xip83Timer
 	void	   *arg;
 } Xip83Timer;
 
+typedef struct Xip83TimerSlot
+{
+	uint64_t	due_ms;
+	Xip83Timer *timer;
+} Xip83TimerSlot;
+
 typedef struct Xip83Timers
 {
-	Xip83Timer **heap;
+	Xip83TimerSlot *heap;
 	size_t		n;
 	size_t		cap;
 } Xip83Timers;
