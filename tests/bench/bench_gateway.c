@@ -3,7 +3,7 @@
  * of many streams on one gateway process.
  *
  *   bench_gateway [--streams N] [--conns C] [--topics T] [--universe K]
- *                 [--rate R] [--seconds S] [--pool P] [--compare M]
+ *                 [--rate R] [--seconds S] [--pool P] [--compare M] [--own]
  *                 [--storm [--rows R] [--fresh PCT]]
  *
  * Starts build/xip83-gateway (XIP83_GATEWAY) on the database of PGDATABASE,
@@ -22,6 +22,11 @@
  * the ratio of the gateway's CPU per second in the two is printed: what the
  * fan-out to N streams costs beyond M at the same rows/s. Keepalive Pings
  * are answered.
+ *
+ * --own: no topic is shared; stream i holds topics i*T .. i*T+T-1, and the
+ * rows go to random topics of the open streams, each to one stream. With
+ * --compare the two live phases then deliver as many rows a second, and the
+ * ratio is what the streams that get none cost: N-M idle streams.
  *
  * --storm: a reconnect storm over stored rows instead of the live phase. R
  * rows (1,000,000) are loaded over the K topics first; every stream's Mutate
@@ -99,6 +104,7 @@ static int	n_streams = 10000,
 			compare = 0;
 static int	n_open;				/* streams submitted so far */
 static bool storm;
+static bool own;				/* each stream's topics its own (--own) */
 static long storm_rows = 1000000;
 static double fresh_pct;
 static int64_t *floors;			/* per topic of the universe: the storm's cursor, its last id */
@@ -517,7 +523,8 @@ Writer(void *arg)
 
 			nanosleep(&ts, NULL);
 		}
-		snprintf(key, sizeof(key), "t%d", (int) (rand_r(&seed) % (unsigned) universe));
+		snprintf(key, sizeof(key), "t%d", (int) (rand_r(&seed) % (unsigned) (own ? n_open * n_topics
+																				 : universe)));
 		sent = NowMs(CLOCK_REALTIME);
 		memcpy(data, &sent, sizeof(sent));
 		memcpy(data + sizeof(sent), &n, sizeof(n));
@@ -886,7 +893,7 @@ SubmitStreams(Call *calls, Conn *conns, int to, int64_t after)
 		for (int t = 0; t < n_topics; t++)
 		{
 			xmtp__mls__api__v1__subscribe_request__v1__mutate__subscription__init(&subs[t]);
-			c->topics[t] = (int) (rand_r(&seed) % (unsigned) universe);
+			c->topics[t] = own ? n_open * n_topics + t : (int) (rand_r(&seed) % (unsigned) universe);
 			/* the storm's streams come back at the last ids they were sent */
 			subs[t].id_cursor = floors ? (uint64_t) floors[c->topics[t]] : (uint64_t) after;
 			/* kind byte 0x00, then the group id "t<k>" */
@@ -987,7 +994,7 @@ LivePhase(int ep, Conn *conns, const char *cs, bool *ok)
 			}
 		}
 		for (long r = 0; r < atomic_load(&written); r++)
-			expected += holders[rand_r(&s3) % (unsigned) universe];
+			expected += own ? 1 : holders[rand_r(&s3) % (unsigned) universe];
 		free(holders);
 	}
 	qsort(lat, n_lat, sizeof(double), Cmp);
@@ -1019,7 +1026,7 @@ main(int argc, char **argv)
 		{"rate", required_argument, NULL, 'r'}, {"seconds", required_argument, NULL, 'S'},
 		{"pool", required_argument, NULL, 'p'}, {"compare", required_argument, NULL, 'C'},
 		{"storm", no_argument, NULL, 'X'}, {"rows", required_argument, NULL, 'R'},
-		{"fresh", required_argument, NULL, 'F'},
+		{"fresh", required_argument, NULL, 'F'}, {"own", no_argument, NULL, 'O'},
 		{NULL, 0, NULL, 0}
 	};
 	nghttp2_session_callbacks *cb;
@@ -1055,10 +1062,13 @@ main(int argc, char **argv)
 			case 'X': storm = true; break;
 			case 'R': storm_rows = atol(optarg); break;
 			case 'F': fresh_pct = atof(optarg); break;
+			case 'O': own = true; break;
 			default: tl_fatal("bad option");
 		}
 	if (compare >= n_streams || storm)
 		compare = 0;
+	if (own && storm)
+		tl_fatal("--own is for the live phase, not --storm");
 	signal(SIGPIPE, SIG_IGN);
 	db = tl_connect();
 	/* the rows are stored before the gateway starts: its feed begins at their end */
@@ -1098,6 +1108,8 @@ main(int argc, char **argv)
 		SubmitStreams(calls, conns, compare, 0);
 		Loop(ep, conns, t0 + 300000, AllCaughtUp);
 		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_open, n_conns, n_topics, pool);
+		if (own)
+			strcat(cs, ",own=1");
 		few_cpu = LivePhase(ep, conns, cs, &ok);
 		t0 = NowMs(CLOCK_MONOTONIC);
 		SubmitStreams(calls, conns, n_streams,
@@ -1110,6 +1122,8 @@ main(int argc, char **argv)
 		SubmitStreams(calls, conns, n_streams, 0);
 	}
 	snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_streams, n_conns, n_topics, pool);
+	if (own)
+		strcat(cs, ",own=1");
 	if (storm)
 		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",rows=%ld,fresh=%g", storm_rows, fresh_pct);
 	Loop(ep, conns, t0 + 300000, AllCaughtUp);
