@@ -936,15 +936,17 @@ SubmitStreams(Call *calls, Conn *conns, int to, int64_t after)
 /*
  * The live phase with the streams open so far: rows on random topics, each
  * owed to every open stream holding its topic. Prints its figures; returns
- * the gateway's CPU seconds per second, and *ok false when a row owed was
- * not received once.
+ * the gateway's CPU seconds per second, sets *db_share to the database's
+ * (the writer's inserts included), and *ok false when a row owed was not
+ * received once.
  */
 static double
-LivePhase(int ep, Conn *conns, const char *cs, bool *ok)
+LivePhase(int ep, Conn *conns, PGconn *db, const char *cs, double *db_share, bool *ok)
 {
 	pthread_t	writer;
 	double		cpu0,
 				cpu1,
+				db0,
 				client0,
 				wall;
 	int64_t		expected = 0;
@@ -955,6 +957,7 @@ LivePhase(int ep, Conn *conns, const char *cs, bool *ok)
 	atomic_store(&written, 0);
 	atomic_store(&stop_writer, false);
 	cpu0 = GatewayCpu();
+	db0 = DbCpu(db);
 	/* the client's own CPU, its writer thread's included */
 	client0 = NowMs(CLOCK_PROCESS_CPUTIME_ID);
 	wall = NowMs(CLOCK_MONOTONIC);
@@ -964,6 +967,7 @@ LivePhase(int ep, Conn *conns, const char *cs, bool *ok)
 	pthread_join(writer, NULL);
 	Loop(ep, conns, NowMs(CLOCK_MONOTONIC) + 2000, NULL);
 	cpu1 = GatewayCpu();
+	db0 = DbCpu(db) - db0;
 	client0 = (NowMs(CLOCK_PROCESS_CPUTIME_ID) - client0) / 1000;
 	wall = (NowMs(CLOCK_MONOTONIC) - wall) / 1000;
 	measuring = false;
@@ -1007,12 +1011,16 @@ LivePhase(int ep, Conn *conns, const char *cs, bool *ok)
 	printf("gateway CPU during the live phase: %.2f s over %.1f s (%.0f%% of a core, %.1f us per"
 		   " delivery); the client's %.0f%%\n", cpu1 - cpu0, wall, 100 * (cpu1 - cpu0) / wall,
 		   received ? (cpu1 - cpu0) * 1e6 / (double) received : 0.0, 100 * client0 / wall);
+	printf("database CPU during the live phase: %.2f s (%.0f%% of a core; the writer's inserts,"
+		   " the feed's fetches)\n", db0, 100 * db0 / wall);
 	if (n_lat)
 	{
 		tl_result("bench_gateway", "%s,rate=%d", "live_p50_ms", lat[n_lat / 2], "ms", cs, rate);
 		tl_result("bench_gateway", "%s,rate=%d", "live_p99_ms", lat[(size_t) (n_lat * 0.99)], "ms", cs, rate);
 	}
 	tl_result("bench_gateway", "%s,rate=%d", "live_cpu_share", (cpu1 - cpu0) / wall, "", cs, rate);
+	tl_result("bench_gateway", "%s,rate=%d", "live_db_cpu_share", db0 / wall, "", cs, rate);
+	*db_share = db0 / wall;
 	*ok = received == expected;
 	return (cpu1 - cpu0) / wall;
 }
@@ -1038,6 +1046,8 @@ main(int argc, char **argv)
 	double		t0,
 				t_open,
 				few_cpu = 0,
+				few_db = 0,
+				db_live = 0,
 				cpu,
 				cpu0 = 0,
 				db_cpu0 = 0;
@@ -1110,7 +1120,7 @@ main(int argc, char **argv)
 		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_open, n_conns, n_topics, pool);
 		if (own)
 			strcat(cs, ",own=1");
-		few_cpu = LivePhase(ep, conns, cs, &ok);
+		few_cpu = LivePhase(ep, conns, db, cs, &few_db, &ok);
 		t0 = NowMs(CLOCK_MONOTONIC);
 		SubmitStreams(calls, conns, n_streams,
 					  tl_scalar(db, "SELECT coalesce(max(id), 0) FROM xip83.group_messages"));
@@ -1157,13 +1167,17 @@ main(int argc, char **argv)
 		return received == owed && caught_up == n_streams ? 0 : 1;
 	}
 
-	cpu = LivePhase(ep, conns, cs, &ok2);
+	cpu = LivePhase(ep, conns, db, cs, &db_live, &ok2);
 	if (compare > 0)
 	{
 		printf("gateway CPU per second of live phase, %d streams vs %d: %.2fx\n", n_streams, compare,
 			   few_cpu > 0 ? cpu / few_cpu : 0.0);
 		tl_result("bench_gateway", "%s,rate=%d,compare=%d", "live_cpu_ratio",
 				  few_cpu > 0 ? cpu / few_cpu : 0.0, "", cs, rate, compare);
+		printf("database CPU per second of live phase, %d streams vs %d: %.2fx\n", n_streams, compare,
+			   few_db > 0 ? db_live / few_db : 0.0);
+		tl_result("bench_gateway", "%s,rate=%d,compare=%d", "live_db_cpu_ratio",
+				  few_db > 0 ? db_live / few_db : 0.0, "", cs, rate, compare);
 	}
 	kill(gw_pid, SIGTERM);
 	waitpid(gw_pid, NULL, 0);
