@@ -265,6 +265,13 @@ xip83_h2_timer_start(Xip83H2Server *srv, Xip83Timer *t, uint64_t delay_ms,
 	return xip83_timer_start(&srv->timers, t, delay_ms, fire, arg);
 }
 
+bool
+xip83_h2_timer_start_at(Xip83H2Server *srv, Xip83Timer *t, uint64_t due_ms,
+						Xip83TimerFn fire, void *arg)
+{
+	return xip83_timer_start_at(&srv->timers, t, due_ms, fire, arg);
+}
+
 void
 xip83_h2_timer_stop(Xip83H2Server *srv, Xip83Timer *t)
 {

@@ -135,6 +135,8 @@ extern void xip83_h2_stats(const Xip83H2Server *srv, Xip83H2Stats *out);
 /* Timers on the server's loop (see loop_timer.h). */
 extern bool xip83_h2_timer_start(Xip83H2Server *srv, Xip83Timer *t, uint64_t delay_ms,
 								 Xip83TimerFn fire, void *arg);
+extern bool xip83_h2_timer_start_at(Xip83H2Server *srv, Xip83Timer *t, uint64_t due_ms,
+									Xip83TimerFn fire, void *arg);
 extern void xip83_h2_timer_stop(Xip83H2Server *srv, Xip83Timer *t);
 
 /*

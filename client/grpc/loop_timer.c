@@ -1,10 +1,16 @@
 /*
- * loop_timer.c: a binary min-heap of one-shot timers (see loop_timer.h).
+ * loop_timer.c: one-shot timers in a binary min-heap of groups of equal due
+ * time (see loop_timer.h).
  */
 #include "loop_timer.h"
 
 #include <stdlib.h>
 #include <time.h>
+
+/* slot of a timer that is running but not first of a group */
+#define MEMBER SIZE_MAX
+/* slot of a timer taken out of the heap by a run, before it fires */
+#define FIRING (SIZE_MAX - 1)
 
 uint64_t
 xip83_loop_now_ms(void)
@@ -15,7 +21,13 @@ xip83_loop_now_ms(void)
 	return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
 }
 
-/* Puts the entry e at heap index i and records the index in its timer. */
+static Xip83Timer **
+CacheEntry(Xip83Timers *ts, uint64_t due_ms)
+{
+	return &ts->cache[due_ms % XIP83_TIMER_CACHE];
+}
+
+/* Puts the entry e at heap index i and records the index in its first timer. */
 static void
 Place(Xip83Timers *ts, size_t i, Xip83TimerSlot e)
 {
@@ -63,29 +75,87 @@ SiftDown(Xip83Timers *ts, size_t i)
 	Place(ts, i, e);
 }
 
-void
-xip83_timer_stop(Xip83Timers *ts, Xip83Timer *t)
+/* Takes the group at heap index i out of the heap; its timers keep their links. */
+static void
+RemoveGroup(Xip83Timers *ts, size_t i)
 {
-	size_t		i;
-	Xip83TimerSlot last;
+	Xip83TimerSlot last = ts->heap[--ts->n];
+	Xip83Timer **c = CacheEntry(ts, ts->heap[i].due_ms);
 
-	if (t->slot == 0)
-		return;
-	i = t->slot - 1;
-	t->slot = 0;
-	last = ts->heap[--ts->n];
-	if (last.timer == t)
+	if (*c == ts->heap[i].timer)
+		*c = NULL;
+	if (i == ts->n)
 		return;
 	Place(ts, i, last);
 	SiftUp(ts, i);
 	SiftDown(ts, last.timer->slot - 1);
 }
 
+void
+xip83_timer_stop(Xip83Timers *ts, Xip83Timer *t)
+{
+	if (t->slot == 0)
+		return;
+	ts->count--;
+	if (t->slot == MEMBER || t->slot == FIRING)
+	{
+		/* a member has a first before it; the run's list has no first */
+		if (t->prev != NULL)
+			t->prev->next = t->next;
+		else
+			ts->firing = t->next;
+		if (t->next != NULL)
+			t->next->prev = t->prev;
+	}
+	else if (t->next != NULL)
+	{
+		/* the next timer of the group takes the first's place in the heap */
+		Xip83Timer *n = t->next;
+		Xip83Timer **c = CacheEntry(ts, t->due_ms);
+
+		n->prev = NULL;
+		n->slot = t->slot;
+		ts->heap[t->slot - 1].timer = n;
+		if (*c == t)
+			*c = n;
+	}
+	else
+		RemoveGroup(ts, t->slot - 1);
+	t->slot = 0;
+	t->prev = t->next = NULL;
+}
+
 bool
 xip83_timer_start(Xip83Timers *ts, Xip83Timer *t, uint64_t delay_ms,
 				  Xip83TimerFn fire, void *arg)
 {
+	return xip83_timer_start_at(ts, t, xip83_loop_now_ms() + delay_ms, fire, arg);
+}
+
+bool
+xip83_timer_start_at(Xip83Timers *ts, Xip83Timer *t, uint64_t due_ms,
+					 Xip83TimerFn fire, void *arg)
+{
+	Xip83Timer **c;
+	Xip83Timer *first;
+
 	xip83_timer_stop(ts, t);
+	t->due_ms = due_ms;
+	t->fire = fire;
+	t->arg = arg;
+	c = CacheEntry(ts, t->due_ms);
+	if ((first = *c) != NULL && first->due_ms == t->due_ms)
+	{
+		/* joins the group, right after its first */
+		t->prev = first;
+		t->next = first->next;
+		if (t->next != NULL)
+			t->next->prev = t;
+		first->next = t;
+		t->slot = MEMBER;
+		ts->count++;
+		return true;
+	}
 	if (ts->n == ts->cap)
 	{
 		size_t		cap = ts->cap ? ts->cap * 2 : 64;
@@ -96,11 +166,11 @@ xip83_timer_start(Xip83Timers *ts, Xip83Timer *t, uint64_t delay_ms,
 		ts->heap = h;
 		ts->cap = cap;
 	}
-	t->due_ms = xip83_loop_now_ms() + delay_ms;
-	t->fire = fire;
-	t->arg = arg;
+	t->prev = t->next = NULL;
 	Place(ts, ts->n++, (Xip83TimerSlot) {t->due_ms, t});
 	SiftUp(ts, ts->n - 1);
+	*c = t;
+	ts->count++;
 	return true;
 }
 
@@ -120,12 +190,32 @@ xip83_timers_wait_ms(const Xip83Timers *ts, uint64_t now)
 void
 xip83_timers_run(Xip83Timers *ts, uint64_t now)
 {
-	/* a callback that restarts its timer with no delay waits for the next turn */
-	size_t		budget = ts->n;
+	Xip83Timer *last = NULL;
 
-	while (budget-- > 0 && ts->n > 0 && ts->heap[0].due_ms <= now)
+	/*
+	 * The due groups leave the heap for one list first, in due order, so
+	 * that a timer (re)started by a callback waits for the next run; a timer
+	 * that a callback stops leaves the list.
+	 */
+	while (ts->n > 0 && ts->heap[0].due_ms <= now)
 	{
-		Xip83Timer *t = ts->heap[0].timer;
+		Xip83Timer *first = ts->heap[0].timer;
+
+		RemoveGroup(ts, 0);
+		first->prev = last;
+		if (last != NULL)
+			last->next = first;
+		else
+			ts->firing = first;
+		for (Xip83Timer *t = first; t != NULL; t = t->next)
+		{
+			t->slot = FIRING;
+			last = t;
+		}
+	}
+	while (ts->firing != NULL)
+	{
+		Xip83Timer *t = ts->firing;
 
 		xip83_timer_stop(ts, t);
 		t->fire(t->arg);
@@ -136,8 +226,15 @@ void
 xip83_timers_free(Xip83Timers *ts)
 {
 	for (size_t i = 0; i < ts->n; i++)
-		ts->heap[i].timer->slot = 0;
+		for (Xip83Timer *t = ts->heap[i].timer, *next; t != NULL; t = next)
+		{
+			next = t->next;
+			t->slot = 0;
+			t->prev = t->next = NULL;
+		}
 	free(ts->heap);
 	ts->heap = NULL;
-	ts->n = ts->cap = 0;
+	ts->n = ts->cap = ts->count = 0;
+	for (size_t i = 0; i < XIP83_TIMER_CACHE; i++)
+		ts->cache[i] = NULL;
 }

@@ -1,8 +1,9 @@
 /*
  * t_loop_timer: the gateway loop's timer heap (client/grpc/loop_timer.h) on
  * its own, against a plain list as its definition: 20,000 random starts,
- * restarts and stops of 5,000 timers, some from inside callbacks, then every
- * running timer fired in one run far in the future. Checked: each timer
+ * restarts and stops of 5,000 timers, some from inside callbacks, half of
+ * the starts at a few due times so that most timers share a group, then
+ * every running timer fired in one run far in the future. Checked: each timer
  * fires once if and only if it is running in the list, in due order (the
  * heap's and the list's due times equal), xip83_timer_running agrees, and a
  * callback that restarts its timer with no delay waits for the next run.
@@ -10,6 +11,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "loop_timer.h"
 
@@ -38,6 +40,17 @@ static void
 Start(T *t, uint64_t delay)
 {
 	if (!xip83_timer_start(&heap, &t->timer, delay, Fire, t))
+	{
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	t->due = t->timer.due_ms;
+}
+
+static void
+StartAt(T *t, uint64_t due)
+{
+	if (!xip83_timer_start_at(&heap, &t->timer, due, Fire, t))
 	{
 		fprintf(stderr, "out of memory\n");
 		exit(1);
@@ -89,10 +102,12 @@ Again(void *arg)
 int
 main(void)
 {
-	uint64_t	now;
+	uint64_t	now,
+				base = xip83_loop_now_ms() + 50000;
 	int			running = 0,
 				fired = 0;
 
+	alarm(120);					/* a broken heap can loop forever */
 	for (int i = 0; i < TIMERS; i++)
 		timers[i].id = i;
 	meddle = true;
@@ -101,8 +116,10 @@ main(void)
 		T		   *t = &timers[rand_r(&seed) % TIMERS];
 		unsigned	op = rand_r(&seed) % 10;
 
-		if (op < 6)
+		if (op < 3)
 			Start(t, rand_r(&seed) % 100000);	/* start or restart */
+		else if (op < 6)
+			StartAt(t, base + (rand_r(&seed) % 4) * 1000);	/* into a group */
 		else if (op < 9)
 			Stop(t);
 		else
@@ -121,7 +138,9 @@ main(void)
 		running += timers[i].due != 0;
 		timers[i].fired = 0;
 	}
-	CHECK(heap.n == (size_t) running, "the heap holds %zu timers, the list %d", heap.n, running);
+	CHECK(heap.count == (size_t) running, "the heap holds %zu timers, the list %d", heap.count, running);
+	CHECK(heap.count - heap.n >= heap.count / 4, "%zu timers in %zu groups: too few share a group",
+		  heap.count, heap.n);
 	now = xip83_loop_now_ms() + 200000;
 	last_due = 0;
 	xip83_timers_run(&heap, now);
@@ -131,7 +150,8 @@ main(void)
 		CHECK(timers[i].fired <= 1, "timer %d fired %d times", i, timers[i].fired);
 		fired += timers[i].fired;
 	}
-	CHECK(fired == running && heap.n == 0, "%d of %d timers fired, %zu left", fired, running, heap.n);
+	CHECK(fired == running && heap.count == 0 && heap.n == 0, "%d of %d timers fired, %zu left",
+		  fired, running, heap.count);
 	CHECK(xip83_timers_wait_ms(&heap, now) == -1, "no timer, yet a wait");
 
 	/* a timer restarted from its callback with no delay waits for the next run */
