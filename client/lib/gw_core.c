@@ -26,6 +26,8 @@
 #define START_TRIES 100
 /* A Ping may go up to this fraction of the keepalive interval early (1/8). */
 #define KEEPALIVE_SLACK 8
+/* connections' keepalive grids are phased in ticks of this many ms */
+#define KEEPALIVE_TICK_MS 50
 
 
 /* ------------------------------------------------------------ statuses */
@@ -340,15 +342,19 @@ static void KeepaliveFire(void *arg);
  * of step slack_ms, at a phase of its own: the Pings of its idle streams go
  * together in one write (and their Pongs come back in one read), no more
  * than slack_ms early, while the connections' grids stay spread over time so
- * that no turn of the loop takes all of them. A reaping goes at the grid
- * point after its deadline.
+ * that no turn of the loop takes all of them. The phases are whole ticks, so
+ * that the loop wakes for the keepalives of several connections at once
+ * rather than once per connection. A reaping goes at the grid point after
+ * its deadline.
  */
 static void
 KeepaliveArm(GwStream *st)
 {
 	Xip83Session *s = st->s;
 	int64_t		step = s->ka.slack_ms > 0 ? s->ka.slack_ms : 1;
-	int64_t		phase = (int64_t) ((xip83_h2_conn_serial(st->h2) * 2654435761u) % (uint64_t) step);
+	int64_t		tick = step >= 2 * KEEPALIVE_TICK_MS ? KEEPALIVE_TICK_MS : 1;
+	int64_t		phase = (int64_t) ((xip83_h2_conn_serial(st->h2) * 2654435761u)
+								   % (uint64_t) (step / tick)) * tick;
 	int64_t		due = (s->ka.outstanding ? s->ka.sent_ms : s->out.last_send_ms) + s->ka.interval_ms;
 	int64_t		at = due - phase;
 
@@ -356,9 +362,10 @@ KeepaliveArm(GwStream *st)
 	at -= at % step;
 	if (s->ka.outstanding && at + phase < due)
 		at += step;
-	at += phase - xip83_now_ms();
-	(void) xip83_h2_timer_start(st->gw->srv, &st->keepalive, at > 0 ? (uint64_t) at : 1,
-								KeepaliveFire, st);
+	at += phase;
+	/* an absolute time (both clocks are monotonic ms): one grid point, one group of timers */
+	(void) xip83_h2_timer_start_at(st->gw->srv, &st->keepalive, at > 0 ? (uint64_t) at : 1,
+								   KeepaliveFire, st);
 }
 
 static void
