@@ -397,6 +397,14 @@ h2_conn_event(H2Conn *c, uint32_t events)
 			if (nghttp2_session_mem_recv(c->session, buf, (size_t) n) < 0)
 				return h2_conn_close(c);
 			budget -= (size_t) n < budget ? (size_t) n : budget;
+			/*
+			 * A short read drained the socket: the loop is level-triggered,
+			 * so what comes later wakes it again, and the read that would
+			 * only say EAGAIN is one system call per wake saved. TLS may
+			 * hold a decrypted record back, so it reads on.
+			 */
+			if (c->ssl == NULL && (size_t) n < sizeof(buf))
+				break;
 		}
 	}
 	if (!h2_conn_flush(c))
