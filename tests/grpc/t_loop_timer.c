@@ -36,10 +36,11 @@ static unsigned int seed = 83;
 
 static void Fire(void *arg);
 
+/* Records a start in the list, once the heap took it. */
 static void
-Start(T *t, uint64_t delay)
+Started(T *t, bool ok)
 {
-	if (!xip83_timer_start(&heap, &t->timer, delay, Fire, t))
+	if (!ok)
 	{
 		fprintf(stderr, "out of memory\n");
 		exit(1);
@@ -48,14 +49,15 @@ Start(T *t, uint64_t delay)
 }
 
 static void
+Start(T *t, uint64_t delay)
+{
+	Started(t, xip83_timer_start(&heap, &t->timer, delay, Fire, t));
+}
+
+static void
 StartAt(T *t, uint64_t due)
 {
-	if (!xip83_timer_start_at(&heap, &t->timer, due, Fire, t))
-	{
-		fprintf(stderr, "out of memory\n");
-		exit(1);
-	}
-	t->due = t->timer.due_ms;
+	Started(t, xip83_timer_start_at(&heap, &t->timer, due, Fire, t));
 }
 
 static void
