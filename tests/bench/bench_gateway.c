@@ -91,6 +91,7 @@ struct Conn
 	unsigned char *out;
 	size_t		out_len;
 	size_t		out_off;
+	size_t		out_cap;
 	bool		want_out;
 };
 
@@ -359,6 +360,11 @@ OnClose(nghttp2_session *h2, int32_t id, uint32_t error, void *arg)
 	return 0;
 }
 
+/*
+ * Sends what the session has ready. nghttp2 hands out one frame a call, so
+ * the frames ready now are gathered into one write, as a gRPC client's
+ * transport does: a burst of Pongs is one segment, not a hundred.
+ */
 static void
 Flush(Conn *k)
 {
@@ -367,17 +373,24 @@ Flush(Conn *k)
 		if (k->out_off == k->out_len)
 		{
 			const uint8_t *p;
-			ssize_t		n = nghttp2_session_mem_send(k->h2, &p);
+			ssize_t		n;
 
-			if (n < 0)
-				tl_fatal("nghttp2: %s", nghttp2_strerror((int) n));
-			if (n == 0)
+			k->out_off = k->out_len = 0;
+			while (k->out_len < 65536 && (n = nghttp2_session_mem_send(k->h2, &p)) != 0)
+			{
+				if (n < 0)
+					tl_fatal("nghttp2: %s", nghttp2_strerror((int) n));
+				if (k->out_len + (size_t) n > k->out_cap)
+				{
+					k->out_cap = (k->out_len + (size_t) n) * 2;
+					if ((k->out = realloc(k->out, k->out_cap)) == NULL)
+						tl_fatal("out of memory");
+				}
+				memcpy(k->out + k->out_len, p, (size_t) n);
+				k->out_len += (size_t) n;
+			}
+			if (k->out_len == 0)
 				break;
-			free(k->out);
-			k->out = malloc((size_t) n);
-			memcpy(k->out, p, (size_t) n);
-			k->out_len = (size_t) n;
-			k->out_off = 0;
 		}
 		{
 			ssize_t		w = write(k->fd, k->out + k->out_off, k->out_len - k->out_off);
