@@ -1018,6 +1018,10 @@ LivePhase(int ep, Conn *conns, PGconn *db, const char *cs, double *db_share, boo
 	printf("live with %d streams: %ld rows written at %d/s for %d s; %lld deliveries expected,"
 		   " %lld received\n", n_open, atomic_load(&written), rate, seconds, (long long) expected,
 		   (long long) received);
+	/* the figures are those of the rate asked only when the writer kept it */
+	if (atomic_load(&written) < (long) rate * seconds * 95 / 100)
+		printf("the writer fell behind: %.0f rows/s of the %d asked; this phase ran a lighter load\n",
+			   (double) atomic_load(&written) / seconds, rate);
 	if (n_lat)
 		printf("insert -> frame read: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 			   lat[n_lat / 2], lat[(size_t) (n_lat * 0.99)], lat[n_lat - 1]);
