@@ -294,6 +294,11 @@ install-tools: $(TOOLS)
 		echo 'xip83: read a page with: man -M $(mandir) xip83-tail'; \
 	fi
 
+uninstall: uninstall-tools
+uninstall-tools:
+	rm -f $(addprefix '$(DESTDIR)$(bindir)'/,$(notdir $(TOOLS)))
+	rm -f $(addprefix '$(DESTDIR)$(mandir)/man1'/,$(notdir $(MAN1)))
+
 # PGXS's installcheck runs the three kinds in one recipe and stops at the first
 # that fails; these run one kind each (tests/driver.sh runs all three).
 installcheck-regress:
@@ -330,5 +335,5 @@ cppcheck:
 check-layers:
 	/usr/bin/python3 $(S)tests/house/check_layers.py $(S).
 
-.PHONY: test demo install-tools installcheck-regress installcheck-isolation installcheck-tap \
+.PHONY: test demo install-tools uninstall-tools installcheck-regress installcheck-isolation installcheck-tap \
         tempcheck installcheck-libpq cppcheck check-layers test-programs bench go-example fuzzers
