@@ -353,6 +353,12 @@ case "$mode" in
 		BENCH_OUT=${XIP83_BENCH_OUT:-$RUN/bench}
 		mkdir -p "$BENCH_OUT" || die "cannot create $BENCH_OUT"
 		BENCH_OUT=$(cd "$BENCH_OUT" && pwd)
+		# report.py takes figures into docs/ only from committed code: say so
+		# before the run, not after it
+		if [ "$BENCH_OUT" = "$top/docs" ] && [ -n "$(git -C "$top" status --porcelain \
+			--untracked-files=no -- src control client tests 2>/dev/null)" ]; then
+			die "bench: uncommitted changes under src/, control/, client/ or tests/: commit them before writing figures into docs/"
+		fi
 		build
 		make -s -j2 PG_CONFIG="$PG_CONFIG" bench >>"$RUN/build.log" 2>&1 \
 			|| { cat "$RUN/build.log"; die "building the benchmarks failed"; }
