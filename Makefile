@@ -277,7 +277,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c src/frames/frames_json.c src/frames/frames_json.
 MAN1         = $(addprefix $(S),$(call srcfiles,man/*.1))
 
 # Neither is on PATH or MANPATH with a distribution's PostgreSQL (Debian's
-# bindir is /usr/lib/postgresql/NN/bin), so the last lines say where they went
+# bindir is /usr/lib/postgresql/NN/bin), so these lines say where they went
 # and how to reach them; the Debian package links them into /usr/bin.
 install: install-tools
 install-tools: $(TOOLS)
