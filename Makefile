@@ -7,8 +7,9 @@
 #                        libFuzzer harness when go and clang are at hand, and the
 #                        gRPC transport's test server
 #   make bench           the benchmarks (tests/bench)
-#   make install         into the PostgreSQL found by pg_config (with the tools'
-#                        man pages, man/*.1)
+#   make install         into the PostgreSQL found by pg_config: the library and
+#                        SQL scripts, the programs into `pg_config --bindir`
+#                        and their man pages (man/*.1) into `pg_config --mandir`
 #   make installcheck    regression, isolation and TAP tests (PGXS) against the
 #                        installed extension and the server at PGHOST/PGPORT,
 #                        which must preload xip83 (tests/xip83.conf)
@@ -275,12 +276,28 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c src/frames/frames_json.c src/frames/frames_json.
 # bindir and mandir, as the server's own programs are installed.
 MAN1         = $(addprefix $(S),$(call srcfiles,man/*.1))
 
+# Neither is on PATH or MANPATH with a distribution's PostgreSQL (Debian's
+# bindir is /usr/lib/postgresql/NN/bin), so these lines say where they went
+# and how to reach them; the Debian package links them into /usr/bin.
 install: install-tools
 install-tools: $(TOOLS)
 	$(if $(TOOLS),$(MKDIR_P) '$(DESTDIR)$(bindir)')
 	$(if $(TOOLS),$(INSTALL_PROGRAM) $(TOOLS) '$(DESTDIR)$(bindir)/')
 	$(if $(MAN1),$(MKDIR_P) '$(DESTDIR)$(mandir)/man1')
 	$(if $(MAN1),$(INSTALL_DATA) $(MAN1) '$(DESTDIR)$(mandir)/man1/')
+	@echo 'xip83: programs $(notdir $(TOOLS)) installed in $(DESTDIR)$(bindir)'
+	@echo 'xip83: their man pages in $(DESTDIR)$(mandir)/man1'
+	@if [ -z '$(DESTDIR)' ]; then \
+		case ":$$PATH:" in *':$(bindir):'*) ;; *) \
+			echo 'xip83: $(bindir) is not on PATH: run them by full path, or add it:'; \
+			echo '         export PATH="$(bindir):$$PATH"   (or link them into /usr/local/bin)';; esac; \
+		echo 'xip83: read a page with: man -M $(mandir) xip83-tail'; \
+	fi
+
+uninstall: uninstall-tools
+uninstall-tools:
+	rm -f $(addprefix '$(DESTDIR)$(bindir)'/,$(notdir $(TOOLS)))
+	rm -f $(addprefix '$(DESTDIR)$(mandir)/man1'/,$(notdir $(MAN1)))
 
 # PGXS's installcheck runs the three kinds in one recipe and stops at the first
 # that fails; these run one kind each (tests/driver.sh runs all three).
@@ -318,5 +335,5 @@ cppcheck:
 check-layers:
 	/usr/bin/python3 $(S)tests/house/check_layers.py $(S).
 
-.PHONY: test demo install-tools installcheck-regress installcheck-isolation installcheck-tap \
+.PHONY: test demo install-tools uninstall-tools installcheck-regress installcheck-isolation installcheck-tap \
         tempcheck installcheck-libpq cppcheck check-layers test-programs bench go-example fuzzers
