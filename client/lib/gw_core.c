@@ -469,10 +469,12 @@ Message(Xip83H2Stream *h2, const unsigned char *msg, size_t len)
 	{
 		unsigned char *req;
 		size_t		req_len;
+		char		err[256];
+		const char *code;
 
 		st->requested = true;
-		if (!gw_filters_request(st->kind, msg, len, &req, &req_len))
-			xip83_session_fail(st->s, "INVALID_ARGUMENT", "malformed request");
+		if ((code = gw_filters_request(st->kind, msg, len, &req, &req_len, err, sizeof(err))) != NULL)
+			xip83_session_fail(st->s, code, "%s", err);
 		else
 		{
 			Request(st, req, req_len);
