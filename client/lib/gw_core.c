@@ -59,7 +59,8 @@ Finish(GwStream *st, int code, const char *message)
 	if (st->finished)
 		return;
 	st->finished = true;
-	gw->stats.errors[code < XIP83_GRPC_NCODES ? code : XIP83_GRPC_INTERNAL]++;
+	st->code = code < XIP83_GRPC_NCODES ? code : XIP83_GRPC_INTERNAL;
+	gw->stats.errors[st->code]++;
 	gw_unqueue(st);
 	xip83_h2_timer_stop(gw->srv, &st->keepalive);
 	xip83_topics_free(&st->s->topics);
@@ -517,6 +518,16 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 
 	if (!st->finished)
 		Finish(st, XIP83_GRPC_CANCELLED, NULL);
+	else if (cancelled && st->code == XIP83_GRPC_OK)
+	{
+		/*
+		 * Its OK never left: the client cancelled first (grpc-js sends its
+		 * END_STREAM and RST_STREAM together, and the half-close ended it).
+		 */
+		gw->stats.errors[XIP83_GRPC_OK]--;
+		gw->stats.errors[XIP83_GRPC_CANCELLED]++;
+		st->code = XIP83_GRPC_CANCELLED;
+	}
 	st->h2 = NULL;
 	if (st->conn)
 		st->conn->owner = NULL; /* its page is dropped when it comes */
