@@ -246,12 +246,18 @@ GO           ?= go
 GO_PATH      ?= /usr/share/gocode
 GO_FOUND     := $(shell command -v $(GO) 2>/dev/null)
 
-go-example: $(if $(GO_FOUND),$(BUILD)/xip83-go-node)
-	$(if $(GO_FOUND),,@echo "go-example: skipped, $(GO) not found (t_node_feed needs it)")
+go-example: $(if $(GO_FOUND),$(BUILD)/xip83-go-node $(BUILD)/xip83-go-grpc-client)
+	$(if $(GO_FOUND),,@echo "go-example: skipped, $(GO) not found (t_node_feed, t_gateway_headers need it)")
 
 $(BUILD)/xip83-go-node: $(call srcfiles,examples/go/*.go)
 	@mkdir -p $(BUILD)
 	cd $(S)examples/go && GO111MODULE=off GOFLAGS= GOPATH=$(GO_PATH) \
+		GOCACHE=$(abspath $(BUILD))/gocache $(GO) build -o $(abspath $@) .
+
+# a grpc-go client of the gateway (golang-google-grpc-dev; t_gateway_headers runs it)
+$(BUILD)/xip83-go-grpc-client: $(call srcfiles,tests/grpc/goclient/*.go)
+	@mkdir -p $(BUILD)
+	cd $(S)tests/grpc/goclient && GO111MODULE=off GOFLAGS= GOPATH=$(GO_PATH) \
 		GOCACHE=$(abspath $(BUILD))/gocache $(GO) build -o $(abspath $@) .
 
 # ---------------------------------------------------------------- fuzzing
@@ -300,6 +306,7 @@ tempcheck:
 installcheck-libpq: test-programs
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
 		XIP83_GATEWAY=$(abspath $(BUILD)/xip83-gateway) \
+		XIP83_GO_GRPC_CLIENT=$(abspath $(BUILD)/xip83-go-grpc-client) \
 		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(GW_UNITS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
 
 test:

@@ -425,6 +425,13 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	gw->streams = st;
 	gw->stats.streams[method]++;
 	xip83_h2_set_data(h2, st);
+
+	/*
+	 * Headers at once, as XMTP's nodes send them: clients (tonic, grpc-go's
+	 * Header(), grpc-js's metadata event) wait for them before any message,
+	 * and a server stream's first message may be far off.
+	 */
+	xip83_h2_send_headers(h2, "subscribed", "true");
 	/* Started before anything else the stream carries */
 	if (!xip83_send_started(&st->s->out, (uint32_t) st->s->ka.interval_ms))
 		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
