@@ -277,6 +277,19 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c src/frames/frames_json.c src/frames/frames_json.
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-I$(BUILD)/proto -I$(S)src/frames $(PROTOBUF_CFLAGS) -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
+# the gateway's parsers: its own request and frame walks, the session
+# engine's request decoding and wire check, and both message readers
+FUZZ_GW_SRC  = client/lib/gw_frames.c client/lib/pb_check.c client/lib/session_request.c \
+               client/lib/session_topics.c client/lib/session_wire.c client/lib/frame_reader.c \
+               client/grpc/grpc_frame.c
+
+$(BUILD)/fuzz/fuzz_gateway: tests/fuzz/fuzz_gateway.c $(FUZZ_GW_SRC) $(PROTO_C) $(PROTO_H) \
+                            $(call srcfiles,client/lib/*.h client/grpc/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)client/grpc $(PROTOBUF_CFLAGS) \
+		-o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
+
 # The tools and their man pages (man/NAME.1, section 1) into PostgreSQL's
 # bindir and mandir, as the server's own programs are installed.
 MAN1         = $(addprefix $(S),$(call srcfiles,man/*.1))
