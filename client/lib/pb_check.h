@@ -2,9 +2,10 @@
  * pb_check.h: a strict check of a protobuf message's wire bytes against its
  * descriptor, before anything decodes them.
  *
- * protobuf-c refuses truncated bytes but lets through what the wire format
- * forbids (a field numbered 0, a varint whose tenth byte overflows 64
- * bits), and the gateway's own walks over request bytes need the same rules.
+ * protobuf-c refuses truncated bytes but lets through some of what the wire
+ * format forbids (a field numbered 0 whose tag takes two bytes, a varint
+ * whose tenth byte overflows 64 bits), and the gateway's own walks over
+ * request bytes need the same rules.
  * This one refuses, with a message that names the field and its byte
  * offset: a tag, varint, length or fixed value cut short by the end of the
  * bytes or of the enclosing field; a field number of 0 or above 2^29-1; a

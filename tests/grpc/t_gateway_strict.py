@@ -47,6 +47,7 @@ AFTER = [
     ("truncated fixed64", b"\x11\x00\x00\x00"),
     ("truncated fixed32", b"\x15\x00\x00"),
     ("field number 0", b"\x02\x00"),
+    ("field number 0 in a two-byte tag", b"\x82\x00\x00"),
     ("group wire type", b"\x0b\x0c"),
     ("wire type 7", b"\x0f"),
     ("filters as a varint", b"\x08\x01"),
@@ -124,6 +125,7 @@ def subscribe(ch, path, topic):
              ("id_cursor beyond 64 bits", ld(1, add_ok + b"\x10" + b"\xff" * 9 + b"\x7f") + vi(4, 1)),
              ("truncated tag in the Mutate", ld(1, add_ok) + vi(4, 1) + b"\x80"),
              ("field number 0 in the Mutate", ld(1, add_ok) + vi(4, 1) + b"\x00\x00"),
+             ("field number 0 in a two-byte tag", ld(1, add_ok) + vi(4, 1) + b"\x82\x00\x00"),
              ("truncated remove", ld(1, add_ok) + vi(4, 1) + b"\x12\x09\x00")]
     for what, mutate in cases:
         reqs = Requests()
