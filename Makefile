@@ -247,12 +247,18 @@ GO           ?= go
 GO_PATH      ?= /usr/share/gocode
 GO_FOUND     := $(shell command -v $(GO) 2>/dev/null)
 
-go-example: $(if $(GO_FOUND),$(BUILD)/xip83-go-node)
-	$(if $(GO_FOUND),,@echo "go-example: skipped, $(GO) not found (t_node_feed needs it)")
+go-example: $(if $(GO_FOUND),$(BUILD)/xip83-go-node $(BUILD)/xip83-go-grpc-client)
+	$(if $(GO_FOUND),,@echo "go-example: skipped, $(GO) not found (t_node_feed, t_gateway_headers need it)")
 
 $(BUILD)/xip83-go-node: $(call srcfiles,examples/go/*.go)
 	@mkdir -p $(BUILD)
 	cd $(S)examples/go && GO111MODULE=off GOFLAGS= GOPATH=$(GO_PATH) \
+		GOCACHE=$(abspath $(BUILD))/gocache $(GO) build -o $(abspath $@) .
+
+# a grpc-go client of the gateway (golang-google-grpc-dev; t_gateway_headers runs it)
+$(BUILD)/xip83-go-grpc-client: $(call srcfiles,tests/grpc/goclient/*.go)
+	@mkdir -p $(BUILD)
+	cd $(S)tests/grpc/goclient && GO111MODULE=off GOFLAGS= GOPATH=$(GO_PATH) \
 		GOCACHE=$(abspath $(BUILD))/gocache $(GO) build -o $(abspath $@) .
 
 # ---------------------------------------------------------------- fuzzing
@@ -271,6 +277,19 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c src/frames/frames_json.c src/frames/frames_json.
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-I$(BUILD)/proto -I$(S)src/frames $(PROTOBUF_CFLAGS) -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
+
+# the gateway's parsers: its own request and frame walks, the session
+# engine's request decoding and wire check, and both message readers
+FUZZ_GW_SRC  = client/lib/gw_frames.c client/lib/pb_check.c client/lib/session_request.c \
+               client/lib/session_topics.c client/lib/session_wire.c client/lib/frame_reader.c \
+               client/grpc/grpc_frame.c
+
+$(BUILD)/fuzz/fuzz_gateway: tests/fuzz/fuzz_gateway.c $(FUZZ_GW_SRC) $(PROTO_C) $(PROTO_H) \
+                            $(call srcfiles,client/lib/*.h client/grpc/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)client/grpc $(PROTOBUF_CFLAGS) \
+		-o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
 # The tools and their man pages (man/NAME.1, section 1) into PostgreSQL's
 # bindir and mandir, as the server's own programs are installed.
@@ -317,6 +336,7 @@ tempcheck:
 installcheck-libpq: test-programs
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
 		XIP83_GATEWAY=$(abspath $(BUILD)/xip83-gateway) \
+		XIP83_GO_GRPC_CLIENT=$(abspath $(BUILD)/xip83-go-grpc-client) \
 		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(GW_UNITS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
 
 test:

@@ -63,6 +63,8 @@ need_pkgs() {
 	# examples/go, built offline against Debian's Go packages (t_node_feed runs it)
 	command -v go >/dev/null || missing+=(golang-go)
 	[ -d /usr/share/gocode/src/github.com/jackc/pgx/v4 ] || missing+=(golang-github-jackc-pgx-v4-dev)
+	# grpc-go, the gateway's server streams tried with another client (tests/grpc/goclient)
+	[ -d /usr/share/gocode/src/google.golang.org/grpc ] || missing+=(golang-google-grpc-dev)
 	# the gateway's gRPC transport (client/grpc) and its tests (tests/grpc)
 	[ -f /usr/include/nghttp2/nghttp2.h ] || missing+=(libnghttp2-dev)
 	[ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
