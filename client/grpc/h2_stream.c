@@ -648,7 +648,12 @@ h2_stream_limit(Xip83H2Stream *s, Xip83H2Limit why, const char *message)
 	Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, message, NULL);
 }
 
-/* Whether s may queue a chunk costing cost more; if not, s is ended. */
+/*
+ * Whether s may queue a chunk costing cost more. If not, s is reset with
+ * ENHANCE_YOUR_CALM (gRPC clients report RESOURCE_EXHAUSTED) and its queue
+ * dropped at once: trailers would wait behind it for a window the client
+ * does not grant, and the memory would stay taken.
+ */
 static bool
 OutputRoom(Xip83H2Stream *s, size_t cost)
 {
@@ -656,9 +661,23 @@ OutputRoom(Xip83H2Stream *s, size_t cost)
 
 	if (over < 0)
 		return true;
-	h2_stream_limit(s, (Xip83H2Limit) over, over == XIP83_H2_LIMIT_MEMORY ?
-					"the server is short of memory: the client reads too slowly" :
-					"this connection holds too much unsent data: the client reads too slowly");
+	s->conn->srv->reached[over]++;
+	s->finishing = true;
+	s->status = XIP83_GRPC_RESOURCE_EXHAUSTED;
+	while (s->head)
+	{
+		H2Chunk    *next = s->head->next;
+
+		ChunkGone(s, s->head);
+		h2_chunk_free(s->conn->srv, s->head);
+		s->head = next;
+	}
+	s->tail = NULL;
+	s->pending = 0;
+	ReaderRelease(s);
+	h2_stream_progress(s, false);
+	nghttp2_submit_rst_stream(s->conn->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_ENHANCE_YOUR_CALM);
+	MarkDirty(s);
 	return false;
 }
 
