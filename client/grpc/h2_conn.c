@@ -284,8 +284,13 @@ h2_conn_out_reserve(H2Conn *c, size_t n)
 {
 	if (c->out_len + n > c->out_cap)
 	{
-		size_t		cap = c->out_len + n > H2_OUT_FILL * 2 ? c->out_len + n : H2_OUT_FILL * 2;
-		unsigned char *b = realloc(c->out, cap);
+		/* grown as needed: a connection that writes little keeps a small buffer */
+		size_t		cap = c->out_cap ? c->out_cap * 2 : 4096;
+		unsigned char *b;
+
+		while (cap < c->out_len + n)
+			cap *= 2;
+		b = realloc(c->out, cap);
 
 		if (b == NULL)
 			return NULL;

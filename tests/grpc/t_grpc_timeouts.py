@@ -11,61 +11,18 @@ unfinished closes its connection. Each is counted, and a new client is
 served afterwards."""
 import socket
 import tempfile
-import threading
 import time
 
 import hpack
 import hyperframe.frame
 
-from grpctest import (ECHO_PATH, STREAM_PATH, Failure, RawH2, Requests, Server, check,
+from grpctest import (ECHO_PATH, STREAM_PATH, Canary, Failure, RawH2, Server, check,
                       make_cert, run, stats, stream_request)
 
 HANDSHAKE_MS = 600
 IDLE_MS = 1500
 REQUEST_MS = 1000
-CANARY_LIMIT = 0.5		# generous: a loaded CI machine, under ASan
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-
-
-class Canary:
-    """An Echo stream on its own connection, round-tripped every 50 ms on a thread."""
-
-    def __init__(self, srv):
-        self.ch = srv.channel()
-        self.reqs = Requests()
-        self.call = self.ch.stream_stream(ECHO_PATH)(self.reqs, timeout=120)
-        self.worst = 0.0
-        self.n = 0
-        self.error = None
-        self.stop = False
-        self.thread = threading.Thread(target=self.loop, daemon=True)
-        self.thread.start()
-
-    def loop(self):
-        try:
-            while not self.stop:
-                t0 = time.monotonic()
-                body = b"canary %d" % self.n
-                self.reqs.put(body)
-                if next(self.call) != body:
-                    raise Exception("the canary's echo came back wrong")
-                self.worst = max(self.worst, time.monotonic() - t0)
-                self.n += 1
-                time.sleep(0.05)
-        except Exception as e:	# noqa: BLE001 - reported by check()
-            self.error = e
-
-    def check(self, what):
-        check(self.error is None, "the canary failed %s: %r" % (what, self.error))
-        check(self.n > 0, "the canary made no round trip %s" % what)
-        check(self.worst < CANARY_LIMIT, "the canary's slowest round trip %.3f s %s" % (self.worst, what))
-
-    def close(self):
-        self.stop = True
-        self.thread.join()
-        self.reqs.close()
-        list(self.call)
-        self.ch.close()
 
 
 def closed_within(sock, seconds, t0=None):
