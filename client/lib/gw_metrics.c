@@ -5,9 +5,11 @@
  * request is read as it arrives (until its blank line, REQUEST_MAX bytes at
  * most), the page is made in one go and written as the socket takes it,
  * and the connection is closed. A connection not done within
- * SCRAPE_TIMEOUT_MS is closed, and at most SCRAPE_CONNS are served at once
- * (more are closed at accept): a silent or slow scraper costs a descriptor
- * and a small buffer, never the loop's time. The loop, not a thread of its
+ * SCRAPE_TIMEOUT_MS is closed, and at most SCRAPE_CONNS are open at once: a
+ * new one closes the oldest still waiting for its request (or is closed
+ * itself when all are writing). A silent or slow scraper costs a
+ * descriptor and a small buffer, never the loop's time, and cannot keep a
+ * real scraper out. The loop, not a thread of its
  * own, because the page reads the core's counters, which only the loop may.
  */
 #include "gw_metrics.h"
@@ -312,6 +314,20 @@ Accept(void *arg, uint32_t events)
 
 		if (fd < 0)
 			return;
+		if (m->n_scrapes >= SCRAPE_CONNS)
+		{
+			/* the oldest still waiting for its request makes room: silence cannot hold them all */
+			Scrape	   *old = NULL;
+
+			for (Scrape *x = m->scrapes; x; x = x->next)
+				if (x->out == NULL)
+					old = x;
+			if (old)
+			{
+				m->reached[SCRAPE_LIMIT_CONNS]++;
+				ScrapeClose(old);
+			}
+		}
 		if (m->n_scrapes >= SCRAPE_CONNS || (sc = calloc(1, sizeof(*sc))) == NULL)
 		{
 			m->reached[SCRAPE_LIMIT_CONNS]++;
