@@ -148,7 +148,8 @@ Sweep(void *arg)
 		next = c->next;
 		h2_conn_sweep(c, now);
 	}
-	if (srv->freed >= TRIM_AFTER && srv->freed == srv->freed_then)
+	/* the burst is over when the last period gave back little more */
+	if (srv->freed >= TRIM_AFTER && srv->freed - srv->freed_then < TRIM_AFTER / 16)
 	{
 		while (srv->n_spare > SPARE_KEEP)
 		{
