@@ -13,8 +13,11 @@
  * message* (each a whole gRPC message, in order) → half_close (the client
  * sent END_STREAM) → closed. closed comes exactly once for every stream
  * whose open returned XIP83_GRPC_OK, last, with cancelled set when the
- * stream ended before the server finished it (RST_STREAM from the client, a
- * lost connection); the stream handle is invalid after it returns. Between
+ * stream ended before the server's end of it (END_STREAM) left: RST_STREAM
+ * from the client, a lost connection, also when the client's own END_STREAM
+ * came first and the method had finished the stream but its trailers were
+ * still queued (grpc-js cancels with both at once); the stream handle is
+ * invalid after it returns. Between
  * open and closed the method may send messages and finish the stream, from
  * the callbacks or from anywhere on the loop (a timer, a database socket).
  *

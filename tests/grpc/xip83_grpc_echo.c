@@ -25,11 +25,12 @@
  *   Fail    the request is a big-endian uint32 status and a text: the call
  *           ends with them.
  *   Stats   one message: "connections=N streams=N pending=N peak=N
- *           produced=N rss_kb=N memory=N input=N LIMIT=N..." (peak: the most
- *           memory ever queued on one stream; memory and input: the
- *           transport's accounts; LIMIT: each Xip83H2Limit's name, the
- *           times it was reached;
- *           stream; produced: the bytes Stream queued, all streams).
+ *           produced=N rss_kb=N memory=N input=N closed=N cancelled=N
+ *           LIMIT=N..." (peak: the most memory ever queued on one stream;
+ *           memory and input: the transport's accounts; closed, cancelled:
+ *           streams closed, by the flag closed got; LIMIT: each
+ *           Xip83H2Limit's name, the times it was reached; produced: the
+ *           bytes Stream queued, all streams).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -55,6 +56,8 @@ typedef struct Producer
 static Xip83H2Server *server;
 static size_t peak_pending;
 static uint64_t produced;		/* bytes queued by Stream, all streams */
+static uint64_t closed_ok;		/* streams closed after their end was sent */
+static uint64_t closed_cancelled;	/* streams closed before it */
 
 static uint32_t
 Be32(const unsigned char *p)
@@ -84,6 +87,7 @@ ClosedAny(Xip83H2Stream *s, bool cancelled)
 {
 	Producer   *p = xip83_h2_data(s);
 
+	(*(cancelled ? &closed_cancelled : &closed_ok))++;
 	if (p)
 	{
 		xip83_h2_timer_stop(server, &p->timer);
@@ -219,9 +223,10 @@ StatsMessage(Xip83H2Stream *s, const unsigned char *msg, size_t len)
 	xip83_h2_stats(server, &st);
 	n = snprintf(text, sizeof(text),
 				 "connections=%zu streams=%zu pending=%zu peak=%zu produced=%llu rss_kb=%ld"
-				 " memory=%zu input=%zu",
+				 " memory=%zu input=%zu closed=%llu cancelled=%llu",
 				 st.connections, st.streams, st.pending, peak_pending,
-				 (unsigned long long) produced, RssKb(), st.memory, st.input);
+				 (unsigned long long) produced, RssKb(), st.memory, st.input,
+				 (unsigned long long) closed_ok, (unsigned long long) closed_cancelled);
 	for (int i = 0; i < XIP83_H2_LIMITS; i++)
 		n += snprintf(text + n, sizeof(text) - (size_t) n, " %s=%llu", xip83_h2_limit_names[i],
 					  (unsigned long long) st.reached[i]);
