@@ -443,6 +443,8 @@ h2_conn_event(H2Conn *c, uint32_t events)
 			/* what nghttp2 took for itself: the connection goes, alone */
 			if (!c->closing && h2_mem_room(c, 0) >= 0)
 				h2_conn_limit(c, (Xip83H2Limit) h2_mem_room(c, 0));
+			if (c->closing)
+				break;			/* nothing more is taken from it */
 			budget -= (size_t) n < budget ? (size_t) n : budget;
 			/*
 			 * A short read drained the socket: the loop is level-triggered,

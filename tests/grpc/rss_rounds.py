@@ -72,8 +72,9 @@ def main():
     socks = [connect(srv.ports["h2c"], 0) for _ in range(1000)]
     drain(socks, 3.0)
     st = stats(ch)
-    print("1,000 idle connections: %d open, rss_kb %d: %.1f kB each" % (st["connections"], st["rss_kb"],
-                                                                       (st["rss_kb"] - base) / 1000))
+    print("1,000 idle connections: %d open, rss_kb %d: %.1f kB each (%s bytes each on the transport's account)"
+          % (st["connections"], st["rss_kb"], (st["rss_kb"] - base) / 1000,
+             st.get("memory", 0) // st["connections"]))
     for s in socks:
         s.close()
     ch.close()
