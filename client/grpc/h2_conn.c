@@ -13,7 +13,14 @@
  *
  * A connection closes when nghttp2 wants neither to read nor to write (after
  * GOAWAY and the last stream), on EOF, and on any socket, TLS or protocol
- * error; its open streams then end as cancelled.
+ * error; its open streams then end as cancelled. A limit closes it the
+ * same way after a GOAWAY (h2_conn_limit).
+ *
+ * What a connection holds is charged to it (H2Conn.mem): nghttp2's own
+ * allocations through an allocator of ours, sized by malloc; the output
+ * buffer, which grows as needed and is given back by the sweep once a
+ * period passed without use; and its streams' queues and partial messages
+ * (h2_stream.c).
  */
 #define _GNU_SOURCE
 #include "h2_internal.h"

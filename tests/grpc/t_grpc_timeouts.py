@@ -10,6 +10,7 @@ connection that trickles its message on goes on, and a header block left
 unfinished closes its connection. Each is counted, and a new client is
 served afterwards."""
 import socket
+import ssl
 import tempfile
 import time
 
@@ -47,8 +48,22 @@ def handshakes(srv):
     partial = socket.create_connection(("127.0.0.1", srv.ports["h2c"]))
     partial.sendall(PREFACE[:10])
     tls = socket.create_connection(("127.0.0.1", srv.ports["tls"]))
+    # a ClientHello, and nothing after the server's answer
+    hello = socket.create_connection(("127.0.0.1", srv.ports["tls"]))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"])
+    out = ssl.MemoryBIO()
+    obj = ctx.wrap_bio(ssl.MemoryBIO(), out)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    hello.sendall(out.read())
     for sock, what in ((silent, "a silent h2c connection"), (partial, "half a preface"),
-                       (tls, "a TLS connection without a ClientHello")):
+                       (tls, "a TLS connection without a ClientHello"),
+                       (hello, "a TLS handshake left after the ClientHello")):
         took = closed_within(sock, 5, t0)
         check(took >= HANDSHAKE_MS / 1000 * 0.8, "%s closed after only %.3f s" % (what, took))
         print("%s: closed after %.2f s" % (what, took))
@@ -134,7 +149,7 @@ def test():
     canary.check("while requests stalled")
     st = stats(canary.ch)
     print(st)
-    check(st["handshake_timeout"] >= 3, "handshake timeouts counted: %s" % st)
+    check(st["handshake_timeout"] >= 4, "handshake timeouts counted: %s" % st)
     check(st["idle_timeout"] >= 1, "idle timeouts counted: %s" % st)
     check(st["request_timeout"] >= 2, "request timeouts counted: %s" % st)
     canary.close()
