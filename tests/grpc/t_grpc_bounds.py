@@ -6,12 +6,13 @@ completes; queued output over --max-conn-memory (streams of a client that
 grants no window, counted as the chunks really allocated) resets the stream
 that passed it with ENHANCE_YOUR_CALM and frees its queue; the process over
 --max-memory refuses a connection holding more than its share and not the
-canary; connections past --max-connections are closed at accept. Each is
+canary; a grpcio client that stops reading sees RESOURCE_EXHAUSTED; connections past --max-connections are closed at accept. Each is
 counted, and a well-behaved client is served afterwards."""
 import socket
 import struct
 import time
 
+import grpc
 import h2.settings
 import hyperframe.frame
 
@@ -112,10 +113,28 @@ def output(srv, canary):
     return [a, b]
 
 
-def connections(srv, canary, held):
-    for h in held:
-        h.close()
-    time.sleep(0.3)
+def grpcio_sees(srv, canary):
+    """What a real client sees of the reset: RESOURCE_EXHAUSTED."""
+    ch = srv.channel(**{"grpc.http2.bdp_probe": 0, "grpc.use_local_subchannel_pool": 1})
+    calls = [ch.unary_stream(STREAM_PATH)(stream_request(100000, 1000, hold=True), timeout=20) for _ in range(5)]
+    codes = []
+    for c in calls:
+        try:
+            time.sleep(0.3)
+            for i, _ in enumerate(c):
+                if i == 5000:
+                    codes.append("read")
+                    break
+        except grpc.RpcError as e:
+            codes.append(e.code())
+        c.cancel()
+    ch.close()
+    print("grpcio streams not read past --max-conn-memory: %s" % codes)
+    check(grpc.StatusCode.RESOURCE_EXHAUSTED in codes, "grpcio saw %s" % codes)
+    canary.check("with a grpcio client at its memory bound")
+
+
+def connections(srv, canary):
     socks = []
     refused = 0
     for i in range(MAX_CONNECTIONS + 2):
@@ -151,7 +170,11 @@ def test():
     conn_input(srv)
     canary.check("after the input bound")
     held = output(srv, canary)
-    connections(srv, canary, held)
+    for h in held:
+        h.close()
+    time.sleep(0.3)
+    grpcio_sees(srv, canary)
+    connections(srv, canary)
     time.sleep(0.3)
     st = stats(canary.ch)
     check(st["pending"] == 0 and st["input"] == 0, "all given back: %s" % st)
