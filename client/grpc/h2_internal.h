@@ -40,6 +40,9 @@ typedef struct H2Listener
 	struct H2Listener *next;
 } H2Listener;
 
+/* What a chunk of n bytes of room costs: its allocation, header included. */
+#define H2_CHUNK_COST(room) (sizeof(H2Chunk) + (room))
+
 /*
  * A queued outgoing message: gRPC prefix and body, in data or, for a message
  * many streams send, in the shared chunk the entry points at (one reference
@@ -80,7 +83,9 @@ struct Xip83H2Stream
 	void	   *data;
 	H2Chunk    *head;
 	H2Chunk    *tail;
-	size_t		pending;
+	size_t		pending;		/* bytes queued, not yet handed to nghttp2 */
+	size_t		held;			/* the memory the queue takes (xip83_h2_pending) */
+	size_t		charged;		/* by the caller, xip83_h2_charge */
 	Xip83GrpcReader reader;
 	/* request headers, held (nghttp2_rcbuf references) until the request is whole */
 	nghttp2_rcbuf **hdrs;		/* name, value, name, value, ... */
@@ -94,6 +99,11 @@ struct Xip83H2Stream
 	bool		deferred;		/* the data provider is waiting for data */
 	bool		over_low;		/* pending went over the low-water mark */
 	bool		remote_done;	/* the client sent END_STREAM */
+	bool		incomplete;		/* on the connection's incomplete list */
+	uint64_t	progress_ms;	/* the last new byte of the part held */
+	/* streams holding part of a request, by progress_ms: oldest first */
+	Xip83H2Stream *in_prev;
+	Xip83H2Stream *in_next;
 	Xip83H2Stream *prev;
 	Xip83H2Stream *next;
 };
@@ -114,6 +124,14 @@ struct H2Conn
 	size_t		out_off;
 	size_t		out_cap;
 	size_t		partial;		/* bytes held by streams' partial messages */
+	size_t		mem;			/* all the connection holds (h2_mem_add) */
+	nghttp2_mem alloc;			/* nghttp2's allocations, charged to mem */
+	uint64_t	since_ms;		/* accepted; then the last stream's end */
+	bool		greeted;		/* the client's preface and first frame came */
+	bool		closing;		/* a limit closes it: GOAWAY, then close */
+	bool		out_used;		/* the out buffer held bytes since the last sweep */
+	Xip83H2Stream *in_head;		/* streams holding part of a request */
+	Xip83H2Stream *in_tail;
 	int32_t    *notify;			/* streams to tell they are writable */
 	size_t		n_notify;
 	size_t		cap_notify;
@@ -139,7 +157,17 @@ struct Xip83H2Server
 	size_t		n_conns;
 	uint64_t	serial;			/* connections accepted so far */
 	size_t		n_streams;
-	size_t		pending;
+	size_t		pending;		/* Xip83H2Stream.held, all streams */
+	size_t		mem;			/* the process account: every H2Conn.mem */
+	size_t		input;			/* every H2Conn.partial */
+	uint64_t	reached[XIP83_H2_LIMITS];
+	size_t		freed;			/* memory given back since the last trim */
+	size_t		freed_then;		/* freed, at the last sweep */
+	Xip83Watch **watched;		/* the caller's listeners (xip83_h2_watch_listener) */
+	size_t		n_watched;
+	Xip83Timer	sweep_timer;
+	uint64_t	sweep_ms;
+	bool		auto_partial;	/* max_partial follows the largest max_message */
 	H2Chunk    *spare;			/* written small chunks, for reuse */
 	size_t		n_spare;
 	const Xip83GrpcMethod **methods;
@@ -153,6 +181,12 @@ struct Xip83H2Server
 	nghttp2_option *option;
 };
 
+/* h2_server.c */
+extern void h2_mem_add(H2Conn *c, size_t n);
+extern void h2_mem_sub(H2Conn *c, size_t n);
+extern int	h2_mem_room(H2Conn *c, size_t n);
+extern void h2_accept_pause(Xip83H2Server *srv);
+
 /* h2_conn.c */
 extern void h2_conn_accept(Xip83H2Server *srv, H2Listener *l);
 extern void h2_conn_event(H2Conn *c, uint32_t events);
@@ -161,12 +195,16 @@ extern bool h2_conn_flush(H2Conn *c);
 extern void h2_conn_close(H2Conn *c);
 extern void h2_conn_goaway(H2Conn *c);
 extern unsigned char *h2_conn_out_reserve(H2Conn *c, size_t n);
+extern void h2_conn_limit(H2Conn *c, Xip83H2Limit why);
+extern void h2_conn_sweep(H2Conn *c, uint64_t now);
 
 /* h2_stream.c */
 extern void h2_stream_callbacks(nghttp2_session_callbacks *cb);
 extern void h2_stream_free(Xip83H2Stream *s, bool cancelled);
 extern void h2_stream_notify(H2Conn *c);
 extern void h2_chunk_free(Xip83H2Server *srv, H2Chunk *c);
+extern void h2_stream_progress(Xip83H2Stream *s, bool incomplete);
+extern void h2_stream_limit(Xip83H2Stream *s, Xip83H2Limit why, const char *message);
 
 /* h2_tls.c */
 extern SSL_CTX *h2_tls_context(const char *cert_file, const char *key_file, char *err, size_t errlen);

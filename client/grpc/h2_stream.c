@@ -36,8 +36,66 @@ static const char grpc_type[] = "application/grpc";
 static void
 ReaderTrack(Xip83H2Stream *s, uint32_t cap_before)
 {
-	s->conn->partial += s->reader.cap;
-	s->conn->partial -= cap_before;
+	H2Conn	   *c = s->conn;
+
+	if (s->reader.cap == cap_before)
+		return;
+	c->partial += s->reader.cap;
+	c->partial -= cap_before;
+	c->srv->input += s->reader.cap;
+	c->srv->input -= cap_before;
+	h2_mem_add(c, s->reader.cap);
+	h2_mem_sub(c, cap_before);
+}
+
+/* The memory a queued chunk takes: its own, not counting a shared message's bytes. */
+static size_t
+ChunkCost(const H2Chunk *c)
+{
+	return H2_CHUNK_COST(c->small ? H2_CHUNK_SMALL : c->len);
+}
+
+/* What a chunk counts in its stream's pending memory: a shared message's bytes too. */
+static size_t
+ChunkHeld(const H2Chunk *c)
+{
+	return ChunkCost(c) + (c->shared ? c->len : 0);
+}
+
+/* Takes a chunk off s's account (it was written or dropped). */
+static void
+ChunkGone(Xip83H2Stream *s, const H2Chunk *c)
+{
+	size_t		held = ChunkHeld(c);
+
+	s->held -= held;
+	s->conn->srv->pending -= held;
+	h2_mem_sub(s->conn, ChunkCost(c));
+}
+
+/*
+ * Puts s on its connection's list of streams holding part of a request,
+ * at the end (a new byte of it came now), or takes it off.
+ */
+void
+h2_stream_progress(Xip83H2Stream *s, bool incomplete)
+{
+	H2Conn	   *c = s->conn;
+
+	if (s->incomplete)
+	{
+		*(s->in_prev ? &s->in_prev->in_next : &c->in_head) = s->in_next;
+		*(s->in_next ? &s->in_next->in_prev : &c->in_tail) = s->in_prev;
+		s->in_prev = s->in_next = NULL;
+		s->incomplete = false;
+	}
+	if (!incomplete)
+		return;
+	s->incomplete = true;
+	s->progress_ms = xip83_loop_now_ms();
+	s->in_prev = c->in_tail;
+	*(c->in_tail ? &c->in_tail->in_next : &c->in_head) = s;
+	c->in_tail = s;
 }
 
 static void
@@ -87,12 +145,12 @@ QueueTake(Xip83H2Stream *s, uint8_t *buf, size_t len)
 			s->head = c->next;
 			if (s->head == NULL)
 				s->tail = NULL;
+			ChunkGone(s, c);
 			h2_chunk_free(srv, c);
 		}
 	}
 	s->pending -= n;
-	srv->pending -= n;
-	if (s->over_low && s->pending < srv->cfg.low_water)
+	if (s->over_low && s->held < srv->cfg.low_water)
 	{
 		H2Conn	   *c = s->conn;
 
@@ -249,6 +307,7 @@ Finish(Xip83H2Stream *s, int status, const char *message, const char *accept_enc
 			xip83_grpc_percent_encode(message, s->message, cap);
 	}
 	ReaderRelease(s);
+	h2_stream_progress(s, false);
 	if (!s->headers_sent)
 		SubmitResponse(s, true, accept_encoding, NULL, NULL);
 	else
@@ -393,6 +452,9 @@ OnBeginHeaders(nghttp2_session *session, const nghttp2_frame *frame, void *user_
 	if (c->streams)
 		c->streams->prev = s;
 	c->streams = s;
+	h2_mem_add(c, sizeof(*s));
+	/* its header block is under way */
+	h2_stream_progress(s, true);
 	return 0;
 }
 
@@ -415,6 +477,8 @@ OnHeader(nghttp2_session *session, const nghttp2_frame *frame, nghttp2_rcbuf *na
 	if (h == NULL)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	s->hdrs = h;
+	if (s->incomplete)
+		h2_stream_progress(s, true);
 	nghttp2_rcbuf_incref(name);
 	nghttp2_rcbuf_incref(value);
 	s->hdrs[s->n_hdrs++] = name;
@@ -425,15 +489,25 @@ OnHeader(nghttp2_session *session, const nghttp2_frame *frame, nghttp2_rcbuf *na
 static int
 OnFrameRecv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
+	H2Conn	   *c = user_data;
 	Xip83H2Stream *s;
 
+	if (!c->greeted)
+	{
+		/* the preface and a first frame: the handshake's deadline is met */
+		c->greeted = true;
+		c->since_ms = xip83_loop_now_ms();
+	}
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
 		return 0;
 	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
 	if (s == NULL)
 		return 0;
 	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+	{
 		Request(s);
+		h2_stream_progress(s, false);
+	}
 	if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
 		RemoteEnd(s);
 	return 0;
@@ -461,9 +535,17 @@ OnDataChunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
 		switch (rc)
 		{
 			case XIP83_GRPC_READ_MORE:
-				if (c->partial > c->srv->cfg.max_partial)
-					Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED,
-						   "too many partly received messages on this connection", NULL);
+				{
+					int			over = h2_mem_room(c, 0);
+
+					if (c->partial > c->srv->cfg.max_partial)
+						h2_stream_limit(s, XIP83_H2_LIMIT_CONN_INPUT,
+										"too many partly received messages on this connection");
+					else if (over >= 0)
+						h2_stream_limit(s, (Xip83H2Limit) over, over == XIP83_H2_LIMIT_MEMORY ?
+										"the server is short of memory" :
+										"this connection holds too much memory");
+				}
 				break;
 			case XIP83_GRPC_READ_MESSAGE:
 				s->method->message(s, msg, msg_len);
@@ -481,6 +563,9 @@ OnDataChunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
 				break;
 		}
 	}
+	/* a new byte of a message now held, or none held: its deadline follows */
+	if (s != NULL && s->method != NULL && !s->finishing)
+		h2_stream_progress(s, xip83_grpc_reader_partial(&s->reader));
 	return 0;
 }
 
@@ -547,14 +632,61 @@ h2_stream_free(Xip83H2Stream *s, bool cancelled)
 	{
 		H2Chunk    *next = s->head->next;
 
+		ChunkGone(s, s->head);
 		h2_chunk_free(c->srv, s->head);
 		s->head = next;
 	}
-	c->srv->pending -= s->pending;
 	ReaderRelease(s);
+	h2_stream_progress(s, false);
 	DropHeaders(s);
+	h2_mem_sub(c, s->charged + sizeof(*s));
 	free(s->message);
 	free(s);
+	if (c->streams == NULL)
+		c->since_ms = xip83_loop_now_ms();	/* idle from now */
+}
+
+/* A limit ends the stream alone: RESOURCE_EXHAUSTED, counted. */
+void
+h2_stream_limit(Xip83H2Stream *s, Xip83H2Limit why, const char *message)
+{
+	if (s->finishing)
+		return;
+	s->conn->srv->reached[why]++;
+	Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, message, NULL);
+}
+
+/*
+ * Whether s may queue a chunk costing cost more. If not, s is reset with
+ * ENHANCE_YOUR_CALM (gRPC clients report RESOURCE_EXHAUSTED) and its queue
+ * dropped at once: trailers would wait behind it for a window the client
+ * does not grant, and the memory would stay taken.
+ */
+static bool
+OutputRoom(Xip83H2Stream *s, size_t cost)
+{
+	int			over = h2_mem_room(s->conn, cost);
+
+	if (over < 0)
+		return true;
+	s->conn->srv->reached[over]++;
+	s->finishing = true;
+	s->status = XIP83_GRPC_RESOURCE_EXHAUSTED;
+	while (s->head)
+	{
+		H2Chunk    *next = s->head->next;
+
+		ChunkGone(s, s->head);
+		h2_chunk_free(s->conn->srv, s->head);
+		s->head = next;
+	}
+	s->tail = NULL;
+	s->pending = 0;
+	ReaderRelease(s);
+	h2_stream_progress(s, false);
+	nghttp2_submit_rst_stream(s->conn->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_ENHANCE_YOUR_CALM);
+	MarkDirty(s);
+	return false;
 }
 
 void
@@ -622,8 +754,10 @@ Enqueue(Xip83H2Stream *s, H2Chunk *c)
 		s->head = c;
 	s->tail = c;
 	s->pending += c->len;
-	s->conn->srv->pending += c->len;
-	if (s->pending >= s->conn->srv->cfg.low_water)
+	s->held += ChunkHeld(c);
+	s->conn->srv->pending += ChunkHeld(c);
+	h2_mem_add(s->conn, ChunkCost(c));
+	if (s->held >= s->conn->srv->cfg.low_water)
 		s->over_low = true;
 	if (!s->headers_sent)
 		SubmitResponse(s, false, NULL, NULL, NULL);
@@ -639,6 +773,9 @@ xip83_h2_send(Xip83H2Stream *s, const void *msg, size_t len)
 	H2Chunk    *c;
 
 	if (s->finishing || len > UINT32_MAX)
+		return false;
+	if (!OutputRoom(s, H2_CHUNK_COST(XIP83_GRPC_PREFIX + len <= H2_CHUNK_SMALL ? H2_CHUNK_SMALL
+										 : XIP83_GRPC_PREFIX + len)))
 		return false;
 	if ((c = ChunkNew(s->conn->srv, len)) == NULL)
 		return false;
@@ -686,6 +823,8 @@ xip83_h2_send_shared(Xip83H2Stream *s, Xip83H2Shared *m)
 
 	if (s->finishing || m->refs == UINT32_MAX)
 		return false;
+	if (!OutputRoom(s, H2_CHUNK_COST(H2_CHUNK_SMALL)))
+		return false;
 	/* an entry only: a spare chunk's room goes unused */
 	if ((c = ChunkNew(s->conn->srv, 0)) == NULL)
 		return false;
@@ -712,7 +851,26 @@ xip83_h2_finish(Xip83H2Stream *s, int status, const char *message)
 size_t
 xip83_h2_pending(const Xip83H2Stream *s)
 {
-	return s->pending;
+	return s->held;
+}
+
+bool
+xip83_h2_charge(Xip83H2Stream *s, size_t n)
+{
+	if (h2_mem_room(s->conn, n) >= 0)
+		return false;
+	s->charged += n;
+	h2_mem_add(s->conn, n);
+	return true;
+}
+
+void
+xip83_h2_uncharge(Xip83H2Stream *s, size_t n)
+{
+	if (n > s->charged)
+		n = s->charged;
+	s->charged -= n;
+	h2_mem_sub(s->conn, n);
 }
 
 bool
