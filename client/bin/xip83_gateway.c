@@ -4,7 +4,7 @@
  *
  *   xip83-gateway --dsn DSN --listen HOST:PORT [--pool N] [--tls-cert F --tls-key F]
  *                 [--metrics HOST:PORT] [--keepalive-ms N] [--drain-ms N]
- *                 [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]
+ *                 [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N] [--max-waves N]
  *
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
@@ -77,7 +77,8 @@ Usage(void)
 {
 	fprintf(stderr, "usage: xip83-gateway --dsn DSN --listen HOST:PORT [--pool N]"
 			" [--tls-cert FILE --tls-key FILE] [--metrics HOST:PORT] [--keepalive-ms N]"
-			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]\n");
+			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]"
+			" [--max-waves N]\n");
 	exit(2);
 }
 
@@ -147,6 +148,7 @@ main(int argc, char **argv)
 		{"standby-dsn", required_argument, NULL, 's'},
 		{"poll-ms", required_argument, NULL, 'P'},
 		{"fence-wait-ms", required_argument, NULL, 'F'},
+		{"max-waves", required_argument, NULL, 'W'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -164,7 +166,7 @@ main(int argc, char **argv)
 	bool		ok;
 
 	HugePages(argv);
-	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:h", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:W:h", longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -201,6 +203,9 @@ main(int argc, char **argv)
 				break;
 			case 'F':
 				go.fence_wait_ms = Number("--fence-wait-ms", optarg, 1, 60000);
+				break;
+			case 'W':
+				go.max_waves = Number("--max-waves", optarg, 1, 100000000);
 				break;
 			default:
 				Usage();

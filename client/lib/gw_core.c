@@ -404,6 +404,7 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	}
 	st->gw = gw;
 	st->h2 = h2;
+	st->conn_serial = xip83_h2_conn_serial(h2);
 	st->kind = kind;
 	st->method = method;
 	st->s->async_pages = true;
@@ -479,6 +480,7 @@ Message(Xip83H2Stream *h2, const unsigned char *msg, size_t len)
 			free(req);
 		}
 	}
+	gw_count_waves(st, st->s->n_waves);
 	gw_check(st);
 	gw_enqueue(st);
 	gw_schedule(st->gw);
@@ -528,6 +530,7 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 	if (st->next)
 		st->next->prev = st->prev;
 	gw->stats.streams[st->method]--;
+	gw_count_waves(st, 0);
 	st->s->ahead = NULL;
 	xip83_session_free(st->s);
 	free(st);
@@ -576,6 +579,8 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 		gw->opt.pool = 4;
 	if (gw->opt.keepalive_ms <= 0)
 		gw->opt.keepalive_ms = 30000;
+	if (gw->opt.max_waves <= 0)
+		gw->opt.max_waves = XIP83_GATEWAY_MAX_WAVES;
 	gw->srv = srv;
 	if (!gw_pool_open(gw, err, errlen))
 		goto fail;
@@ -649,6 +654,7 @@ xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
 		out->wave_queue += st->queued;
 	}
 	out->pool = (size_t) gw->opt.pool;
+	out->max_waves = (size_t) gw->opt.max_waves;
 	out->db_connections = 0;
 	for (int i = 0; i < gw->opt.pool; i++)
 	{

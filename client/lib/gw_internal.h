@@ -16,6 +16,13 @@
 typedef struct GwStream GwStream;
 typedef struct GwFeedThread GwFeedThread;
 
+/* A client connection's waves in flight (an entry of Xip83Gateway.conn_waves). */
+typedef struct GwConnWaves
+{
+	uint64_t	serial;
+	int			waves;			/* 0: a free slot */
+} GwConnWaves;
+
 /* A wave connection of the pool. */
 typedef struct PoolConn
 {
@@ -53,6 +60,8 @@ struct GwStream
 	bool		at_seam;		/* a wave waits for a seam round (in seam_waiters) */
 	uint64_t	seam_wait;		/* the lowest ticket its waves at the seam wait for */
 	PoolConn   *conn;			/* holding a wave connection */
+	uint64_t	conn_serial;	/* its client connection's */
+	int			waves;			/* its waves counted in the gateway's (gw_count_waves) */
 	Xip83Timer	keepalive;
 	GwStream   *q_prev,
 			   *q_next;			/* the wave queue */
@@ -72,6 +81,10 @@ struct Xip83Gateway
 	size_t		cap_seam_waiters;
 	PoolConn   *pool;
 	PoolConn   *free_conns;
+	size_t		n_waves;		/* waves in flight, every stream */
+	GwConnWaves *conn_waves;	/* by client connection: open addressing, a power of 2 */
+	size_t		n_conn_waves;
+	size_t		cap_conn_waves;
 	GwRouter	routers[2];		/* v3, d14n: their topic bytes overlap */
 	GwStream   *streams;
 	GwStream   *q_head,
@@ -119,6 +132,12 @@ extern void gw_feed_stop(Xip83Gateway *gw);
 extern void gw_enqueue(GwStream *st);
 /* Takes a stream out of the wave queue. */
 extern void gw_unqueue(GwStream *st);
+/*
+ * Counts st's waves (n: what it has now) in the gateway's and its client
+ * connection's; a wave it started past either bound fails it
+ * RESOURCE_EXHAUSTED.
+ */
+extern void gw_count_waves(GwStream *st, int n);
 /* Hands free wave connections to the streams in the queue, in turn. */
 extern void gw_schedule(Xip83Gateway *gw);
 /* Connects the pool (opt.pool connections, to the standby when there is one). */

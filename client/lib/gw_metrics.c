@@ -106,6 +106,14 @@ gw_metrics_page(Xip83Gateway *gw, size_t *len)
 	One(&pg, "pool_busy", "gauge", "Wave connections with a page query in flight.",
 		(double) st.pool_busy);
 	One(&pg, "pool_size", "gauge", "Wave connections (--pool).", (double) st.pool);
+	One(&pg, "pool_resets_total", "counter",
+		"Wave connections reconnected because they came back with a query unfinished.",
+		(double) st.pool_resets);
+	One(&pg, "waves_max", "gauge", "Waves in flight allowed, all streams (--max-waves).",
+		(double) st.max_waves);
+	One(&pg, "waves_refused_total", "counter",
+		"Mutates whose stream ended RESOURCE_EXHAUSTED at a bound of waves in flight.",
+		(double) st.waves_refused);
 	One(&pg, "db_connections", "gauge", "Database connections open: feed and pool.",
 		(double) st.db_connections);
 	One(&pg, "pending_bytes", "gauge",
