@@ -97,12 +97,14 @@ typedef struct Xip83GatewayStats
 	uint64_t	errors[XIP83_GRPC_NCODES];		/* streams ended, by gRPC status code */
 	double		live_lag_s;		/* the last feed round with rows: wake-up to rows queued */
 	bool		feed_live;
+	bool		feed_started;	/* the feed has its start horizons (a standby may not yet) */
 	int64_t		feed_rows;
 } Xip83GatewayStats;
 
 /*
- * Connects (feed, pool), starts the feed at the current horizons
- * and registers the five methods on srv. NULL with err set.
+ * Connects (feed, pool), starts the feed at the current horizons (a hot
+ * standby that has none yet: its thread tries again, and requests wait for
+ * them) and registers the five methods on srv. NULL with err set.
  */
 extern Xip83Gateway *xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt,
 									   char *err, size_t errlen);

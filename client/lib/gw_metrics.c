@@ -123,6 +123,8 @@ gw_metrics_page(Xip83Gateway *gw, size_t *len)
 		"The last feed round that delivered rows: from its wake-up to the rows queued.",
 		st.live_lag_s);
 	One(&pg, "feed_live", "gauge", "1 while the feed hears the notifier.", st.feed_live);
+	One(&pg, "feed_started", "gauge",
+		"1 once the feed read its start horizons; waves wait for them.", st.feed_started);
 	One(&pg, "feed_rows_total", "counter", "Rows the live feed read.", (double) st.feed_rows);
 	One(&pg, "rows_sent_total", "counter", "Rows queued to clients, waves and live.",
 		(double) st.rows_sent);
