@@ -34,6 +34,7 @@ def test():
     check(PGCTL and BINDIR, "XIP83_PGCTL (the driver's pg_ctl wrapper) is needed")
     sql(PRIMARY, "ALTER SYSTEM SET xip83.notifier_idle_ms = 500")
     sql(PRIMARY, "SELECT pg_reload_conf()")
+    t_start = time.monotonic()
     try:
         w = Writes()
         w.write(b"before")
@@ -66,7 +67,8 @@ def test():
         check(len(re.findall(r"no start horizons yet", err)) <= 3,
               "the wait is said now and then, not on every try: %s" % err)
         print("the feed started %.1f s after the primary's first write; %d group rows and %d"
-              " envelopes once each" % (started_s, len(w.groups), len(w.seqs)))
+              " envelopes once each; %.1f s in all" % (started_s, len(w.groups), len(w.seqs),
+                                                      time.monotonic() - t_start))
     finally:
         remove_standby()
         sql(PRIMARY, "ALTER SYSTEM RESET xip83.notifier_idle_ms")
