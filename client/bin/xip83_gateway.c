@@ -9,7 +9,13 @@
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
  * LISTENs on). A --dsn in recovery is served alone: the feed polls its
- * replayed horizons every --poll-ms, and LISTENs once it is promoted.
+ * replayed horizons every --poll-ms, and LISTENs once it is promoted. A
+ * standby that has replayed no horizons of its primary yet is served all the
+ * same: requests wait until the feed has them.
+ *
+ * --max-waves bounds the waves (catch-ups) in flight of all streams together
+ * (65536), and each client connection may have 1024: a Mutate past either
+ * ends its stream RESOURCE_EXHAUSTED.
  *
  * Serves h2c on --listen, or TLS (ALPN h2) with --tls-cert and --tls-key.
  * Prints "h2c PORT" or "tls PORT" (and "metrics PORT") once listening (port 0: a free
