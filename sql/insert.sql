@@ -62,6 +62,10 @@ SELECT * FROM xip83.insert_envelopes(ARRAY[100], ARRAY[3]::bigint[], ARRAY['\x01
 SELECT * FROM xip83.insert_envelopes(ARRAY[100, 100], ARRAY[3, 4]::bigint[], ARRAY['\x01', '\x02']::bytea[], ARRAY['\xe9']::bytea[]);
 SELECT * FROM xip83.insert_envelopes(ARRAY[100], ARRAY[3]::bigint[], ARRAY['\x01']::bytea[], NULL);
 \set VERBOSITY default
+-- a negative sequence id as a node sees it: the element, and as context the
+-- batch function's line, not its internal statement
+SELECT * FROM xip83.insert_envelopes(ARRAY[100, 100], ARRAY[5, -1]::bigint[],
+                                     ARRAY['\x01', '\x02']::bytea[], ARRAY['\xe9', '\xea']::bytea[]);
 SELECT count(*) FROM xip83.envelopes;
 
 -- Rows the nodes store go in as they are: empty topics, NULL is_commit (the

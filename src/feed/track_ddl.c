@@ -95,8 +95,9 @@ RewriteLateRows(Relation heap, Relation index, ItemPointerData *tids, int n)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("could not rewrite the rows of partition %s that are late writes",
 						RelationGetRelationName(heap)),
-				 errdetail("An UPDATE rewrote " UINT64_FORMAT " of the %d rows at or below a horizon already published: a row-level security policy or a trigger of the partition held back the rest.",
-						   (uint64) SPI_processed, n),
+				 errdetail_plural("An UPDATE rewrote " UINT64_FORMAT " of the %d row at or below a horizon already published: a row-level security policy or a trigger of the partition held it back.",
+								  "An UPDATE rewrote " UINT64_FORMAT " of the %d rows at or below a horizon already published: a row-level security policy or a trigger of the partition held back the rest.",
+								  n, (uint64) SPI_processed, n),
 				 errhint("Attach an empty partition and INSERT the rows instead.")));
 	SPI_finish();
 }
