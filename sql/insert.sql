@@ -1,5 +1,7 @@
 -- Batch inserts: ids in input order, idempotent on the message hash, and
 -- nothing written when any argument is wrong.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 SELECT id, group_id, data, group_id_data_hash = sha256(group_id || data) AS hash_ok,
        is_commit, sender_hmac, should_push, inserted
   FROM xip83.insert_group_messages(ARRAY['\x01', '\x02', '\x01']::bytea[],

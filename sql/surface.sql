@@ -1,6 +1,8 @@
 -- The SQL surface (docs/design.md, "The SQL surface"): few names, the forms
 -- of one thing as arguments and overloads of its name, and no overload that
 -- could make a call with untyped parameters ambiguous.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 SELECT count(DISTINCT proname) <= 45 AS at_most_45_names
   FROM pg_proc WHERE pronamespace = 'xip83'::regnamespace;
 
