@@ -391,3 +391,6 @@ DROP FUNCTION xip83.decode_subscribe_response(bytea, text);
 -- include: control/install/30_wave_v3.sql
 -- include: control/install/40_wave_d14n.sql
 -- include: control/install/60_frames.sql
+
+-- 0.1.0's names, now wrappers of their replacements for one release
+-- include: control/install/90_deprecated.sql

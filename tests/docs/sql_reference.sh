@@ -134,6 +134,7 @@ done | sort | { echo "| program | what it does |"; echo "|---|---|"; cat; }
 #state | `22P03` | invalid_binary_representation | malformed protobuf bytes given to a decoder |
 #state | `23502` | not_null_violation | a NULL where a stored row needs a value |
 #state | `23505` | unique_violation | a message whose hash is stored for another topic or data (batch inserts, import) |
+#state | `23514` | check_violation | a v3 message id at or below 0 written (an explicit `id` in `INSERT`) |
 #state | `25000` | invalid_transaction_state | a horizon, ceiling or live fetch function run in parallel mode |
 #state | `2BP01` | dependent_objects_still_exist | dropping the extension while a table is tracked, or the `xip83_track` index or xip83's triggers of a tracked table (`untrack` drops them) |
 #state | `39P01` | trigger_protocol_violated | xip83's triggers attached to a table that is neither xip83's nor tracked |
