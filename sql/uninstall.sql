@@ -5,6 +5,9 @@
 -- In a database of its own, so that nothing other tests left depends on the
 -- extension and the extension really goes.
 \set home :DBNAME
+SET client_min_messages = warning;
+DROP DATABASE IF EXISTS regress_uninstall;
+RESET client_min_messages;
 CREATE DATABASE regress_uninstall;
 \c regress_uninstall
 CREATE EXTENSION xip83;
