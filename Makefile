@@ -72,7 +72,8 @@ TAP_TESTS    = 1
 # Every suite needs xip83 preloaded (the horizon registry and the notifier live
 # in shared memory): --temp-config applies it to temporary instances, and
 # --load-extension creates the extension in each test database. No
-# NO_INSTALLCHECK: the suites change nothing outside their own databases, so
+# NO_INSTALLCHECK: the suites change nothing outside their own databases
+# (uninstall's database regress_uninstall is created and dropped again), so
 # they may run against any server that preloads xip83.
 REGRESS_OPTS   = --temp-config=$(srcdir)/tests/xip83.conf --load-extension=xip83
 ISOLATION_OPTS = --temp-config=$(srcdir)/tests/xip83.conf --load-extension=xip83
