@@ -396,26 +396,26 @@ Ready(void *arg, uint32_t events)
 		{
 			case EV_ROW:
 				xip83_feed_follow_row(gw->view, &ev->row, ev->replay_lsn);
-				gw_route_row(gw, &ev->row);
+				gw->up->route_row(gw, &ev->row);
 				break;
 			case EV_STATUS:
-				gw_feed_status(gw, ev->status, ev->detail);
+				gw->up->feed_status(gw, ev->status, ev->detail);
 				break;
 			case EV_ROUND:
-				gw_flush_dirty(gw);
-				gw_seam_done(gw, ev->ticket, ev->rc);
+				gw->up->flush_dirty(gw);
+				gw->up->seam_done(gw, ev->ticket, ev->rc);
 				break;
 			case EV_STARTED:
 				xip83_feed_follow(gw->view, ev->start);
 				xip83_feed_free(ev->start);
 				gw->feed_started = true;
-				gw_feed_started(gw);
+				gw->up->feed_started(gw);
 				break;
 		}
 		free(ev);
 		ev = next;
 	}
-	gw_flush_dirty(gw);
+	gw->up->flush_dirty(gw);
 }
 
 bool

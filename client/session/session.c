@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "frame_reader.h"
-#include "pgconn.h"
 #include "session_internal.h"
 
 /* Longest wait for the feed while idle: how late a request may be noticed. */

@@ -15,8 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clock.h"
-#include "v3row.h"
+#include "feed/feed.h"
 
 /* One message either lane delivers, of either binding. */
 typedef struct Xip83Msg

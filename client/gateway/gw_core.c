@@ -1,5 +1,5 @@
 /*
- * gw_core.c: the gateway's multiplexed session core (see gw_core.h).
+ * gw_core.c: the gateway's multiplexed session core (see gateway.h).
  *
  * Threading: everything here runs on the transport's loop; the live feed
  * runs on a thread of its own and hands its rows over (gw_feed.c). A
@@ -7,7 +7,7 @@
  * (no query). Wave pages never block the loop (gw_pool.c), nor do their
  * statements' prepares.
  */
-#include "gw_core.h"
+#include "gateway.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +25,23 @@
 #define KEEPALIVE_SLACK 8
 /* connections' keepalive grids are phased in ticks of this many ms */
 #define KEEPALIVE_TICK_MS 50
+
+static void gw_check(GwStream *st);
+static void gw_flush_dirty(Xip83Gateway *gw);
+static void gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row);
+static void gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail);
+static void gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc);
+static void gw_feed_started(Xip83Gateway *gw);
+
+/* What the feed's thread and the pool call back (GwCoreHooks). */
+static const GwCoreHooks core_hooks = {
+	.check = gw_check,
+	.flush_dirty = gw_flush_dirty,
+	.route_row = gw_route_row,
+	.feed_status = gw_feed_status,
+	.seam_done = gw_seam_done,
+	.feed_started = gw_feed_started,
+};
 
 
 /* ------------------------------------------------------------ statuses */
@@ -122,7 +139,7 @@ WriteFrame(void *arg, const unsigned char *frame, size_t len)
 
 /* ------------------------------------------------------------ after the engine */
 
-void
+static void
 gw_check(GwStream *st)
 {
 	Xip83Session *s = st->s;
@@ -152,7 +169,7 @@ gw_check(GwStream *st)
 		Finish(st, XIP83_GRPC_OK, NULL);
 }
 
-void
+static void
 gw_flush_dirty(Xip83Gateway *gw)
 {
 	for (size_t i = 0; i < gw->n_dirty; i++)
@@ -184,7 +201,7 @@ PackOnce(Xip83Gateway *gw, const Xip83V3Row *row, size_t *len)
 	return gw->packed;
 }
 
-void
+static void
 gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
 {
 	const GwSubs *subs = gw_router_get(&gw->routers[row->kind == XIP83_FEED_ENVELOPE],
@@ -223,7 +240,7 @@ gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
 	}
 }
 
-void
+static void
 gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail)
 {
 	fprintf(stderr, "xip83-gateway: feed %s%s%s\n", status, detail ? ": " : "", detail ? detail : "");
@@ -273,7 +290,7 @@ SeamWait(GwStream *st, uint64_t ticket)
 	st->seam_wait = ticket;
 }
 
-void
+static void
 gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc)
 {
 	size_t		n = 0;
@@ -528,7 +545,7 @@ FreeHeld(GwStream *st)
 	st->held_bytes = 0;
 }
 
-void
+static void
 gw_feed_started(Xip83Gateway *gw)
 {
 	for (GwStream *st = gw->streams; st; st = st->next)
@@ -668,6 +685,7 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 		return NULL;
 	}
 	gw->opt = *opt;
+	gw->up = &core_hooks;
 	if (gw->opt.pool <= 0)
 		gw->opt.pool = 4;
 	if (gw->opt.keepalive_ms <= 0)
