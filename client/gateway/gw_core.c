@@ -96,11 +96,11 @@ ForgetShared(Xip83Gateway *gw)
 }
 
 /*
- * Sends one message. The streams a live row goes to are flushed one after
- * the other, and those that got only that row send the same bytes (per
- * method: a translated method's messages differ from Subscribe's): a message
- * equal to the last one of the stream's method is queued as a reference to
- * it, not a copy.
+ * Sends one message. Streams of one method often send the same bytes one
+ * after the other (Started, a server stream's status, a catch-up's
+ * frames of the same rows): a message equal to the last one of the
+ * stream's method is queued as a reference to it, not a copy. Live rows
+ * do not come this way (SendRow).
  */
 static bool
 SendRaw(void *arg, const unsigned char *msg, size_t len)
@@ -181,8 +181,8 @@ gw_flush_dirty(Xip83Gateway *gw)
 /* ------------------------------------------------------------ the feed */
 
 /*
- * A v3 row packed once for all the streams it goes to (each copies the bytes
- * into its batch); NULL when out of memory: each packs it then.
+ * A v3 row packed once for all the streams it goes to; NULL when out of
+ * memory: it is packed where it is needed then.
  */
 static const unsigned char *
 PackOnce(Xip83Gateway *gw, const Xip83V3Row *row, size_t *len)
@@ -201,24 +201,117 @@ PackOnce(Xip83Gateway *gw, const Xip83V3Row *row, size_t *len)
 	return gw->packed;
 }
 
+/*
+ * A live row's frames, by method: Subscribe's frame of the row's binding, or
+ * a server stream's translation of it. Each is built once, when the first
+ * stream of its method takes the row, and queued on every stream that takes
+ * it by reference: what differs per stream (the gRPC prefix, the DATA
+ * frame's header) the transport writes as it sends.
+ */
+typedef struct RowFrames
+{
+	const Xip83FeedRow *row;
+	const unsigned char *packed;
+	size_t		packed_len;
+	Xip83H2Shared *frame[XIP83_GATEWAY_METHODS];	/* NULL: nothing to send */
+	bool		built[XIP83_GATEWAY_METHODS];
+	bool		failed[XIP83_GATEWAY_METHODS];
+} RowFrames;
+
+/* A writer that keeps the one message it is given, shared. */
+static bool
+KeepShared(void *arg, const unsigned char *msg, size_t len)
+{
+	Xip83H2Shared **keep = arg;
+
+	/* a row is one message of each method: a second is not the row's */
+	if (*keep != NULL)
+		return false;
+	return (*keep = xip83_h2_shared_new(msg, len)) != NULL;
+}
+
+static Xip83H2Shared *
+RowFrame(RowFrames *rf, int method)
+{
+	const Xip83GatewayMethod *m = &xip83_gateway_methods[method];
+	bool		ok = true;
+
+	if (rf->built[method])
+		return rf->frame[method];
+	rf->built[method] = true;
+	if (m->kind == GW_SUBSCRIBE)
+	{
+		Xip83Out	out = {.fd = -1, .write = KeepShared, .write_arg = &rf->frame[method],
+		.d14n = m->d14n};
+
+		ok = xip83_live_frame(&out, rf->row, rf->packed, rf->packed_len);
+	}
+	else
+	{
+		int			sub = 0;
+		const unsigned char *bytes;
+		size_t		len;
+
+		/* translated from the Subscribe frame of the same binding */
+		while (xip83_gateway_methods[sub].kind != GW_SUBSCRIBE
+			   || xip83_gateway_methods[sub].d14n != m->d14n)
+			sub++;
+		if (RowFrame(rf, sub) == NULL)
+			ok = false;
+		else
+		{
+			bytes = xip83_h2_shared_bytes(rf->frame[sub], &len);
+			ok = gw_frame_translate(m->kind, bytes, len, KeepShared, &rf->frame[method]);
+		}
+	}
+	if (!ok)
+	{
+		xip83_h2_shared_release(rf->frame[method]);
+		rf->frame[method] = NULL;
+		rf->failed[method] = true;
+	}
+	return rf->frame[method];
+}
+
+/* The row to one stream that takes it: its method's frame, by reference. */
+static void
+SendRow(GwStream *st, RowFrames *rf, int64_t now)
+{
+	Xip83Session *s = st->s;
+	Xip83H2Shared *f = RowFrame(rf, st->method);
+	bool		ok;
+
+	if (rf->failed[st->method])
+	{
+		xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
+		return;
+	}
+	st->gw->stats.rows_sent++;
+	st->gw->stats.frames_sent++;
+	ok = f == NULL || (st->h2 != NULL && xip83_h2_send_shared(st->h2, f));
+	xip83_out_sent(&s->out, ok, now);
+}
+
 static void
 gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
 {
 	const GwSubs *subs = gw_router_get(&gw->routers[row->kind == XIP83_FEED_ENVELOPE],
 									   row->topic, row->topic_len);
-	const unsigned char *packed = NULL;
-	size_t		packed_len = 0;
+	RowFrames	rf = {.row = row};
+	int64_t		now;
 
 	if (subs == NULL)
 		return;
-	if (row->v3 != NULL && subs->n > 1)
-		packed = PackOnce(gw, row->v3, &packed_len);
+	if (row->v3 != NULL)
+		rf.packed = PackOnce(gw, row->v3, &rf.packed_len);
+	now = xip83_now_ms();
 	for (size_t i = 0; i < subs->n; i++)
 	{
 		GwStream   *st = subs->subs[i].sub;
 
 		/* the stream's own entry of the topic: no lookup in its table */
-		xip83_session_on_topic_row(st->s, subs->subs[i].topic, row, packed, packed_len);
+		if (xip83_session_take_row(st->s, subs->subs[i].topic, row, rf.packed, rf.packed_len))
+			SendRow(st, &rf, now);
 		if (st->dirty)
 			continue;
 		if (gw->n_dirty == gw->cap_dirty)
@@ -238,6 +331,8 @@ gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
 		st->dirty = true;
 		gw->dirty[gw->n_dirty++] = st;
 	}
+	for (int m = 0; m < XIP83_GATEWAY_METHODS; m++)
+		xip83_h2_shared_release(rf.frame[m]);
 }
 
 static void

@@ -63,7 +63,7 @@ struct GwStream
 	bool		finished;		/* ended by the core: nothing more is done for it */
 	int			code;			/* the status it was ended with, as counted */
 	bool		requested;		/* server streams: the filters came */
-	bool		dirty;			/* its live batch may hold rows */
+	bool		dirty;			/* took live rows this turn: checked after the turn's rows */
 	bool		queued;			/* in the wave queue */
 	bool		paused;			/* waves wait for the client to read */
 	bool		at_seam;		/* a wave waits for a seam round (in seam_waiters) */
@@ -106,7 +106,7 @@ struct Xip83Gateway
 	GwStream  **dirty;
 	size_t		n_dirty;
 	size_t		cap_dirty;
-	unsigned char *packed;		/* the feed row being routed, encoded once */
+	unsigned char *packed;		/* the v3 feed row being routed, packed once */
 	size_t		cap_packed;
 	Xip83H2Shared *last[XIP83_GATEWAY_METHODS];	/* by method: the last small message sent */
 	bool		draining;

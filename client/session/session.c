@@ -58,49 +58,93 @@ xip83_session_on_row(void *arg, const Xip83FeedRow *row)
 		xip83_session_on_topic_row(s, t, row, NULL, 0);
 }
 
-void
-xip83_session_on_topic_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
-						   const unsigned char *packed, size_t packed_len)
+/* A feed row as a message; packed: the v3 message already packed, or NULL. */
+static void
+RowMsg(Xip83Msg *m, const Xip83FeedRow *row, const unsigned char *packed, size_t packed_len)
 {
-	Xip83Msg	m = {0};
+	memset(m, 0, sizeof(*m));
+	m->node = row->v3 ? row->v3->kind : row->originator_node_id;
+	m->position = row->position;
+	m->topic = row->topic;
+	m->topic_len = row->topic_len;
+	m->v3 = row->v3;
+	m->packed = row->v3 ? packed : NULL;
+	m->packed_len = packed_len;
+	if (row->v3 == NULL)
+	{
+		m->envelope = row->data;
+		m->envelope_len = row->data_len;
+	}
+}
+
+/*
+ * The live lane's rules for a row of topic t: true when the row goes out
+ * live (its position taken); false when the client has seen it, a wave holds
+ * it, or the session failed.
+ */
+static bool
+LiveRow(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row, const Xip83Msg *m)
+{
 	Xip83Wave  *w;
 	Xip83Line  *l;
 
 	if (s->failed)
-		return;
-	m.node = row->v3 ? row->v3->kind : row->originator_node_id;
-	m.position = row->position;
-	m.topic = row->topic;
-	m.topic_len = row->topic_len;
-	m.v3 = row->v3;
-	m.packed = row->v3 ? packed : NULL;
-	m.packed_len = packed_len;
-	if (row->v3 == NULL)
-	{
-		m.envelope = row->data;
-		m.envelope_len = row->data_len;
-	}
+		return false;
 	/*
 	 * Rows at or below the floor the client gave are ones it has seen, unless
 	 * they are late writes (stored after the horizon passed them): those it
 	 * cannot have seen, and it gets them once.
 	 */
-	l = xip83_topic_line(t, m.node);
-	if (!row->late && m.position <= (l ? l->floor : XIP83_NOTHING_SEEN))
-		return;
+	l = xip83_topic_line(t, m->node);
+	if (!row->late && m->position <= (l ? l->floor : XIP83_NOTHING_SEEN))
+		return false;
 	if (t->live)
 	{
-		if ((l = xip83_topic_line_put(&s->topics, t, m.node)) == NULL)
-			xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
-		else if (m.position > l->position)
-			l->position = m.position;
-		if (!xip83_batch_add(&s->out, &s->live, &m))
-			xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
-		return;
+		if ((l = xip83_topic_line_put(&s->topics, t, m->node)) == NULL)
+			return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+		if (m->position > l->position)
+			l->position = m->position;
+		return true;
 	}
 	/* gated: held for the wave, which replays above the floors up to its ceilings itself */
 	if ((w = xip83_wave_find(s, t->wave)) != NULL)
-		(void) xip83_wave_fold(s, w, &m);
+		(void) xip83_wave_fold(s, w, m);
+	return false;
+}
+
+void
+xip83_session_on_topic_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
+						   const unsigned char *packed, size_t packed_len)
+{
+	Xip83Msg	m;
+
+	RowMsg(&m, row, packed, packed_len);
+	if (LiveRow(s, t, row, &m) && !xip83_batch_add(&s->out, &s->live, &m))
+		xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
+}
+
+bool
+xip83_session_take_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
+					   const unsigned char *packed, size_t packed_len)
+{
+	Xip83Msg	m;
+
+	RowMsg(&m, row, packed, packed_len);
+	return LiveRow(s, t, row, &m);
+}
+
+bool
+xip83_live_frame(Xip83Out *out, const Xip83FeedRow *row, const unsigned char *packed,
+				 size_t packed_len)
+{
+	Xip83Batch	b = {0};
+	Xip83Msg	m;
+	bool		ok;
+
+	RowMsg(&m, row, packed, packed_len);
+	ok = xip83_batch_add(out, &b, &m) && xip83_batch_flush(out, &b);
+	xip83_batch_free(&b);
+	return ok;
 }
 
 /*

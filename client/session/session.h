@@ -180,6 +180,18 @@ extern void xip83_session_on_status(void *arg, const char *status, const char *d
  */
 extern void xip83_session_on_topic_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
 									   const unsigned char *packed, size_t packed_len);
+/*
+ * The same for a caller that sends the row itself, one frame for many
+ * sessions (xip83_live_frame): the engine's rules are applied and the row's
+ * position taken, and true says the row goes out live now, on its own,
+ * after whatever the session sent before (the caller records the send with
+ * xip83_out_sent). false: nothing to send (seen, held for a wave, failed).
+ */
+extern bool xip83_session_take_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
+								   const unsigned char *packed, size_t packed_len);
+/* Writes the live frame of row alone to out: what xip83_session_take_row's caller sends. */
+extern bool xip83_live_frame(Xip83Out *out, const Xip83FeedRow *row, const unsigned char *packed,
+							 size_t packed_len);
 /* One whole SubscribeRequest from the client; false after a stream error. */
 extern bool xip83_session_request(Xip83Session *s, const unsigned char *msg, size_t len);
 /* A decoded Mutate (removes, then the wave of its adds); false after a stream error. */
