@@ -28,7 +28,7 @@
 
 static void gw_check(GwStream *st);
 static void gw_flush_dirty(Xip83Gateway *gw);
-static void gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row);
+static size_t gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row);
 static void gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail);
 static void gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc);
 static void gw_feed_started(Xip83Gateway *gw);
@@ -292,7 +292,7 @@ SendRow(GwStream *st, RowFrames *rf, int64_t now)
 	xip83_out_sent(&s->out, ok, now);
 }
 
-static void
+static size_t
 gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
 {
 	const GwSubs *subs = gw_router_get(&gw->routers[row->kind == XIP83_FEED_ENVELOPE],
@@ -301,7 +301,7 @@ gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
 	int64_t		now;
 
 	if (subs == NULL)
-		return;
+		return 0;
 	if (row->v3 != NULL)
 		rf.packed = PackOnce(gw, row->v3, &rf.packed_len);
 	now = xip83_now_ms();
@@ -333,6 +333,7 @@ gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
 	}
 	for (int m = 0; m < XIP83_GATEWAY_METHODS; m++)
 		xip83_h2_shared_release(rf.frame[m]);
+	return subs->n;
 }
 
 static void

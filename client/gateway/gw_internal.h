@@ -126,8 +126,8 @@ struct GwCoreHooks
 	void		(*check) (GwStream *st);
 	/* Flushes the live batches the feed wrote into, and checks their streams. */
 	void		(*flush_dirty) (Xip83Gateway *gw);
-	/* A live row to the streams holding its topic. */
-	void		(*route_row) (Xip83Gateway *gw, const Xip83FeedRow *row);
+	/* A live row to the streams holding its topic; returns how many those are. */
+	size_t		(*route_row) (Xip83Gateway *gw, const Xip83FeedRow *row);
 	/* A status of the feed to every stream. */
 	void		(*feed_status) (Xip83Gateway *gw, const char *status, const char *detail);
 	/* A seam round ended (rc < -1: it failed): the waves that waited go on. */
