@@ -5,6 +5,7 @@
  *   xip83-gateway --dsn DSN --listen HOST:PORT [--pool N] [--tls-cert F --tls-key F]
  *                 [--metrics HOST:PORT] [--keepalive-ms N] [--drain-ms N]
  *                 [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]
+ *                 [--max-connection-topic-mib N] [--max-topic-mib N]
  *
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
@@ -77,7 +78,8 @@ Usage(void)
 {
 	fprintf(stderr, "usage: xip83-gateway --dsn DSN --listen HOST:PORT [--pool N]"
 			" [--tls-cert FILE --tls-key FILE] [--metrics HOST:PORT] [--keepalive-ms N]"
-			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]\n");
+			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]"
+			" [--max-connection-topic-mib N] [--max-topic-mib N]\n");
 	exit(2);
 }
 
@@ -147,6 +149,8 @@ main(int argc, char **argv)
 		{"standby-dsn", required_argument, NULL, 's'},
 		{"poll-ms", required_argument, NULL, 'P'},
 		{"fence-wait-ms", required_argument, NULL, 'F'},
+		{"max-connection-topic-mib", required_argument, NULL, 256},
+		{"max-topic-mib", required_argument, NULL, 257},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -201,6 +205,13 @@ main(int argc, char **argv)
 				break;
 			case 'F':
 				go.fence_wait_ms = Number("--fence-wait-ms", optarg, 1, 60000);
+				break;
+			case 256:
+				go.max_connection_topic_bytes =
+					(size_t) Number("--max-connection-topic-mib", optarg, 1, 1 << 20) << 20;
+				break;
+			case 257:
+				go.max_topic_bytes = (size_t) Number("--max-topic-mib", optarg, 1, 1 << 20) << 20;
 				break;
 			default:
 				Usage();

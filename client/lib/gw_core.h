@@ -64,6 +64,14 @@ typedef struct Xip83GatewayOptions
 	int			fence_wait_ms;	/* longest wait of a fenced fetch for replay (100) */
 	int			pool;			/* wave connections (4) */
 	int			keepalive_ms;	/* Subscribe's keepalive interval (30000) */
+	/*
+	 * What the topics of one connection's streams, and of every stream, may
+	 * take in memory (topic sets, their index entries, waves' copies and scan
+	 * parameters); 0: the defaults (256 MiB; 1 GiB). The stream whose
+	 * Mutate goes past one ends RESOURCE_EXHAUSTED.
+	 */
+	size_t		max_connection_topic_bytes;
+	size_t		max_topic_bytes;
 } Xip83GatewayOptions;
 
 typedef struct Xip83Gateway Xip83Gateway;
@@ -80,6 +88,11 @@ typedef struct Xip83GatewayStats
 	size_t		pool;
 	size_t		db_connections; /* connected now: feed and pool */
 	size_t		pending;		/* bytes queued to clients and live rows held in waves */
+	size_t		topic_bytes;	/* what every stream's topics take (max_topic_bytes) */
+	size_t		max_connection_topic_bytes;
+	size_t		max_topic_bytes;
+	size_t		applying;		/* streams with a Mutate being applied or requests held */
+	uint64_t	topic_bound_ends;	/* streams ended for a topic memory bound */
 	uint64_t	rows_sent;
 	uint64_t	frames_sent;
 	uint64_t	errors[XIP83_GRPC_NCODES];		/* streams ended, by gRPC status code */

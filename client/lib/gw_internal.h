@@ -16,6 +16,21 @@
 typedef struct GwStream GwStream;
 typedef struct GwFeedThread GwFeedThread;
 
+/*
+ * A client connection's streams, by its serial (xip83_h2_conn_serial): what
+ * their topics take, against the per-connection bound. Freed with its last
+ * stream.
+ */
+typedef struct GwConn
+{
+	uint64_t	serial;
+	size_t		streams;
+	size_t		topic_bytes;
+	struct GwConn *next;		/* in its slot */
+} GwConn;
+
+#define GW_CONN_SLOTS 1024
+
 /* A wave connection of the pool. */
 typedef struct PoolConn
 {
@@ -53,6 +68,14 @@ struct GwStream
 	bool		at_seam;		/* a wave waits for a seam round (in seam_waiters) */
 	uint64_t	seam_wait;		/* the lowest ticket its waves at the seam wait for */
 	PoolConn   *conn;			/* holding a wave connection */
+	GwConn	   *client;			/* its client connection */
+	size_t		topic_bytes;	/* what its topics take, as last counted there */
+	/* requests that came while a Mutate is applied, each a size_t length and its bytes */
+	unsigned char *held;
+	size_t		held_len;
+	size_t		held_off;		/* the next one */
+	bool		applying;		/* in the apply queue */
+	GwStream   *a_next;			/* the apply queue */
 	Xip83Timer	keepalive;
 	GwStream   *q_prev,
 			   *q_next;			/* the wave queue */
@@ -76,6 +99,12 @@ struct Xip83Gateway
 	GwStream   *streams;
 	GwStream   *q_head,
 			   *q_tail;
+	/* streams with a Mutate to apply or requests held, a slice each per loop turn */
+	GwStream   *a_head,
+			   *a_tail;
+	Xip83Timer	apply_timer;
+	GwConn	   *conns[GW_CONN_SLOTS];
+	size_t		topic_bytes;	/* every stream's topics */
 	GwStream  **dirty;
 	size_t		n_dirty;
 	size_t		cap_dirty;

@@ -37,7 +37,7 @@ gw_enqueue(GwStream *st)
 	Xip83Gateway *gw = st->gw;
 
 	if (st->queued || st->finished || st->conn || st->at_seam || st->s->n_waves == 0
-		|| gw->draining)
+		|| st->s->applying != NULL || gw->draining)
 		return;
 	st->queued = true;
 	st->q_next = NULL;

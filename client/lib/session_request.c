@@ -28,6 +28,96 @@ KindOk(Xip83BindingKind binding, const ProtobufCBinaryData *t)
 	return t->len >= 1 && t->data[0] <= (binding == XIP83_BINDING_V3 ? 0x01 : 0x05);
 }
 
+/* A varint at *p (before end); false when it is cut or longer than 64 bits. */
+static bool
+WireVarint(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; *p < end && shift < 64; shift += 7)
+	{
+		unsigned char b = *(*p)++;
+
+		*v |= (uint64_t) (b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Walks the fields of the message in [p, end): counts[f] counts the
+ * length-delimited fields numbered f (1 or 2), and *sub, *sub_end are the
+ * body of the last one numbered 1. False when the bytes are no message (the
+ * unpacking says so then).
+ */
+static bool
+WireWalk(const unsigned char *p, const unsigned char *end, size_t counts[3],
+		 const unsigned char **sub, const unsigned char **sub_end)
+{
+	*sub = *sub_end = NULL;
+	while (p < end)
+	{
+		uint64_t	tag,
+					v;
+
+		if (!WireVarint(&p, end, &tag))
+			return false;
+		switch (tag & 7)
+		{
+			case 0:
+				if (!WireVarint(&p, end, &v))
+					return false;
+				break;
+			case 1:
+			case 5:
+				if ((size_t) (end - p) < ((tag & 7) == 1 ? 8u : 4u))
+					return false;
+				p += (tag & 7) == 1 ? 8 : 4;
+				break;
+			case 2:
+				if (!WireVarint(&p, end, &v) || v > (uint64_t) (end - p))
+					return false;
+				if ((tag >> 3) == 1 || (tag >> 3) == 2)
+					counts[tag >> 3]++;
+				if ((tag >> 3) == 1)
+				{
+					*sub = p;
+					*sub_end = p + v;
+				}
+				p += v;
+				break;
+			default:
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * A Mutate's adds and removes counted on the wire, before protobuf-c
+ * allocates an entry for each: a request of a few MiB can hold millions of
+ * empty removes. SubscribeRequest.v1 = 1 { V1.mutate = 1 { adds = 1,
+ * removes = 2 } } in both packages; false when the counts are not known
+ * (no Mutate, or bytes the unpacking refuses).
+ */
+static bool
+WireCounts(const unsigned char *bytes, size_t len, size_t *n_adds, size_t *n_removes)
+{
+	const unsigned char *p = bytes,
+			   *end = bytes + len;
+	size_t		counts[3];
+
+	for (int depth = 0; depth < 3; depth++)
+	{
+		memset(counts, 0, sizeof(counts));
+		if (p == NULL || !WireWalk(p, end, counts, &p, &end))
+			return false;
+	}
+	*n_adds = counts[1];
+	*n_removes = counts[2];
+	return true;
+}
+
 /* The Mutate's limits and removes; allocates adds and n_entries cursor entries. */
 static const char *
 MutateHead(Xip83Request *req, uint64_t mutate_id, bool history_only, size_t n_adds,
@@ -288,8 +378,26 @@ xip83_request_parse(Xip83BindingKind binding, const unsigned char *bytes, size_t
 {
 	const char *code;
 
+	size_t		n_adds,
+				n_removes;
+
 	memset(req, 0, sizeof(*req));
 	req->binding = binding;
+	if (WireCounts(bytes, len, &n_adds, &n_removes))
+	{
+		if (n_removes > XIP83_MAX_REMOVES)
+		{
+			snprintf(err, err_len, "%zu removes in one Mutate (at most %d)", n_removes,
+					 XIP83_MAX_REMOVES);
+			return "RESOURCE_EXHAUSTED";
+		}
+		if (n_adds > XIP83_MAX_ADDS)
+		{
+			snprintf(err, err_len, "%zu adds in one Mutate (at most %d)", n_adds,
+					 XIP83_MAX_ADDS);
+			return "RESOURCE_EXHAUSTED";
+		}
+	}
 	code = binding == XIP83_BINDING_V3 ? UnpackV3(bytes, len, req, err, err_len)
 		: UnpackD14n(bytes, len, req, err, err_len);
 	if (code == NULL && req->kind == XIP83_REQ_MUTATE && !Coalesce(req))

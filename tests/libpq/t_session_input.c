@@ -39,7 +39,7 @@
 #include "sessionproc.h"
 #include "testlib.h"
 
-#define XIP83_TEST_MAX_REQUEST (64 * 1024 * 1024)	/* the largest request the engine takes */
+#define XIP83_TEST_MAX_REQUEST (4 * 1024 * 1024)	/* the largest request the engine takes */
 #define PEAK_KB (100 * 1024)
 #define WATCH_KB (400 * 1024)
 
@@ -273,7 +273,7 @@ TestPipes(void)
 	unsigned char over[10];
 	size_t		n = xip83_varint_put(over, XIP83_TEST_MAX_REQUEST + 1);
 
-	PipePrefix("one byte over the limit", over, n, "RESOURCE_EXHAUSTED", "request of 67108865 bytes");
+	PipePrefix("one byte over the limit", over, n, "RESOURCE_EXHAUSTED", "request of 4194305 bytes");
 	PipePrefix("2^64 - 1 bytes", bp_max64, sizeof(bp_max64), "RESOURCE_EXHAUSTED",
 			   "request of 18446744073709551615 bytes");
 	PipePrefix("an 11-byte varint", bp_eleven, sizeof(bp_eleven), "INVALID_ARGUMENT",
