@@ -34,7 +34,7 @@
  * 25 turns, each short enough that other streams' requests and rows go
  * between them.
  */
-#define MUTATE_SLICE 4096
+#define MUTATE_SLICE 2048
 #define APPLY_TURN_US 2000
 /* Requests held while a Mutate is applied: beyond this the stream ends. */
 #define HELD_MAX (2 * XIP83_MAX_REQUEST)

@@ -196,11 +196,14 @@ xip83_session_apply(Xip83Session *s)
 								XIP83_MAX_TOPIC_BYTES);
 	if (!ok)
 		return false;
-	if (a->removed < req->n_removes || (a->w != NULL && a->added < req->n_adds))
+	if (a->removed < req->n_removes || (a->w != NULL && a->added < req->n_adds)
+		|| !xip83_wave_close(s, a, &budget))
 		return true;
-	ok = xip83_wave_close(s, a);
+	/* acked now unless it started a wave: that one's CatchupComplete comes at its seam */
+	if (!s->failed && xip83_wave_find(s, req->mutate_id) == NULL)
+		(void) xip83_send_catchup_complete(&s->out, req->mutate_id);
 	ApplyEnd(s);
-	return ok && !s->failed;
+	return !s->failed;
 }
 
 bool

@@ -14,6 +14,7 @@
 #include "feed.h"
 #include "session.h"
 #include "session_frames.h"
+#include "session_params.h"
 #include "session_request.h"
 #include "session_topics.h"
 
@@ -82,6 +83,12 @@ typedef struct Xip83Wave
 	int			prefetched_pass;
 	int			pages_lost;		/* pages asked again after a lost connection */
 	uint64_t	seam;			/* the caller's fetch round it waits for (seam_ticket); 0: none */
+	/* the scans' parameters in the making (by pass), from the pin to the passes */
+	Xip83ArrayLit lit[2][5];
+	int32_t    *nodes;			/* d14n: the originators pinned */
+	int			n_nodes;
+	size_t		n_params;		/* its topics in lit so far */
+	bool		pinned;
 } Xip83Wave;
 
 typedef struct Xip83Session Xip83Session;
@@ -117,8 +124,14 @@ typedef struct Xip83Keepalive
 /* What a binding's waves do. */
 typedef struct Xip83WaveOps
 {
-	/* Pins the ceilings and builds the passes from the adds the wave replays. */
-	bool		(*prepare) (Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n);
+	/*
+	 * A wave starts in three steps, so that a large one can take several
+	 * slices: pin the ceilings, append each add it replays to the scans'
+	 * parameters (lit), build the passes from them.
+	 */
+	bool		(*pin) (Xip83Session *s, Xip83Wave *w);
+	bool		(*param) (Xip83Session *s, Xip83Wave *w, const Xip83Add *add);
+	bool		(*passes) (Xip83Session *s, Xip83Wave *w);
 	/* Sends the query of pass p's next page (xip83_wave_send); false after a stream error. */
 	bool		(*page) (Xip83Session *s, Xip83Wave *w, int p);
 	/* The position of row r of a page of pass p. */
@@ -268,7 +281,8 @@ extern bool xip83_msg_v3(Xip83Session *s, Xip83Msg *m, const Xip83V3Row *row);
  */
 extern bool xip83_wave_open(Xip83Session *s, Xip83Apply *a);
 extern bool xip83_wave_add(Xip83Session *s, Xip83Apply *a, const Xip83Add *add);
-extern bool xip83_wave_close(Xip83Session *s, Xip83Apply *a);
+/* Pins and builds the scans' parameters of up to *budget adds; true when it is done (or failed). */
+extern bool xip83_wave_close(Xip83Session *s, Xip83Apply *a, size_t *budget);
 /* Keeps a copy of a message in an array of held ones, counted in pending_bytes. */
 extern bool xip83_msg_keep(Xip83Session *s, Xip83Folded **arr, size_t *n, size_t *cap,
 						   const Xip83Msg *m, bool late);

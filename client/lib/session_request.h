@@ -58,7 +58,8 @@ typedef struct Xip83Request
 	size_t	   *remove_lens;
 	size_t		n_removes;
 	Xip83Pos   *entries;		/* every add's cursor entries */
-	void	   *unpacked;		/* owns the bytes the pointers point into */
+	void	   *unpacked;		/* the pointers point into it */
+	void	   *arena;			/* owns it */
 	Xip83BindingKind binding;
 } Xip83Request;
 

@@ -51,6 +51,10 @@ xip83_wave_free(Xip83Wave *w)
 	free(w->folded);
 	xip83_batch_free(&w->batch);
 	PQclear(w->prefetched);
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < 5; i++)
+			free(w->lit[p][i].s);
+	free(w->nodes);
 	free(w);
 }
 
@@ -150,27 +154,35 @@ xip83_wave_add(Xip83Session *s, Xip83Apply *a, const Xip83Add *add)
 }
 
 bool
-xip83_wave_close(Xip83Session *s, Xip83Apply *a)
+xip83_wave_close(Xip83Session *s, Xip83Apply *a, size_t *budget)
 {
 	Xip83Wave  *w = a->w;
 	size_t		params = 0;
 
 	if (w == NULL)
-		return xip83_send_catchup_complete(&s->out, a->req.mutate_id);
-	a->w = NULL;
-	/* nothing to replay: acked at once, like a Mutate without adds */
+		return true;
+	/* nothing to replay: no wave */
 	if (w->n_topics == 0)
 	{
+		a->w = NULL;
 		for (int i = 0; i < s->n_waves; i++)
 			if (s->waves[i] == w)
 				s->waves[i] = s->waves[--s->n_waves];
 		s->held_by_waves -= w->held;
 		xip83_wave_free(w);
-		return xip83_send_catchup_complete(&s->out, a->req.mutate_id);
+		return true;
 	}
-	/* the wave stays in waves either way: freed with the session when this fails */
-	if (!s->ops->prepare(s, w, a->chosen, w->n_topics))
+	/* the wave stays in waves when this fails: freed with the session */
+	if (!w->pinned && !(w->pinned = s->ops->pin(s, w)))
+		return true;
+	for (; *budget > 0 && w->n_params < w->n_topics; (*budget)--)
+		if (!s->ops->param(s, w, a->chosen[w->n_params++]))
+			return true;
+	if (w->n_params < w->n_topics)
 		return false;
+	a->w = NULL;
+	if (!s->ops->passes(s, w))
+		return true;
 	for (int p = 0; p < w->n_passes; p++)
 		for (int i = 0; i < 5; i++)
 			params += w->pass[p].params[i] ? strlen(w->pass[p].params[i]) : 0;
