@@ -12,8 +12,9 @@ its Ping -> Pong round trips are asserted:
 - 4 streams of one connection adding 100,000 topics a Mutate: the stream
   that takes the connection past --max-connection-topic-mib ends
   RESOURCE_EXHAUSTED, the others go on (and the metric counts it).
-After each, a well-behaved client's wave holds its rows. XIP83_MUTATE_P99_MS
-and XIP83_MUTATE_MAX_MS set the canary's bounds (CI: generous)."""
+After each, a well-behaved client's wave holds its rows. XIP83_MUTATE_P50_MS,
+XIP83_MUTATE_P99_MS and XIP83_MUTATE_MAX_MS set the canary's bounds (by
+default generous, for a loaded CI machine)."""
 import json
 import os
 import subprocess
@@ -28,8 +29,12 @@ from grpctest import Failure, Requests, check, run
 
 U = os.urandom(4).hex().encode()
 N = 100000
-P99_MS = float(os.environ.get("XIP83_MUTATE_P99_MS") or 50)
-MAX_MS = float(os.environ.get("XIP83_MUTATE_MAX_MS") or 250)
+# Before Mutates were applied in slices the loop gave p50 86-147 ms, max 372-696 ms;
+# bounds for a loaded CI machine (under ASan everything takes about 3 times as long)
+SLOW = 3 if os.environ.get("XIP83_SANITIZE") == "1" else 1
+P50_MS = float(os.environ.get("XIP83_MUTATE_P50_MS") or 20 * SLOW)
+P99_MS = float(os.environ.get("XIP83_MUTATE_P99_MS") or 100 * SLOW)
+MAX_MS = float(os.environ.get("XIP83_MUTATE_MAX_MS") or 400 * SLOW)
 CONN_MIB = 64
 
 
@@ -87,8 +92,9 @@ class Raw(Responses):
                       "acked %d, expected %d" % (r.catchup_complete.mutate_id, mutate_id))
                 return live
 
-    def ended(self, code, text):
-        e = self.end(60)
+    def ended(self, code, text, read=False):
+        """The stream's end (read: next() met it already)."""
+        e = self.error if read else self.end(60)
         check(e is not None and e.code() == code and text in (e.details() or ""),
               "the stream ended %s, expected %s (%s)" % (e and (e.code(), e.details()), code, text))
 
@@ -131,8 +137,9 @@ class Canary:
         p50, p99, top = ms[len(ms) // 2], ms[min(len(ms) - 1, len(ms) * 99 // 100)], ms[-1]
         print("%s: canary %d Pings, p50 %.1f ms, p99 %.1f ms, max %.1f ms" % (what, len(ms), p50, p99, top))
         check(len(ms) >= 50, "%s: only %d Pings" % (what, len(ms)))
-        check(p99 <= P99_MS and top <= MAX_MS, "%s: canary p99 %.1f ms, max %.1f ms (at most %g, %g)"
-              % (what, p99, top, P99_MS, MAX_MS))
+        check(p50 <= P50_MS and p99 <= P99_MS and top <= MAX_MS,
+              "%s: canary p50 %.1f ms, p99 %.1f ms, max %.1f ms (at most %g, %g, %g)"
+              % (what, p50, p99, top, P50_MS, P99_MS, MAX_MS))
 
 
 def well_behaved(g, n):
@@ -179,10 +186,10 @@ def add_remove_loop(g):
     names = topics(b"l")
     adds, rems = mutate_body(adds=names), mutate_body(removes=names)
     s = Raw(channel(g))
-    c = Canary(g, 4)
+    c = Canary(g, 3)
     t0 = time.monotonic()
     k = 0
-    while time.monotonic() - t0 < 4:
+    while time.monotonic() - t0 < 3:
         k += 1
         s.reqs.put(request(adds, k))
         s.reqs.put(request(rems))
@@ -217,29 +224,27 @@ def topics_live(g):
 def one_connection(g):
     ch = channel(g)
     streams = [Raw(ch) for _ in range(4)]
-    c = Canary(g, 4)
+    c = Canary(g, 3)
     ended = None
-    for k in range(1, 6):
+    # one Mutate at a time: the stream whose Mutate crosses the bound ends, no other
+    for k in range(1, 10):
         for i, s in enumerate(streams):
-            if s is ended:
-                continue
             s.reqs.put(request(mutate_body(adds=topics(b"c%d-%d-" % (i, k))), k))
-        for s in streams:
-            if s is ended:
-                continue
             try:
                 s.ack(k)
             except Failure:
-                check(ended is None, "a second stream ended")
                 ended = s
+                break
         if ended:
             break
     c.result("4 streams of one connection adding 100,000 topics a Mutate")
     check(ended is not None, "a stream ended at the connection's bound")
-    ended.ended(grpc.StatusCode.RESOURCE_EXHAUSTED, "this connection's streams take more than")
+    ended.ended(grpc.StatusCode.RESOURCE_EXHAUSTED, "the topics of this connection's streams take more than", True)
     m = metrics(g)
-    check(m["xip83_gateway_topic_bound_ends_total"] == 1, "the metric counts it: %s" % m["xip83_gateway_topic_bound_ends_total"])
+    check(m["xip83_gateway_topic_bound_ends_total"] == 1,
+          "the metric counts it: %s" % m["xip83_gateway_topic_bound_ends_total"])
     check(m["xip83_gateway_connection_topic_bytes_limit"] == CONN_MIB << 20, "the bound's metric")
+    print("topic_bytes %d after the end" % m["xip83_gateway_topic_bytes"])
     for s in streams:
         if s is not ended:
             s.reqs.put(request(b"", 0))
