@@ -28,26 +28,6 @@
 #define KEEPALIVE_SLACK 8
 /* connections' keepalive grids are phased in ticks of this many ms */
 #define KEEPALIVE_TICK_MS 50
-/*
- * Topics of a Mutate applied per slice, and how long the slices of one turn
- * of the loop may take together: a Mutate of 100,000 adds or removes takes
- * 25 turns, each short enough that other streams' requests and rows go
- * between them.
- */
-#define MUTATE_SLICE 2048
-#define APPLY_TURN_US 2000
-/* Requests held while a Mutate is applied: beyond this the stream ends. */
-#define HELD_MAX (2 * XIP83_MAX_REQUEST)
-/* The bounds of the topics' memory: per connection and per process. */
-#define CONNECTION_TOPIC_BYTES ((size_t) 256 * 1024 * 1024)
-#define PROCESS_TOPIC_BYTES ((size_t) 1024 * 1024 * 1024)
-/*
- * What a topic of a stream costs beyond its identifier and lines (counted in
- * its set's bytes): its entry and the allocator's header, its hash slot, and
- * its subscription in the router's index; and a wave's copy of one.
- */
-#define TOPIC_COST (sizeof(Xip83Topic) + 16 + 2 * sizeof(void *) + sizeof(GwSub))
-#define WAVE_TOPIC_COST (16 + 3 * sizeof(void *))
 
 
 /* ------------------------------------------------------------ statuses */
@@ -70,146 +50,6 @@ StatusCode(const char *status, const char **message)
 	return XIP83_GRPC_INTERNAL;
 }
 
-/* ------------------------------------------------------------ topics' memory */
-
-/* What a stream's topics take: its set, its index entries, its waves' copies and parameters. */
-static size_t
-TopicBytes(const Xip83Session *s)
-{
-	size_t		bytes = s->topics.bytes + s->topics.count * TOPIC_COST
-		+ s->topics.n_slots * sizeof(void *) + s->held_by_waves;
-
-	for (int i = 0; i < s->n_waves; i++)
-		bytes += s->waves[i]->n_topics * WAVE_TOPIC_COST;
-	return bytes;
-}
-
-/*
- * Counts the stream's topics again: a stream that grew past its connection's
- * bound or the process's ends RESOURCE_EXHAUSTED, alone (a stream that
- * shrank never does).
- */
-static void
-CountTopics(GwStream *st)
-{
-	Xip83Gateway *gw = st->gw;
-	size_t		now = st->finished ? 0 : TopicBytes(st->s);
-	size_t		was = st->topic_bytes;
-
-	st->topic_bytes = now;
-	gw->topic_bytes += now - was;
-	st->client->topic_bytes += now - was;
-	if (now <= was || st->s->failed)
-		return;
-	if (st->client->topic_bytes > gw->opt.max_connection_topic_bytes)
-		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "the topics of this connection's"
-						   " streams take more than %zu bytes", gw->opt.max_connection_topic_bytes);
-	else if (gw->topic_bytes > gw->opt.max_topic_bytes)
-		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "the gateway's streams' topics take"
-						   " more than %zu bytes", gw->opt.max_topic_bytes);
-	else
-		return;
-	gw->stats.topic_bound_ends++;
-}
-
-/* The record of a client connection, made with its first stream; NULL when out of memory. */
-static GwConn *
-ConnGet(Xip83Gateway *gw, uint64_t serial)
-{
-	GwConn	  **slot = &gw->conns[serial % GW_CONN_SLOTS];
-	GwConn	   *c;
-
-	for (c = *slot; c != NULL; c = c->next)
-		if (c->serial == serial)
-			break;
-	if (c == NULL && (c = calloc(1, sizeof(*c))) != NULL)
-	{
-		c->serial = serial;
-		c->next = *slot;
-		*slot = c;
-	}
-	if (c != NULL)
-		c->streams++;
-	return c;
-}
-
-static void
-ConnRelease(Xip83Gateway *gw, GwConn *c)
-{
-	GwConn	  **p = &gw->conns[c->serial % GW_CONN_SLOTS];
-
-	if (--c->streams > 0)
-		return;
-	while (*p != c)
-		p = &(*p)->next;
-	*p = c->next;
-	free(c);
-}
-
-/* ------------------------------------------------------------ applying Mutates */
-
-static void ApplyTurn(void *arg);
-
-/* The stream has a Mutate to apply or requests held: a turn of its own soon. */
-static void
-ApplyQueue(GwStream *st)
-{
-	Xip83Gateway *gw = st->gw;
-
-	if (st->applying || st->finished)
-		return;
-	st->applying = true;
-	st->a_next = NULL;
-	*(gw->a_tail ? &gw->a_tail->a_next : &gw->a_head) = st;
-	gw->a_tail = st;
-	if (!xip83_timer_running(&gw->apply_timer))
-		(void) xip83_h2_timer_start(gw->srv, &gw->apply_timer, 0, ApplyTurn, gw);
-}
-
-static void
-ApplyUnqueue(GwStream *st)
-{
-	Xip83Gateway *gw = st->gw;
-	GwStream  **p = &gw->a_head;
-	GwStream   *prev = NULL;
-
-	if (!st->applying)
-		return;
-	while (*p != st)
-	{
-		prev = *p;
-		p = &(*p)->a_next;
-	}
-	*p = st->a_next;
-	if (gw->a_tail == st)
-		gw->a_tail = prev;
-	st->applying = false;
-}
-
-/* Keeps a request that came while a Mutate is applied; false when too much waits. */
-static bool
-Hold(GwStream *st, const unsigned char *msg, size_t len)
-{
-	unsigned char *p;
-
-	if (st->held_len - st->held_off + sizeof(len) + len > HELD_MAX)
-		return xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "more than %d bytes of requests"
-								  " wait for a Mutate to be applied", HELD_MAX);
-	if ((p = realloc(st->held, st->held_len + sizeof(len) + len)) == NULL)
-		return xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
-	st->held = p;
-	memcpy(p + st->held_len, &len, sizeof(len));
-	memcpy(p + st->held_len + sizeof(len), msg, len);
-	st->held_len += sizeof(len) + len;
-	return true;
-}
-
-static bool
-Holding(const GwStream *st)
-{
-	return st->held_off < st->held_len;
-}
-
 /* Ends a stream: its topics leave the index, its waves stop. */
 static void
 Finish(GwStream *st, int code, const char *message)
@@ -221,10 +61,10 @@ Finish(GwStream *st, int code, const char *message)
 	st->finished = true;
 	gw->stats.errors[code < XIP83_GRPC_NCODES ? code : XIP83_GRPC_INTERNAL]++;
 	gw_unqueue(st);
-	ApplyUnqueue(st);
+	gw_apply_unqueue(st);
 	xip83_h2_timer_stop(gw->srv, &st->keepalive);
 	xip83_topics_free(&st->s->topics);
-	CountTopics(st);
+	gw_count_topics(st);
 	if (st->h2)
 		xip83_h2_finish(st->h2, code, message);
 }
@@ -306,7 +146,7 @@ gw_check(GwStream *st)
 		&& xip83_h2_pending(st->h2) + s->pending_bytes > XIP83_MAX_PENDING_BYTES)
 		xip83_session_fail(s, "RESOURCE_EXHAUSTED", "more than %d bytes pending: the client"
 						   " reads too slowly", XIP83_MAX_PENDING_BYTES);
-	CountTopics(st);
+	gw_count_topics(st);
 	if (s->failed)
 	{
 		int			code = StatusCode(s->status, &message);
@@ -314,7 +154,7 @@ gw_check(GwStream *st)
 		Finish(st, code, message);
 	}
 	else if (st->kind == GW_SUBSCRIBE && st->half_closed && s->n_waves == 0
-			 && s->applying == NULL && !Holding(st))
+			 && s->applying == NULL && !gw_holding(st))
 		Finish(st, XIP83_GRPC_OK, NULL);
 }
 
@@ -561,14 +401,14 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	so.d14n = xip83_gateway_methods[method].d14n;
 	so.keepalive_ms = gw->opt.keepalive_ms;
 	so.in_fd = so.out_fd = -1;
-	if ((st->client = ConnGet(gw, xip83_h2_conn_serial(h2))) == NULL)
+	if ((st->client = gw_conn_get(gw, xip83_h2_conn_serial(h2))) == NULL)
 	{
 		free(st);
 		return XIP83_GRPC_RESOURCE_EXHAUSTED;
 	}
 	if ((st->s = xip83_session_new(&so)) == NULL)
 	{
-		ConnRelease(gw, st->client);
+		gw_conn_release(gw, st->client);
 		free(st);
 		return XIP83_GRPC_RESOURCE_EXHAUSTED;
 	}
@@ -576,7 +416,7 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	st->h2 = h2;
 	st->kind = kind;
 	st->method = method;
-	st->s->mutate_slice = MUTATE_SLICE;
+	st->s->mutate_slice = GW_MUTATE_SLICE;
 	st->s->async_pages = true;
 	st->s->redo_lost_pages = true;
 	st->s->ceilings_from_feed = true;
@@ -609,8 +449,8 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
  * NULL). A wave's start needs no connection (its ceilings are the feed's
  * cursors); a page in flight on a wave connection stays there, untouched.
  */
-static void
-Request(GwStream *st, const unsigned char *msg, size_t len)
+void
+gw_request(GwStream *st, const unsigned char *msg, size_t len)
 {
 	Xip83Session *s = st->s;
 	PGconn	   *conn = s->wave_conn;
@@ -629,58 +469,8 @@ Request(GwStream *st, const unsigned char *msg, size_t len)
 	/* a Mutate made whole handed the rows it deferred to the live batch */
 	if (s->applying == NULL && !s->failed && !xip83_batch_flush(&s->out, &s->live))
 		xip83_session_fail(s, "CANCELLED", "the client went away");
-	if (s->applying != NULL || Holding(st))
-		ApplyQueue(st);
-}
-
-/*
- * A turn of the loop for the streams applying a Mutate: a slice each, or
- * their next request held, in turn, for APPLY_TURN_US at most; the others
- * wait for the next turn.
- */
-static void
-ApplyTurn(void *arg)
-{
-	Xip83Gateway *gw = arg;
-	struct timespec t0,
-				t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;)
-	{
-		GwStream   *st = gw->a_head;
-
-		if (st == NULL)
-			break;
-		gw->a_head = st->a_next;
-		if (gw->a_head == NULL)
-			gw->a_tail = NULL;
-		st->applying = false;
-		if (st->s->applying != NULL)
-			Request(st, NULL, 0);
-		else if (Holding(st))
-		{
-			size_t		len;
-
-			memcpy(&len, st->held + st->held_off, sizeof(len));
-			st->held_off += sizeof(len) + len;
-			Request(st, st->held + st->held_off - len, len);
-			if (!Holding(st))
-			{
-				free(st->held);
-				st->held = NULL;
-				st->held_len = st->held_off = 0;
-			}
-		}
-		gw_check(st);
-		gw_enqueue(st);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 >= APPLY_TURN_US)
-			break;
-	}
-	if (gw->a_head != NULL)
-		(void) xip83_h2_timer_start(gw->srv, &gw->apply_timer, 0, ApplyTurn, gw);
-	gw_schedule(gw);
+	if (s->applying != NULL || gw_holding(st))
+		gw_apply_queue(st);
 }
 
 static void
@@ -691,15 +481,15 @@ Message(Xip83H2Stream *h2, const unsigned char *msg, size_t len)
 	if (st->finished)
 		return;
 	/* after the Mutate being applied, in their order */
-	if (st->s->applying != NULL || Holding(st))
+	if (st->s->applying != NULL || gw_holding(st))
 	{
 		if (st->kind != GW_SUBSCRIBE)
 			xip83_session_fail(st->s, "INVALID_ARGUMENT", "a server-streaming call takes one request");
-		else if (Hold(st, msg, len))
-			ApplyQueue(st);
+		else if (gw_hold(st, msg, len))
+			gw_apply_queue(st);
 	}
 	else if (st->kind == GW_SUBSCRIBE)
-		Request(st, msg, len);
+		gw_request(st, msg, len);
 	else if (st->requested)
 		xip83_session_fail(st->s, "INVALID_ARGUMENT", "a server-streaming call takes one request");
 	else
@@ -712,7 +502,7 @@ Message(Xip83H2Stream *h2, const unsigned char *msg, size_t len)
 			xip83_session_fail(st->s, "INVALID_ARGUMENT", "malformed request");
 		else
 		{
-			Request(st, req, req_len);
+			gw_request(st, req, req_len);
 			free(req);
 		}
 	}
@@ -752,7 +542,7 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 
 	if (!st->finished)
 		Finish(st, XIP83_GRPC_CANCELLED, NULL);
-	ConnRelease(gw, st->client);
+	gw_conn_release(gw, st->client);
 	free(st->held);
 	st->h2 = NULL;
 	if (st->conn)
@@ -815,10 +605,7 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 		gw->opt.pool = 4;
 	if (gw->opt.keepalive_ms <= 0)
 		gw->opt.keepalive_ms = 30000;
-	if (gw->opt.max_connection_topic_bytes == 0)
-		gw->opt.max_connection_topic_bytes = CONNECTION_TOPIC_BYTES;
-	if (gw->opt.max_topic_bytes == 0)
-		gw->opt.max_topic_bytes = PROCESS_TOPIC_BYTES;
+	gw_apply_defaults(&gw->opt);
 	gw->srv = srv;
 	if (!gw_pool_open(gw, err, errlen))
 		goto fail;

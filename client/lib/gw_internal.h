@@ -130,6 +130,28 @@ extern void gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc);
 /* Starts a feed at the current horizons, asking again for a while. */
 extern bool gw_start_feed(Xip83Feed *feed);
 
+/* Runs one request (msg), or the next slice of the Mutate being applied (msg NULL). */
+extern void gw_request(GwStream *st, const unsigned char *msg, size_t len);
+
+/* gw_apply.c */
+/* Topics of a Mutate applied per slice. */
+#define GW_MUTATE_SLICE 2048
+/* The topic memory bounds' defaults where the options leave them 0. */
+extern void gw_apply_defaults(Xip83GatewayOptions *opt);
+/* Counts what the stream's topics take again: one that grew past a bound fails. */
+extern void gw_count_topics(GwStream *st);
+/* The record of a client connection, counting one more stream; NULL when out of memory. */
+extern GwConn *gw_conn_get(Xip83Gateway *gw, uint64_t serial);
+/* One stream fewer: the record goes with the last. */
+extern void gw_conn_release(Xip83Gateway *gw, GwConn *c);
+/* The stream has a Mutate to apply or requests held: a turn of its own soon. */
+extern void gw_apply_queue(GwStream *st);
+extern void gw_apply_unqueue(GwStream *st);
+/* Keeps a request that came while a Mutate is applied; false when too much waits. */
+extern bool gw_hold(GwStream *st, const unsigned char *msg, size_t len);
+/* Whether the stream holds requests. */
+extern bool gw_holding(const GwStream *st);
+
 /* gw_feed.c */
 /*
  * Creates the feed with fo (its callbacks are the thread's), starts it at
