@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gw_internal.h"
 
@@ -20,8 +21,12 @@
 #define APPLY_TURN_US 2000
 /* Requests held while a Mutate is applied: beyond this the stream ends. */
 #define HELD_MAX (2 * XIP83_MAX_REQUEST)
-/* The bounds of the topics' memory: per connection and per process. */
+/*
+ * The bounds of the topics' memory: per connection, and per process (that
+ * fraction of the machine's memory; 1 GiB when it cannot be read).
+ */
 #define CONNECTION_TOPIC_BYTES ((size_t) 256 * 1024 * 1024)
+#define PROCESS_TOPIC_SHARE 2
 #define PROCESS_TOPIC_BYTES ((size_t) 1024 * 1024 * 1024)
 /*
  * What a topic of a stream costs beyond its identifier and lines (counted in
@@ -37,7 +42,13 @@ gw_apply_defaults(Xip83GatewayOptions *opt)
 	if (opt->max_connection_topic_bytes == 0)
 		opt->max_connection_topic_bytes = CONNECTION_TOPIC_BYTES;
 	if (opt->max_topic_bytes == 0)
-		opt->max_topic_bytes = PROCESS_TOPIC_BYTES;
+	{
+		long		pages = sysconf(_SC_PHYS_PAGES);
+		long		page = sysconf(_SC_PAGESIZE);
+
+		opt->max_topic_bytes = pages > 0 && page > 0
+			? (size_t) pages / PROCESS_TOPIC_SHARE * (size_t) page : PROCESS_TOPIC_BYTES;
+	}
 }
 
 /* ------------------------------------------------------------ topics' memory */

@@ -26,6 +26,9 @@
  * polled, and followed across its promotion (feed.h).
  * A fenced fetch waits (on the feed's thread) while replay is behind:
  * fence_wait_ms bounds that, and the round is retried on the next poll tick.
+ * A large Mutate is applied a slice at a time between the loop's other work,
+ * and what the streams' topics take in memory is bounded per connection and
+ * per process (gw_apply.c).
  * A slow client stops its waves (no page is read for it while more than
  * WAVE_PAUSE bytes wait to be sent to it) and, when its live rows pile up
  * past 64 MiB, its stream alone ends RESOURCE_EXHAUSTED.
@@ -67,8 +70,8 @@ typedef struct Xip83GatewayOptions
 	/*
 	 * What the topics of one connection's streams, and of every stream, may
 	 * take in memory (topic sets, their index entries, waves' copies and scan
-	 * parameters); 0: the defaults (256 MiB; 1 GiB). The stream whose
-	 * Mutate goes past one ends RESOURCE_EXHAUSTED.
+	 * parameters); 0: the defaults (256 MiB; half the machine's memory).
+	 * The stream whose Mutate goes past one ends RESOURCE_EXHAUSTED.
 	 */
 	size_t		max_connection_topic_bytes;
 	size_t		max_topic_bytes;

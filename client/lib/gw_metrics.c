@@ -113,10 +113,10 @@ gw_metrics_page(Xip83Gateway *gw, size_t *len)
 		(double) st.pending);
 	One(&pg, "topic_bytes", "gauge", "Memory the streams' topics take (topic sets, index, waves).",
 		(double) st.topic_bytes);
-	One(&pg, "topic_bytes_limit", "gauge", "The bound of topic_bytes (--max-topic-memory).",
+	One(&pg, "topic_bytes_limit", "gauge", "The bound of topic_bytes (--max-topic-mib).",
 		(double) st.max_topic_bytes);
 	One(&pg, "connection_topic_bytes_limit", "gauge",
-		"The bound of one connection's streams' topics (--max-connection-topic-memory).",
+		"The bound of one connection's streams' topics (--max-connection-topic-mib).",
 		(double) st.max_connection_topic_bytes);
 	One(&pg, "topic_bound_ends_total", "counter",
 		"Streams ended RESOURCE_EXHAUSTED by a topic memory bound.", (double) st.topic_bound_ends);
