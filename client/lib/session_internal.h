@@ -225,7 +225,7 @@ struct Xip83Session
 	 * as rows that came after it: the client sees the Mutate applied at
 	 * once. A row of a topic gated already is folded as always; one of a
 	 * topic its adds have not reached yet lies below the ceilings, which are
-	 * pinned when the last slice opens the wave, so the scans read it.
+	 * pinned once every add is gated, so the scans read it.
 	 */
 	int			mutate_slice;
 	Xip83Apply *applying;
