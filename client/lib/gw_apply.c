@@ -137,7 +137,7 @@ gw_apply_queue(GwStream *st)
 {
 	Xip83Gateway *gw = st->gw;
 
-	if (st->applying || st->finished)
+	if (st->applying || (st->finished && !st->reaping))
 		return;
 	st->applying = true;
 	st->a_next = NULL;
@@ -191,10 +191,20 @@ gw_holding(const GwStream *st)
 	return st->held_off < st->held_len;
 }
 
+void
+gw_release_topics(GwStream *st)
+{
+	if (!xip83_topics_free_some(&st->s->topics, GW_MUTATE_SLICE))
+	{
+		st->reaping = true;
+		gw_apply_queue(st);
+	}
+}
+
 /*
  * A turn of the loop for the streams applying a Mutate: a slice each, or
- * their next request held, in turn, for APPLY_TURN_US at most; the others
- * wait for the next turn.
+ * their next request held, or a slice of a finished one's topics, in turn,
+ * for APPLY_TURN_US at most; the others wait for the next turn.
  */
 static void
 ApplyTurn(void *arg)
@@ -214,24 +224,38 @@ ApplyTurn(void *arg)
 		if (gw->a_head == NULL)
 			gw->a_tail = NULL;
 		st->applying = false;
-		if (st->s->applying != NULL)
-			gw_request(st, NULL, 0);
-		else if (gw_holding(st))
+		if (st->reaping)
 		{
-			size_t		len;
-
-			memcpy(&len, st->held + st->held_off, sizeof(len));
-			st->held_off += sizeof(len) + len;
-			gw_request(st, st->held + st->held_off - len, len);
-			if (!gw_holding(st))
+			if (!xip83_topics_free_some(&st->s->topics, GW_MUTATE_SLICE))
+				gw_apply_queue(st);
+			else
 			{
-				free(st->held);
-				st->held = NULL;
-				st->held_len = st->held_off = 0;
+				st->reaping = false;
+				if (st->closed)
+					gw_stream_free(st);
 			}
 		}
-		gw_check(st);
-		gw_enqueue(st);
+		else
+		{
+			if (st->s->applying != NULL)
+				gw_request(st, NULL, 0);
+			else if (gw_holding(st))
+			{
+				size_t		len;
+
+				memcpy(&len, st->held + st->held_off, sizeof(len));
+				st->held_off += sizeof(len) + len;
+				gw_request(st, st->held + st->held_off - len, len);
+				if (!gw_holding(st))
+				{
+					free(st->held);
+					st->held = NULL;
+					st->held_len = st->held_off = 0;
+				}
+			}
+			gw_check(st);
+			gw_enqueue(st);
+		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 >= APPLY_TURN_US)
 			break;

@@ -63,7 +63,7 @@ Finish(GwStream *st, int code, const char *message)
 	gw_unqueue(st);
 	gw_apply_unqueue(st);
 	xip83_h2_timer_stop(gw->srv, &st->keepalive);
-	xip83_topics_free(&st->s->topics);
+	gw_release_topics(st);
 	gw_count_topics(st);
 	if (st->h2)
 		xip83_h2_finish(st->h2, code, message);
@@ -206,6 +206,9 @@ gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
 	{
 		GwStream   *st = subs->subs[i].sub;
 
+		/* its topics leave the index a slice at a time */
+		if (st->finished)
+			continue;
 		/* the stream's own entry of the topic: no lookup in its table */
 		xip83_session_on_topic_row(st->s, subs->subs[i].topic, row, packed, packed_len);
 		if (st->dirty)
@@ -558,6 +561,14 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 		st->next->prev = st->prev;
 	gw->stats.streams[st->method]--;
 	st->s->ahead = NULL;
+	st->closed = true;
+	if (!st->reaping)
+		gw_stream_free(st);
+}
+
+void
+gw_stream_free(GwStream *st)
+{
 	xip83_session_free(st->s);
 	free(st);
 }

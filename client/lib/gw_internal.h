@@ -75,6 +75,8 @@ struct GwStream
 	size_t		held_len;
 	size_t		held_off;		/* the next one */
 	bool		applying;		/* in the apply queue */
+	bool		reaping;		/* finished: its topics leave a slice at a time (apply queue) */
+	bool		closed;			/* its h2 stream is gone: freed once reaped */
 	GwStream   *a_next;			/* the apply queue */
 	Xip83Timer	keepalive;
 	GwStream   *q_prev,
@@ -132,6 +134,8 @@ extern bool gw_start_feed(Xip83Feed *feed);
 
 /* Runs one request (msg), or the next slice of the Mutate being applied (msg NULL). */
 extern void gw_request(GwStream *st, const unsigned char *msg, size_t len);
+/* Frees a stream the transport closed. */
+extern void gw_stream_free(GwStream *st);
 
 /* gw_apply.c */
 /* Topics of a Mutate applied per slice. */
@@ -151,6 +155,8 @@ extern void gw_apply_unqueue(GwStream *st);
 extern bool gw_hold(GwStream *st, const unsigned char *msg, size_t len);
 /* Whether the stream holds requests. */
 extern bool gw_holding(const GwStream *st);
+/* A finished stream's topics leave the index: at once, or a slice per turn (reaping). */
+extern void gw_release_topics(GwStream *st);
 
 /* gw_feed.c */
 /*

@@ -121,7 +121,8 @@ gw_metrics_page(Xip83Gateway *gw, size_t *len)
 	One(&pg, "topic_bound_ends_total", "counter",
 		"Streams ended RESOURCE_EXHAUSTED by a topic memory bound.", (double) st.topic_bound_ends);
 	One(&pg, "mutates_applying", "gauge",
-		"Streams applying a large Mutate in slices, or holding requests until it is whole.",
+		"Streams applying a large Mutate in slices (or holding requests until it is whole,"
+		" or freeing their topics in slices after their end).",
 		(double) st.applying);
 	One(&pg, "live_lag_seconds", "gauge",
 		"The last feed round that delivered rows: from its wake-up to the rows queued.",
