@@ -191,7 +191,7 @@ xip83_h2_server_new(const Xip83H2Config *cfg, char *err, size_t errlen)
 	if (srv->cfg.max_partial == 0)
 	{
 		srv->auto_partial = true;
-		srv->cfg.max_partial = srv->cfg.max_message;
+		srv->cfg.max_partial = (size_t) srv->cfg.max_message * H2_PARTIAL_REQUESTS;
 	}
 	if (srv->cfg.max_conn_memory == 0)
 		srv->cfg.max_conn_memory = (size_t) 128 << 20;
@@ -284,9 +284,11 @@ xip83_h2_register(Xip83H2Server *srv, const Xip83GrpcMethod *m)
 		return false;
 	srv->methods = p;
 	srv->methods[srv->n_methods++] = m;
-	/* a connection can always take one request of the largest size */
-	if (srv->auto_partial && (m->max_message ? m->max_message : srv->cfg.max_message) > srv->cfg.max_partial)
-		srv->cfg.max_partial = m->max_message ? m->max_message : srv->cfg.max_message;
+	/* a connection can always take a few requests of the largest size at once */
+	if (srv->auto_partial && (size_t) (m->max_message ? m->max_message : srv->cfg.max_message)
+		* H2_PARTIAL_REQUESTS > srv->cfg.max_partial)
+		srv->cfg.max_partial = (size_t) (m->max_message ? m->max_message : srv->cfg.max_message)
+			* H2_PARTIAL_REQUESTS;
 	return true;
 }
 

@@ -106,7 +106,7 @@ typedef struct Xip83H2Config
 	size_t		low_water;		/* writable fires when pending drops below (256 KiB) */
 	uint32_t	drain_ms;		/* drain's grace before hard closes (5000) */
 	size_t		max_partial;	/* bytes of partly received messages per connection
-								 * (max_conn_input; the largest max_message) */
+								 * (max_conn_input; 4 of the largest max_message) */
 	size_t		max_conn_memory;	/* all a connection holds (128 MiB) */
 	size_t		max_memory;		/* all connections together (half the machine's
 								 * or cgroup's memory, at least 256 MiB) */
