@@ -282,6 +282,12 @@ extern bool xip83_h2_charge(Xip83H2Stream *s, size_t n);
 extern void xip83_h2_uncharge(Xip83H2Stream *s, size_t n);
 /* True once the stream was finished (by the method, a limit or a drain). */
 extern bool xip83_h2_finished(const Xip83H2Stream *s);
+/*
+ * The grpc-status it was finished with: the method's, a limit's or a
+ * drain's; OK while it is not finished, or when a reset or a lost connection
+ * ended it.
+ */
+extern int	xip83_h2_status(const Xip83H2Stream *s);
 
 extern const Xip83GrpcMethod *xip83_h2_method(const Xip83H2Stream *s);
 extern Xip83H2Server *xip83_h2_server(const Xip83H2Stream *s);

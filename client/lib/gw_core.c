@@ -56,6 +56,9 @@ Finish(GwStream *st, int code, const char *message)
 	if (st->finished)
 		return;
 	st->finished = true;
+	/* a bound of the transport ended it first: count what the client saw */
+	if (st->h2 && xip83_h2_status(st->h2) != XIP83_GRPC_OK)
+		code = xip83_h2_status(st->h2);
 	st->code = code < XIP83_GRPC_NCODES ? code : XIP83_GRPC_INTERNAL;
 	gw->stats.errors[st->code]++;
 	gw_unqueue(st);

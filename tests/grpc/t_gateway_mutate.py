@@ -24,11 +24,10 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 import grpc
 
-from gatewaytest import M, V3, V3_SUBSCRIBE, Responses, Stream, gateway, msg, put_group
+from gatewaytest import M, V3, V3_SUBSCRIBE, Responses, Stream, gateway, metrics, msg, put_group
 from grpctest import Failure, Requests, check, run
 
 U = os.urandom(4).hex().encode()
@@ -154,12 +153,6 @@ def well_behaved(g, n):
     check(s.next().WhichOneof("response") == "started", "Started first")
     s.add_group_topic(1, t, ids)
     s.close()
-
-
-def metrics(g):
-    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % g.ports["metrics"], timeout=10).read().decode()
-    return {k: float(v) for k, _, v in (line.rpartition(" ") for line in text.splitlines()
-                                        if line and not line.startswith("#"))}
 
 
 # ---------------------------------------------------------------- the attacks
