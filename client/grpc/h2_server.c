@@ -62,24 +62,28 @@ FileNumber(const char *path, const char *key)
 	return v;
 }
 
-/*
- * max_memory's default: half of what the machine has, or of the cgroup's
- * memory.max when that is less ("max" reads as 0), so the transport's
- * clients cannot take the memory the rest of the process (and the database
- * beside it) needs.
- */
-static size_t
-DefaultMemory(void)
+size_t
+xip83_machine_memory(void)
 {
 	uint64_t	total = FileNumber("/proc/meminfo", "MemTotal:") * 1024;
 	uint64_t	cg = FileNumber("/sys/fs/cgroup/memory.max", NULL);
 
 	if (cg > 0 && (total == 0 || cg < total))
 		total = cg;
-	total /= 2;
-	if (total < ((uint64_t) 256 << 20))
-		total = (uint64_t) 256 << 20;
 	return total > SIZE_MAX ? SIZE_MAX : (size_t) total;
+}
+
+/*
+ * max_memory's default: half of the machine's (or the cgroup's) memory, so
+ * the transport's clients cannot take what the rest of the process (and the
+ * database beside it) needs.
+ */
+static size_t
+DefaultMemory(void)
+{
+	size_t		total = xip83_machine_memory() / 2;
+
+	return total < ((size_t) 256 << 20) ? (size_t) 256 << 20 : total;
 }
 
 /* max_connections' default: the descriptors this process may open, less a reserve. */

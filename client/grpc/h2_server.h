@@ -173,6 +173,12 @@ extern int	xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *por
 extern int	xip83_tcp_listen(const char *host, const char *port, int *bound, char *err,
 							 size_t errlen);
 
+/*
+ * The memory of the machine, or of the process's cgroup (memory.max) when
+ * that is less; 0 when neither can be read. Bounds' defaults derive from it.
+ */
+extern size_t xip83_machine_memory(void);
+
 /* Runs the loop until a drain has finished; false on an epoll failure. */
 extern bool xip83_h2_run(Xip83H2Server *srv);
 

@@ -26,7 +26,8 @@
  * fraction of the machine's memory; 1 GiB when it cannot be read).
  */
 #define CONNECTION_TOPIC_BYTES ((size_t) 256 * 1024 * 1024)
-#define PROCESS_TOPIC_SHARE 2
+/* the topics of every stream: a quarter of the machine (the transport's own bound is half) */
+#define PROCESS_TOPIC_SHARE 4
 #define PROCESS_TOPIC_BYTES ((size_t) 1024 * 1024 * 1024)
 /*
  * What a topic of a stream costs beyond its identifier and lines (counted in
@@ -43,11 +44,9 @@ gw_apply_defaults(Xip83GatewayOptions *opt)
 		opt->max_connection_topic_bytes = CONNECTION_TOPIC_BYTES;
 	if (opt->max_topic_bytes == 0)
 	{
-		long		pages = sysconf(_SC_PHYS_PAGES);
-		long		page = sysconf(_SC_PAGESIZE);
+		size_t		machine = xip83_machine_memory();
 
-		opt->max_topic_bytes = pages > 0 && page > 0
-			? (size_t) pages / PROCESS_TOPIC_SHARE * (size_t) page : PROCESS_TOPIC_BYTES;
+		opt->max_topic_bytes = machine ? machine / PROCESS_TOPIC_SHARE : PROCESS_TOPIC_BYTES;
 	}
 }
 

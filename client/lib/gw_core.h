@@ -71,7 +71,8 @@ typedef struct Xip83GatewayOptions
 	/*
 	 * What the topics of one connection's streams, and of every stream, may
 	 * take in memory (topic sets, their index entries, waves' copies and scan
-	 * parameters); 0: the defaults (256 MiB; half the machine's memory).
+	 * parameters); 0: the defaults (256 MiB; a quarter of the machine's or cgroup's
+	 * memory, the transport's --max-memory being half).
 	 * The stream whose Mutate goes past one ends RESOURCE_EXHAUSTED.
 	 */
 	size_t		max_connection_topic_bytes;
