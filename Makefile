@@ -7,8 +7,9 @@
 #                        libFuzzer harness when go and clang are at hand, and the
 #                        gRPC transport's test server
 #   make bench           the benchmarks (tests/bench)
-#   make install         into the PostgreSQL found by pg_config (with the tools'
-#                        man pages, man/*.1)
+#   make install         into the PostgreSQL found by pg_config: the library and
+#                        SQL scripts, the programs into `pg_config --bindir`
+#                        and their man pages (man/*.1) into `pg_config --mandir`
 #   make installcheck    regression, isolation and TAP tests (PGXS) against the
 #                        installed extension and the server at PGHOST/PGPORT,
 #                        which must preload xip83 (tests/xip83.conf)
@@ -246,12 +247,18 @@ GO           ?= go
 GO_PATH      ?= /usr/share/gocode
 GO_FOUND     := $(shell command -v $(GO) 2>/dev/null)
 
-go-example: $(if $(GO_FOUND),$(BUILD)/xip83-go-node)
-	$(if $(GO_FOUND),,@echo "go-example: skipped, $(GO) not found (t_node_feed needs it)")
+go-example: $(if $(GO_FOUND),$(BUILD)/xip83-go-node $(BUILD)/xip83-go-grpc-client)
+	$(if $(GO_FOUND),,@echo "go-example: skipped, $(GO) not found (t_node_feed, t_gateway_headers need it)")
 
 $(BUILD)/xip83-go-node: $(call srcfiles,examples/go/*.go)
 	@mkdir -p $(BUILD)
 	cd $(S)examples/go && GO111MODULE=off GOFLAGS= GOPATH=$(GO_PATH) \
+		GOCACHE=$(abspath $(BUILD))/gocache $(GO) build -o $(abspath $@) .
+
+# a grpc-go client of the gateway (golang-google-grpc-dev; t_gateway_headers runs it)
+$(BUILD)/xip83-go-grpc-client: $(call srcfiles,tests/grpc/goclient/*.go)
+	@mkdir -p $(BUILD)
+	cd $(S)tests/grpc/goclient && GO111MODULE=off GOFLAGS= GOPATH=$(GO_PATH) \
 		GOCACHE=$(abspath $(BUILD))/gocache $(GO) build -o $(abspath $@) .
 
 # ---------------------------------------------------------------- fuzzing
@@ -271,16 +278,45 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c src/frames/frames_json.c src/frames/frames_json.
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-I$(BUILD)/proto -I$(S)src/frames $(PROTOBUF_CFLAGS) -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
+# the gateway's parsers: its own request and frame walks, the session
+# engine's request decoding and wire check, and both message readers
+FUZZ_GW_SRC  = client/lib/gw_frames.c client/lib/pb_check.c client/lib/session_request.c \
+               client/lib/session_topics.c client/lib/session_wire.c client/lib/frame_reader.c \
+               client/grpc/grpc_frame.c
+
+$(BUILD)/fuzz/fuzz_gateway: tests/fuzz/fuzz_gateway.c $(FUZZ_GW_SRC) $(PROTO_C) $(PROTO_H) \
+                            $(call srcfiles,client/lib/*.h client/grpc/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)client/grpc $(PROTOBUF_CFLAGS) \
+		-o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
+
 # The tools and their man pages (man/NAME.1, section 1) into PostgreSQL's
 # bindir and mandir, as the server's own programs are installed.
 MAN1         = $(addprefix $(S),$(call srcfiles,man/*.1))
 
+# Neither is on PATH or MANPATH with a distribution's PostgreSQL (Debian's
+# bindir is /usr/lib/postgresql/NN/bin), so these lines say where they went
+# and how to reach them; the Debian package links them into /usr/bin.
 install: install-tools
 install-tools: $(TOOLS)
 	$(if $(TOOLS),$(MKDIR_P) '$(DESTDIR)$(bindir)')
 	$(if $(TOOLS),$(INSTALL_PROGRAM) $(TOOLS) '$(DESTDIR)$(bindir)/')
 	$(if $(MAN1),$(MKDIR_P) '$(DESTDIR)$(mandir)/man1')
 	$(if $(MAN1),$(INSTALL_DATA) $(MAN1) '$(DESTDIR)$(mandir)/man1/')
+	@echo 'xip83: programs $(notdir $(TOOLS)) installed in $(DESTDIR)$(bindir)'
+	@echo 'xip83: their man pages in $(DESTDIR)$(mandir)/man1'
+	@if [ -z '$(DESTDIR)' ]; then \
+		case ":$$PATH:" in *':$(bindir):'*) ;; *) \
+			echo 'xip83: $(bindir) is not on PATH: run them by full path, or add it:'; \
+			echo '         export PATH="$(bindir):$$PATH"   (or link them into /usr/local/bin)';; esac; \
+		echo 'xip83: read a page with: man -M $(mandir) xip83-tail'; \
+	fi
+
+uninstall: uninstall-tools
+uninstall-tools:
+	rm -f $(addprefix '$(DESTDIR)$(bindir)'/,$(notdir $(TOOLS)))
+	rm -f $(addprefix '$(DESTDIR)$(mandir)/man1'/,$(notdir $(MAN1)))
 
 # PGXS's installcheck runs the three kinds in one recipe and stops at the first
 # that fails; these run one kind each (tests/driver.sh runs all three).
@@ -300,6 +336,7 @@ tempcheck:
 installcheck-libpq: test-programs
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
 		XIP83_GATEWAY=$(abspath $(BUILD)/xip83-gateway) \
+		XIP83_GO_GRPC_CLIENT=$(abspath $(BUILD)/xip83-go-grpc-client) \
 		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(GW_UNITS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
 
 test:
@@ -318,5 +355,5 @@ cppcheck:
 check-layers:
 	/usr/bin/python3 $(S)tests/house/check_layers.py $(S).
 
-.PHONY: test demo install-tools installcheck-regress installcheck-isolation installcheck-tap \
+.PHONY: test demo install-tools uninstall-tools installcheck-regress installcheck-isolation installcheck-tap \
         tempcheck installcheck-libpq cppcheck check-layers test-programs bench go-example fuzzers

@@ -4,11 +4,14 @@
 #   bash tests/driver.sh check    build, temp-install, throwaway cluster, every test
 #   bash tests/driver.sh demo     build, make install, throwaway cluster, the main job
 #   bash tests/driver.sh bench [NAME [ARGS]]  build, temp-install, throwaway cluster, tests/bench;
-#                                 the figures go to docs/perf/results.tsv and docs/performance.md
+#                                 the figures go to $XIP83_BENCH_OUT (default: bench/ in the
+#                                 run directory): performance.md, perf/results.tsv, charts;
+#                                 XIP83_BENCH_OUT=docs rewrites the committed ones
 #   bash tests/driver.sh shell    a throwaway cluster left running for hand work
 #   bash tests/driver.sh package  build the .deb (debian/, pg_buildext), install it,
 #                                 CREATE EXTENSION and the pg_regress and isolation
-#                                 suites on a fresh cluster of Debian's server, remove it
+#                                 suites on a fresh cluster of Debian's server, the
+#                                 programs on PATH and their man pages, remove it
 #
 # The server is the one PG_CONFIG names (default: Debian's PostgreSQL
 # $PG_MAJOR, 15 unless set, installed when missing). The tests themselves are
@@ -60,6 +63,8 @@ need_pkgs() {
 	# examples/go, built offline against Debian's Go packages (t_node_feed runs it)
 	command -v go >/dev/null || missing+=(golang-go)
 	[ -d /usr/share/gocode/src/github.com/jackc/pgx/v4 ] || missing+=(golang-github-jackc-pgx-v4-dev)
+	# grpc-go, the gateway's server streams tried with another client (tests/grpc/goclient)
+	[ -d /usr/share/gocode/src/google.golang.org/grpc ] || missing+=(golang-google-grpc-dev)
 	# the gateway's gRPC transport (client/grpc) and its tests (tests/grpc)
 	[ -f /usr/include/nghttp2/nghttp2.h ] || missing+=(libnghttp2-dev)
 	[ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
@@ -163,6 +168,35 @@ package_gateway_unit() {
 		PASSED=$((PASSED + 1)); echo "test gateway_unit ... ok"
 	else
 		FAILED=$((FAILED + 1)); FAILED_NAMES+=(gateway_unit); echo "test gateway_unit ... FAILED"
+	fi
+}
+
+# The package's programs on a plain PATH (/usr/bin links, not PostgreSQL's
+# bindir, which this driver puts first on its own PATH) and their pages where
+# man looks by default.
+package_on_path() {
+	local p got page ok=1
+	for p in xip83-tail xip83-session xip83-gateway; do
+		got=$(PATH=/usr/local/bin:/usr/bin:/bin command -v "$p")
+		if [ "$got" != "/usr/bin/$p" ]; then
+			echo "$p on PATH: '${got:-not found}', not /usr/bin/$p"; ok=0
+		else
+			# runs through the link (--help may exit non-zero: only its usage counts)
+			case "$("$got" --help 2>&1)" in
+				*"usage: $p"*) ;;
+				*) echo "/usr/bin/$p --help prints no usage"; ok=0 ;;
+			esac
+		fi
+		page=$(env -u MANPATH man -w "$p" 2>&1)
+		case "$page" in
+			/usr/share/man/man1/"$p".1*) ;;
+			*) echo "man -w $p: $page"; ok=0 ;;
+		esac
+	done
+	if [ "$ok" = 1 ]; then
+		PASSED=$((PASSED + 1)); echo "test programs_on_path ... ok"
+	else
+		FAILED=$((FAILED + 1)); FAILED_NAMES+=(programs_on_path); echo "test programs_on_path ... FAILED"
 	fi
 }
 
@@ -320,6 +354,17 @@ case "$mode" in
 		exit $?
 		;;
 	bench)
+		# where the figures go: a folder of the run directory unless the reader
+		# names one; the maintainers name docs/ to regenerate the committed page
+		BENCH_OUT=${XIP83_BENCH_OUT:-$RUN/bench}
+		mkdir -p "$BENCH_OUT" || die "cannot create $BENCH_OUT"
+		BENCH_OUT=$(cd "$BENCH_OUT" && pwd)
+		# report.py takes figures into docs/ only from committed code: say so
+		# before the run, not after it
+		if [ "$BENCH_OUT" = "$top/docs" ] && [ -n "$(git -C "$top" status --porcelain \
+			--untracked-files=no -- src control client tests 2>/dev/null)" ]; then
+			die "bench: uncommitted changes under src/, control/, client/ or tests/: commit them before writing figures into docs/"
+		fi
 		build
 		make -s -j2 PG_CONFIG="$PG_CONFIG" bench >>"$RUN/build.log" 2>&1 \
 			|| { cat "$RUN/build.log"; die "building the benchmarks failed"; }
@@ -330,16 +375,23 @@ case "$mode" in
 		logs=()
 		for b in build/bench/${2:-*}; do
 			[ -x "$b" ] || continue
-			log "bench: $(basename "$b")"
+			name=$(basename "$b")
+			log "bench: $name"
 			# each bench loads its own data into empty tables
 			fresh_db xip83_bench
-			PGDATABASE=xip83_bench "$b" "${@:3}" | tee "$RUN/$(basename "$b").log" \
-				|| die "benchmark $(basename "$b") failed"
-			logs+=("$RUN/$(basename "$b").log")
+			t0=$(date +%s)
+			PGDATABASE=xip83_bench "$b" "${@:3}" | tee "$RUN/$name.log" \
+				|| die "benchmark $name failed"
+			# the bench's wall time, a figure like its others (report.py: run_time)
+			printf 'RESULT\t%s\targs=%s\trun_time\t%s\ts\n' "$name" "${*:3}" \
+				"$(($(date +%s) - t0))" | tee -a "$RUN/$name.log"
+			logs+=("$RUN/$name.log")
 		done
-		# the figures into docs/perf/results.tsv, then docs/performance.md and its charts
-		[ ${#logs[@]} -gt 0 ] && { /usr/bin/python3 tests/bench/report.py collect "${logs[@]}" \
+		# the figures into $BENCH_OUT/perf/results.tsv, then its performance.md
+		# and charts; into the checkout's docs/ only when asked (XIP83_BENCH_OUT=docs)
+		[ ${#logs[@]} -gt 0 ] && { /usr/bin/python3 tests/bench/report.py --out "$BENCH_OUT" collect "${logs[@]}" \
 			|| die "tests/bench/report.py failed"; }
+		log "figures: $BENCH_OUT/performance.md, $BENCH_OUT/perf/results.tsv"
 		;;
 	demo)
 		build
@@ -367,6 +419,8 @@ case "$mode" in
 		[ -f /usr/share/perl5/Debian/Debhelper/Sequence/pgxs.pm ] || pkgs+=(postgresql-server-dev-all)
 		pkg-config --exists libnghttp2 || pkgs+=(libnghttp2-dev)
 		pkg-config --exists openssl || pkgs+=(libssl-dev)
+		# man -w finds the package's pages (package_on_path)
+		command -v man >/dev/null || pkgs+=(man-db)
 		if [ ${#pkgs[@]} -gt 0 ]; then
 			log "installing: ${pkgs[*]}"
 			apt-get update -q >/dev/null || die "apt-get update failed"
@@ -405,6 +459,7 @@ case "$mode" in
 		run_target as_server installcheck-isolation
 		cluster_stop
 		package_gateway_unit
+		package_on_path
 		for n in "${FAILED_NAMES[@]}"; do echo "failed: $n"; done
 		echo "package: $PASSED passed, $FAILED failed"
 		[ "$FAILED" = 0 ]

@@ -249,6 +249,14 @@ extern const unsigned char *xip83_h2_shared_bytes(const Xip83H2Shared *m, size_t
 extern bool xip83_h2_send_shared(Xip83H2Stream *s, Xip83H2Shared *m);
 
 /*
+ * Sends the response headers now, with one metadata pair name: value (lower
+ * case; none when name is NULL), rather than with the first message: a
+ * client may wait for them before it expects any. Does nothing once headers
+ * were sent or the stream finished.
+ */
+extern void xip83_h2_send_headers(Xip83H2Stream *s, const char *name, const char *value);
+
+/*
  * Ends the stream after its queued messages with grpc-status and, when
  * message is not NULL, grpc-message. Later calls do nothing.
  */

@@ -245,9 +245,13 @@ Respond(Xip83H2Stream *s, const nghttp2_nv *nva, size_t n, const nghttp2_data_pr
 	MarkDirty(s);
 }
 
-/* Submits the response HEADERS; with trailers set, a trailers-only response. */
+/*
+ * Submits the response HEADERS, with the metadata pair name: value when name
+ * is not NULL; with trailers set, a trailers-only response.
+ */
 static void
-SubmitResponse(Xip83H2Stream *s, bool trailers, const char *accept_encoding)
+SubmitResponse(Xip83H2Stream *s, bool trailers, const char *accept_encoding, const char *name,
+			   const char *value)
 {
 	/* cppcheck-suppress variableScope ; nva points into it until Respond below */
 	char		status[12];
@@ -258,6 +262,10 @@ SubmitResponse(Xip83H2Stream *s, bool trailers, const char *accept_encoding)
 	size_t		n = 2;
 	nghttp2_data_provider prd = {.source.ptr = s,.read_callback = DataRead};
 
+	/* nghttp2 copies these */
+	if (name)
+		nva[n++] = (nghttp2_nv) {(uint8_t *) name, (uint8_t *) value, strlen(name), strlen(value),
+		NGHTTP2_NV_FLAG_NONE};
 	if (trailers)
 	{
 		nva[n++] = (nghttp2_nv) NV("grpc-status", status,
@@ -301,7 +309,7 @@ Finish(Xip83H2Stream *s, int status, const char *message, const char *accept_enc
 	ReaderRelease(s);
 	h2_stream_progress(s, false);
 	if (!s->headers_sent)
-		SubmitResponse(s, true, accept_encoding);
+		SubmitResponse(s, true, accept_encoding, NULL, NULL);
 	else
 		Resume(s);
 }
@@ -752,7 +760,7 @@ Enqueue(Xip83H2Stream *s, H2Chunk *c)
 	if (s->held >= s->conn->srv->cfg.low_water)
 		s->over_low = true;
 	if (!s->headers_sent)
-		SubmitResponse(s, false, NULL);
+		SubmitResponse(s, false, NULL, NULL, NULL);
 	else
 		Resume(s);
 }
@@ -825,6 +833,13 @@ xip83_h2_send_shared(Xip83H2Stream *s, Xip83H2Shared *m)
 	m->refs++;
 	Enqueue(s, c);
 	return true;
+}
+
+void
+xip83_h2_send_headers(Xip83H2Stream *s, const char *name, const char *value)
+{
+	if (!s->finishing && !s->headers_sent)
+		SubmitResponse(s, false, NULL, name, value);
 }
 
 void

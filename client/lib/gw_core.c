@@ -59,7 +59,8 @@ Finish(GwStream *st, int code, const char *message)
 	if (st->finished)
 		return;
 	st->finished = true;
-	gw->stats.errors[code < XIP83_GRPC_NCODES ? code : XIP83_GRPC_INTERNAL]++;
+	st->code = code < XIP83_GRPC_NCODES ? code : XIP83_GRPC_INTERNAL;
+	gw->stats.errors[st->code]++;
 	gw_unqueue(st);
 	xip83_h2_timer_stop(gw->srv, &st->keepalive);
 	xip83_topics_free(&st->s->topics);
@@ -424,6 +425,13 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	gw->streams = st;
 	gw->stats.streams[method]++;
 	xip83_h2_set_data(h2, st);
+
+	/*
+	 * Headers at once, as XMTP's nodes send them: clients (tonic, grpc-go's
+	 * Header(), grpc-js's metadata event) wait for them before any message,
+	 * and a server stream's first message may be far off.
+	 */
+	xip83_h2_send_headers(h2, "subscribed", "true");
 	/* Started before anything else the stream carries */
 	if (!xip83_send_started(&st->s->out, (uint32_t) st->s->ka.interval_ms))
 		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
@@ -469,10 +477,12 @@ Message(Xip83H2Stream *h2, const unsigned char *msg, size_t len)
 	{
 		unsigned char *req;
 		size_t		req_len;
+		char		err[256];
+		const char *code;
 
 		st->requested = true;
-		if (!gw_filters_request(st->kind, msg, len, &req, &req_len))
-			xip83_session_fail(st->s, "INVALID_ARGUMENT", "malformed request");
+		if ((code = gw_filters_request(st->kind, msg, len, &req, &req_len, err, sizeof(err))) != NULL)
+			xip83_session_fail(st->s, code, "%s", err);
 		else
 		{
 			Request(st, req, req_len);
@@ -515,6 +525,16 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 
 	if (!st->finished)
 		Finish(st, XIP83_GRPC_CANCELLED, NULL);
+	else if (cancelled && st->code == XIP83_GRPC_OK)
+	{
+		/*
+		 * Its OK never left: the client cancelled first (grpc-js sends its
+		 * END_STREAM and RST_STREAM together, and the half-close ended it).
+		 */
+		gw->stats.errors[XIP83_GRPC_OK]--;
+		gw->stats.errors[XIP83_GRPC_CANCELLED]++;
+		st->code = XIP83_GRPC_CANCELLED;
+	}
 	st->h2 = NULL;
 	if (st->conn)
 		st->conn->owner = NULL; /* its page is dropped when it comes */

@@ -4,10 +4,14 @@
  */
 #include "gw_frames.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pb_check.h"
 #include "session_wire.h"
+#include "xip83/d14n_message_api.pb-c.h"
+#include "xip83/mls_api.pb-c.h"
 
 /* One field of a message: its number, wire type, and value or body. */
 typedef struct PbField
@@ -21,29 +25,13 @@ typedef struct PbField
 	size_t		whole;
 } PbField;
 
+/* Next's reading; *p is anywhere after a failure. */
 static bool
-Varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
-{
-	*v = 0;
-	for (int shift = 0; shift < 64 && *p < end; shift += 7)
-	{
-		unsigned char b = *(*p)++;
-
-		*v |= (uint64_t) (b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return true;
-	}
-	return false;
-}
-
-/* The next field at *p; false at the end or on malformed bytes (*p == end tells which). */
-static bool
-Next(const unsigned char **p, const unsigned char *end, PbField *f)
+NextField(const unsigned char **p, const unsigned char *end, PbField *f)
 {
 	uint64_t	tag;
 
-	f->start = *p;
-	if (*p >= end || !Varint(p, end, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
+	if (*p >= end || !xip83_pb_varint(p, end, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
 		return false;
 	f->num = (uint32_t) (tag >> 3);
 	f->type = (int) (tag & 7);
@@ -52,7 +40,7 @@ Next(const unsigned char **p, const unsigned char *end, PbField *f)
 	switch (f->type)
 	{
 		case 0:
-			if (!Varint(p, end, &f->value))
+			if (!xip83_pb_varint(p, end, &f->value))
 				return false;
 			break;
 		case 1:
@@ -63,7 +51,7 @@ Next(const unsigned char **p, const unsigned char *end, PbField *f)
 			*p += f->len;
 			break;
 		case 2:
-			if (!Varint(p, end, &f->value) || f->value > (uint64_t) (end - *p))
+			if (!xip83_pb_varint(p, end, &f->value) || f->value > (uint64_t) (end - *p))
 				return false;
 			f->body = *p;
 			f->len = (size_t) f->value;
@@ -71,6 +59,22 @@ Next(const unsigned char **p, const unsigned char *end, PbField *f)
 			break;
 		default:
 			return false;
+	}
+	return true;
+}
+
+/*
+ * The next field at *p; false at the end or on malformed bytes, *p then left
+ * at the field (*p == end tells which).
+ */
+static bool
+Next(const unsigned char **p, const unsigned char *end, PbField *f)
+{
+	f->start = *p;
+	if (!NextField(p, end, f))
+	{
+		*p = f->start;
+		return false;
 	}
 	f->whole = (size_t) (*p - f->start);
 	return true;
@@ -216,9 +220,9 @@ gw_frame_translate(GwMethodKind kind, const unsigned char *frame, size_t len, Gw
 	return ok;
 }
 
-bool
+const char *
 gw_filters_request(GwMethodKind kind, const unsigned char *msg, size_t len, unsigned char **out,
-				   size_t *out_len)
+				   size_t *out_len, char *err, size_t err_len)
 {
 	Buf			adds = {0},
 				mutate = {0},
@@ -226,6 +230,18 @@ gw_filters_request(GwMethodKind kind, const unsigned char *msg, size_t len, unsi
 				req = {0};
 	const unsigned char *p = msg;
 	PbField		f;
+	const ProtobufCMessageDescriptor *desc =
+		kind == GW_GROUP_MESSAGES ? &xmtp__mls__api__v1__subscribe_group_messages_request__descriptor
+		: kind == GW_WELCOME_MESSAGES ? &xmtp__mls__api__v1__subscribe_welcome_messages_request__descriptor
+		: &xmtp__xmtpv4__message_api__subscribe_topics_request__descriptor;
+	char		why[200];
+
+	/* the walk below reads only the fields it copies: the rest is checked here */
+	if (xip83_pb_check(desc, msg, len, why, sizeof(why)) != NULL)
+	{
+		snprintf(err, err_len, "malformed request: %s", why);
+		return "INVALID_ARGUMENT";
+	}
 
 	while (Next(&p, msg + len, &f))
 	{
@@ -278,9 +294,11 @@ gw_filters_request(GwMethodKind kind, const unsigned char *msg, size_t len, unsi
 	if (req.failed)
 	{
 		free(req.p);
-		return false;
+		/* the check above passed: what failed was memory */
+		snprintf(err, err_len, "out of memory");
+		return "RESOURCE_EXHAUSTED";
 	}
 	*out = req.p;
 	*out_len = req.len;
-	return true;
+	return NULL;
 }

@@ -43,10 +43,12 @@ extern bool gw_frame_translate(GwMethodKind kind, const unsigned char *frame, si
 
 /*
  * A server-streaming request as a SubscribeRequest of one Mutate
- * (mutate_id 1) adding every filter: malloc'd into *out. False when the
- * request is malformed or memory is short.
+ * (mutate_id 1) adding every filter: malloc'd into *out. NULL, or the
+ * status ("INVALID_ARGUMENT" when the request is malformed by pb_check.h's
+ * rules, "RESOURCE_EXHAUSTED") with why in err.
  */
-extern bool gw_filters_request(GwMethodKind kind, const unsigned char *msg, size_t len,
-							   unsigned char **out, size_t *out_len);
+extern const char *gw_filters_request(GwMethodKind kind, const unsigned char *msg, size_t len,
+									  unsigned char **out, size_t *out_len, char *err,
+									  size_t err_len);
 
 #endif

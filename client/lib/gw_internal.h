@@ -46,6 +46,7 @@ struct GwStream
 	int			method;			/* index in xip83_gateway_methods */
 	bool		half_closed;
 	bool		finished;		/* ended by the core: nothing more is done for it */
+	int			code;			/* the status it was ended with, as counted */
 	bool		requested;		/* server streams: the filters came */
 	bool		dirty;			/* its live batch may hold rows */
 	bool		queued;			/* in the wave queue */

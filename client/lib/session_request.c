@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pb_check.h"
 #include "xip83/d14n_message_api.pb-c.h"
 #include "xip83/mls_api.pb-c.h"
 
@@ -87,6 +88,22 @@ AddTopic(Xip83Request *req, size_t i, const ProtobufCBinaryData *topic, char *er
 	return NULL;
 }
 
+/*
+ * Bytes protobuf-c would read but the wire format forbids are refused too,
+ * and each refusal says what is wrong where.
+ */
+static bool
+Malformed(const ProtobufCMessageDescriptor *desc, const unsigned char *bytes, size_t len,
+		  char *err, size_t err_len)
+{
+	char		why[200];
+
+	if (xip83_pb_check(desc, bytes, len, why, sizeof(why)) == NULL)
+		return false;
+	snprintf(err, err_len, "malformed SubscribeRequest: %s", why);
+	return true;
+}
+
 static const char *
 UnpackV3(const unsigned char *bytes, size_t len, Xip83Request *req, char *err, size_t err_len)
 {
@@ -94,6 +111,8 @@ UnpackV3(const unsigned char *bytes, size_t len, Xip83Request *req, char *err, s
 	Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate *m;
 	const char *code;
 
+	if (Malformed(&xmtp__mls__api__v1__subscribe_request__descriptor, bytes, len, err, err_len))
+		return INVALID;
 	if ((r = xmtp__mls__api__v1__subscribe_request__unpack(NULL, len, bytes)) == NULL)
 	{
 		snprintf(err, err_len, "malformed SubscribeRequest");
@@ -148,6 +167,9 @@ UnpackD14n(const unsigned char *bytes, size_t len, Xip83Request *req, char *err,
 	size_t		n_entries = 0;
 	size_t		e = 0;
 
+	if (Malformed(&xmtp__xmtpv4__message_api__subscribe_request__descriptor, bytes, len, err,
+				  err_len))
+		return INVALID;
 	if ((r = xmtp__xmtpv4__message_api__subscribe_request__unpack(NULL, len, bytes)) == NULL)
 	{
 		snprintf(err, err_len, "malformed SubscribeRequest");
