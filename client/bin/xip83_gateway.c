@@ -7,14 +7,18 @@
  *                 [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]
  *                 [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]
  *                 [--max-conn-input BYTES] [--handshake-timeout-ms N]
- *                 [--idle-timeout-ms N] [--request-timeout-ms N]
+ *                 [--idle-timeout-ms N] [--request-timeout-ms N] [--cors-origin LIST]
  *
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
  * LISTENs on). A --dsn in recovery is served alone: the feed polls its
  * replayed horizons every --poll-ms, and LISTENs once it is promoted.
  *
- * Serves h2c on --listen, or TLS (ALPN h2) with --tls-cert and --tls-key.
+ * Serves h2c on --listen, or TLS (ALPN h2) with --tls-cert and --tls-key;
+ * browsers on the same listener (HTTP/1.1, or ALPN http/1.1): gRPC-Web for
+ * the server streams, Subscribe over a WebSocket (subprotocol xip83.v1).
+ * --cors-origin lists the web origins whose pages may call (none by
+ * default; "*" any).
  * Prints "h2c PORT" or "tls PORT" (and "metrics PORT") once listening (port 0: a free
  * one), then "ready". SIGTERM or SIGINT drains: listeners close, every
  * stream ends UNAVAILABLE, connections get GOAWAY; exit 0. Exit 1 when the
@@ -41,6 +45,9 @@
 static Xip83H2Server *server;
 static Xip83Gateway *gateway;
 static GwMetrics *metrics;
+
+/* the bidirectional methods: a browser reaches them over a WebSocket only */
+static const char *websocket_paths[XIP83_GATEWAY_METHODS + 1];
 
 /*
  * A stream's state is a few small allocations spread over the heap, so with
@@ -89,7 +96,7 @@ Usage(void)
 			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]"
 			" [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]"
 			" [--max-conn-input BYTES] [--handshake-timeout-ms N] [--idle-timeout-ms N]"
-			" [--request-timeout-ms N]\n");
+			" [--request-timeout-ms N] [--cors-origin ORIGIN[,ORIGIN...]]\n");
 	exit(2);
 }
 
@@ -212,6 +219,7 @@ main(int argc, char **argv)
 		{"handshake-timeout-ms", required_argument, NULL, 'H'},
 		{"idle-timeout-ms", required_argument, NULL, 'L'},
 		{"request-timeout-ms", required_argument, NULL, 'R'},
+		{"cors-origin", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -229,7 +237,10 @@ main(int argc, char **argv)
 	bool		ok;
 
 	HugePages(argv);
-	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:C:M:N:I:H:L:R:h", longopts, NULL)) != -1)
+	for (int i = 0, n = 0; i < XIP83_GATEWAY_METHODS; i++)
+		if (xip83_gateway_methods[i].kind == GW_SUBSCRIBE)
+			websocket_paths[n++] = xip83_gateway_methods[i].path;
+	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:C:M:N:I:H:L:R:O:h", longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -288,6 +299,9 @@ main(int argc, char **argv)
 			case 'R':
 				cfg.request_ms = (uint32_t) Number("--request-timeout-ms", optarg, 1, 3600000);
 				break;
+			case 'O':
+				cfg.cors_origins = optarg;
+				break;
 			default:
 				Usage();
 		}
@@ -298,6 +312,7 @@ main(int argc, char **argv)
 	if (cfg.max_connections == 0)
 		cfg.max_connections = DefaultConnections(go.pool);
 	cfg.on_drain = OnDrain;
+	cfg.websocket_paths = websocket_paths;
 	if ((server = xip83_h2_server_new(&cfg, err, sizeof(err))) == NULL
 		|| (cert && !xip83_h2_tls_files(server, cert, key, err, sizeof(err))))
 	{

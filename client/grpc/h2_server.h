@@ -115,6 +115,10 @@ typedef struct Xip83H2Config
 	uint32_t	handshake_ms;	/* TLS handshake and HTTP/2 preface (5000) */
 	uint32_t	idle_ms;		/* a connection without streams (300000) */
 	uint32_t	request_ms;		/* a partly received request with no new byte (10000) */
+	const char *cors_origins;	/* browsers' origins allowed, "a,b" or "*" (none) */
+	const char *const *websocket_paths;	/* bidirectional methods: served over
+										 * WebSocket, refused over gRPC-Web
+										 * (NULL ended; may be NULL) */
 	void		(*on_drain) (void *arg);	/* drain began (may be NULL) */
 	void	   *drain_arg;
 } Xip83H2Config;
