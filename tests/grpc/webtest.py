@@ -179,6 +179,7 @@ class WebSocket:
         conn.request("GET", path, headers)
         self.status, self.headers = conn.head()
         self.close_code = None
+        self.pongs = []
 
     def send_frame(self, opcode, payload, fin=True):
         mask = os.urandom(4)
@@ -240,11 +241,19 @@ class WsCall:
         self.trailers = None
 
     def __iter__(self):
+        try:
+            for m in self.messages():
+                yield m
+        except (OSError, EOFError) as e:
+            raise WebStatus(-1, "the connection: %r" % e, self.ws.close_code)
+
+    def messages(self):
         while True:
             op, payload = self.ws.recv()
             if op == 8:
                 break
             if op == 10:
+                self.ws.pongs.append(payload)
                 continue
             check(op == 2, "a WebSocket message of opcode %d" % op)
             flag, n = struct.unpack(">BI", payload[:5])
@@ -254,7 +263,8 @@ class WsCall:
                 continue
             check(self.trailers is None, "a message after the trailers")
             yield self.cls.FromString(payload[5:])
-        check(self.trailers is not None, "closed %s without a trailer" % self.ws.close_code)
+        if self.trailers is None:
+            raise WebStatus(-1, "closed without a trailer", self.ws.close_code)
         raise WebStatus(int(self.trailers.get("grpc-status", "-1")), self.trailers.get("grpc-message", ""),
                         self.ws.close_code)
 
