@@ -298,6 +298,12 @@ $(BUILD)/fuzz/fuzz_gateway: tests/fuzz/fuzz_gateway.c $(FUZZ_GW_SRC) $(PROTO_C) 
 		-I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)client/grpc $(PROTOBUF_CFLAGS) \
 		-o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
+# the HTTP/1.1 and WebSocket glue (client/http) and gRPC-Web's helpers
+$(BUILD)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c client/http/http.c client/http/http.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-I$(S)client/http -o $@ $(filter %.c,$^) -lhttp_parser -lwslay -lcrypto
+
 # The tools and their man pages (man/NAME.1, section 1) into PostgreSQL's
 # bindir and mandir, as the server's own programs are installed.
 MAN1         = $(addprefix $(S),$(call srcfiles,man/*.1))
