@@ -109,6 +109,25 @@ def refusals(port):
           "an oversized request: %s" % frames)
     conn.close()
 
+    # the head answered before the body came (as http.client and browsers may
+    # send them apart): the body is read and dropped, and the connection goes on
+    conn = Conn(port)
+    conn.sock.sendall(b"POST /nope/Nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/grpc-web\r\n"
+                      b"Content-Length: 5\r\n\r\n")
+    call = WebCall.__new__(WebCall)
+    call.conn, call.text = conn, False
+    call.status, call.headers = conn.head()
+    check("connection" not in call.headers, "the early answer keeps the connection: %s" % call.headers)
+    frames = list(call.frames())
+    check(b"grpc-status: 12" in frames[-1][1], "answered at its head: %s" % frames)
+    conn.sock.sendall(b"\x00\x00\x00\x00\x00")
+    try:
+        list(WebCall(conn, "/nope/Again", b""))
+        raise AssertionError("no error")
+    except Exception as e:
+        check(getattr(e, "status", None) == 12, "the next request on it: %r" % e)
+    conn.close()
+
     # headers over 16 KiB: 431, closed
     conn = Conn(port)
     conn.request("POST", GROUP_MESSAGES, [("X-Big", "a" * 20000)])
