@@ -102,6 +102,11 @@ class Conn:
         self.sock.sendall(h.encode() + b"\r\n" + body)
 
     def close(self):
+        # a reader thread blocked in recv would keep the connection open past close()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
 
 
