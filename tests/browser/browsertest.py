@@ -13,6 +13,7 @@ import http.server
 import json
 import os
 import shutil
+import socket
 import ssl
 import subprocess
 import sys
@@ -24,8 +25,10 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "grpc"))
 
-from gatewaytest import GROUP_MESSAGES, TOPICS, V3_SUBSCRIBE, D14N_SUBSCRIBE, gateway  # noqa: E402
-from grpctest import TOP, Failure, check  # noqa: E402
+from gatewaytest import (D14N_SUBSCRIBE, GROUP_MESSAGES, TOPICS, V3_SUBSCRIBE, gateway,  # noqa: E402
+                         put_envelope, put_group, psql)
+from gatewaytest import GATEWAY  # noqa: E402
+from grpctest import TOP, Failure, Server, check  # noqa: E402
 
 NPM = os.environ.get("XIP83_NPM_CACHE") or "/var/cache/xip83/npm"
 CHROMIUM = os.environ.get("XIP83_CHROMIUM") or "/usr/bin/chromium"
@@ -198,6 +201,19 @@ def take_until(client, stream, pred, seconds=20, what="an event"):
             return out
 
 
+def free_port():
+    """A loopback port free now (for a gateway started again on the same one)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def gateway_at(port, *args):
+    """A gateway on 127.0.0.1:port against the test database."""
+    dsn = "dbname=" + os.environ.get("PGDATABASE", "xip83_libpq")
+    return Server("--dsn", dsn, "--listen", "127.0.0.1:%d" % port, *args, program=GATEWAY)
+
+
 def metrics(g):
     """The gateway's --metrics page as {name{labels}: value}."""
     text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % g.ports["metrics"], timeout=10).read().decode()
@@ -253,6 +269,63 @@ def run(test):
     grpctest.run(both)
 
 
-__all__ = ["GROUP_MESSAGES", "TOPICS", "V3_SUBSCRIBE", "D14N_SUBSCRIBE", "gateway", "Failure", "check",
-           "build", "StaticServer", "Browser", "NodeClient", "q", "take", "take_until", "metrics",
-           "open_streams", "wait_for", "spki_hash", "run"]
+
+# ------------------------------------------------------------------ scenarios
+# Shared by the Node and the browser tests: the same calls, one client.
+
+def group_stream(client, base, sid, text=False):
+    """SubscribeGroupMessages on client: headers (subscribed: true) before
+    the first message, the rows above the cursor, then live rows written
+    now, each exactly once; the stream is left open (its id sid)."""
+    u = os.urandom(4).hex().encode()
+    group = b"G" + u
+    ids = [put_group(group, b"g%d" % i + u) for i in range(3)]
+    other = b"O" + u
+    client.js("xip83.grpcWeb(xip83.transport(%s, %s), %s, 'group', [[%s, %d]]);"
+              % (q(base), q(text), q(sid), q(group.hex()), ids[0]))
+    got = take_until(client, sid, lambda e: e["type"] != "headers" and e["type"] != "trailers", what="a message")
+    check(got[0]["type"] == "headers", "the headers before the first message: %s" % got)
+    check(got[0]["subscribed"] == "true", "subscribed: true in the headers: %s" % got[0])
+    got = got[1:] + take(client, sid, 1)
+    check([(e["type"], e.get("id")) for e in got] == [("message", ids[1]), ("message", ids[2])],
+          "the rows above the cursor, in order: %s" % got)
+    check(all(e["group"] == group.hex() for e in got), "the group's rows only: %s" % got)
+    live = []
+    for i in range(3):
+        put_group(other, b"o%d" % i + u)
+        live.append(put_group(group, b"live%d" % i + u))
+    got = take(client, sid, 3)
+    check([e.get("id") for e in got] == live, "the live rows once, in order: %s (written %s)" % (got, live))
+    check(take(client, sid, 1, 0.5) == [], "nothing more")
+    return group
+
+
+def topics_stream(client, base, sid, text=False):
+    """SubscribeTopics on client: headers, STARTED, the envelopes above the
+    cursor, CATCHUP_COMPLETE, then live envelopes written now, each exactly
+    once; the stream is left open."""
+    u = os.urandom(4).hex().encode()
+    topic = b"\x01T" + u
+    node = 1000 + int.from_bytes(os.urandom(2), "big")    # positions unique to this run
+    for seq in range(1, 4):
+        put_envelope(node, seq, topic)
+    put_envelope(node + 1, 1, b"\x01X" + u)
+    client.js("xip83.grpcWeb(xip83.transport(%s, %s), %s, 'topics', [[%s, {%d: 1}]]);"
+              % (q(base), q(text), q(sid), q(topic.hex()), node))
+    got = take_until(client, sid, lambda e: e["type"] == "status" and e["status"] == 2, what="CATCHUP_COMPLETE")
+    check(got[0]["type"] == "headers" and got[0]["subscribed"] == "true", "headers first: %s" % got)
+    check(got[1] == dict(got[1], type="status", status=1), "STARTED after the headers: %s" % got)
+    rows = [tuple(r) for e in got[2:-1] for r in e.get("rows", [])]
+    check(all(e["type"] == "envelopes" for e in got[2:-1]), "envelopes only in the catch-up: %s" % got)
+    check(rows == [(node, 2, topic.hex()), (node, 3, topic.hex())], "the catch-up above the cursor: %s" % rows)
+    put_envelope(node + 1, 2, b"\x01X" + u)
+    for seq in range(4, 7):
+        put_envelope(node, seq, topic)
+    rows = []
+    while len(rows) < 3:
+        got = take(client, sid, 1)
+        check(got and got[0]["type"] == "envelopes", "live envelopes: %s (so far %s)" % (got, rows))
+        rows += [tuple(r) for r in got[0]["rows"]]
+    check(rows == [(node, s, topic.hex()) for s in (4, 5, 6)], "the live envelopes once, in order: %s" % rows)
+    check(take(client, sid, 1, 0.5) == [], "nothing more")
+    return topic
