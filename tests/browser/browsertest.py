@@ -52,7 +52,7 @@ def _sources():
     """The files the client is built from, with the lock file."""
     out = [os.path.join(TOP, "proto/xip83", f) for f in os.listdir(os.path.join(TOP, "proto/xip83"))]
     out += [os.path.join(HERE, sub, f) for sub in ("proto", "js") for f in os.listdir(os.path.join(HERE, sub))]
-    return sorted(out) + [os.path.join(HERE, "package-lock.json")]
+    return sorted(out) + [os.path.join(HERE, f) for f in ("package-lock.json", "browsertest.py")]
 
 
 def build():
@@ -86,7 +86,7 @@ def build():
                     "--target=node18", "--outfile=" + os.path.join(d, "node.cjs"), os.path.join(d, "node.js")],
                    check=True, env=env, timeout=60)
     with open(os.path.join(d, "index.html"), "w") as f:
-        f.write('<!DOCTYPE html>\n<meta charset="utf-8"><title>xip83</title>\n'
+        f.write('<!DOCTYPE html>\n<meta charset="utf-8"><title>xip83</title><link rel="icon" href="data:,">\n'
                 '<script src="page.bundle.js"></script>\n')
     try:
         os.rename(d, built)    # a test building at the same time may have won
@@ -273,7 +273,7 @@ def run(test):
 # ------------------------------------------------------------------ scenarios
 # Shared by the Node and the browser tests: the same calls, one client.
 
-def group_stream(client, base, sid, text=False):
+def group_stream(client, base, sid):
     """SubscribeGroupMessages on client: headers (subscribed: true) before
     the first message, the rows above the cursor, then live rows written
     now, each exactly once; the stream is left open (its id sid)."""
@@ -281,8 +281,8 @@ def group_stream(client, base, sid, text=False):
     group = b"G" + u
     ids = [put_group(group, b"g%d" % i + u) for i in range(3)]
     other = b"O" + u
-    client.js("xip83.grpcWeb(xip83.transport(%s, %s), %s, 'group', [[%s, %d]]);"
-              % (q(base), q(text), q(sid), q(group.hex()), ids[0]))
+    client.js("xip83.grpcWeb(xip83.transport(%s), %s, 'group', [[%s, %d]]);"
+              % (q(base), q(sid), q(group.hex()), ids[0]))
     got = take_until(client, sid, lambda e: e["type"] != "headers" and e["type"] != "trailers", what="a message")
     check(got[0]["type"] == "headers", "the headers before the first message: %s" % got)
     check(got[0]["subscribed"] == "true", "subscribed: true in the headers: %s" % got[0])
@@ -300,7 +300,7 @@ def group_stream(client, base, sid, text=False):
     return group
 
 
-def topics_stream(client, base, sid, text=False):
+def topics_stream(client, base, sid):
     """SubscribeTopics on client: headers, STARTED, the envelopes above the
     cursor, CATCHUP_COMPLETE, then live envelopes written now, each exactly
     once; the stream is left open."""
@@ -310,8 +310,8 @@ def topics_stream(client, base, sid, text=False):
     for seq in range(1, 4):
         put_envelope(node, seq, topic)
     put_envelope(node + 1, 1, b"\x01X" + u)
-    client.js("xip83.grpcWeb(xip83.transport(%s, %s), %s, 'topics', [[%s, {%d: 1}]]);"
-              % (q(base), q(text), q(sid), q(topic.hex()), node))
+    client.js("xip83.grpcWeb(xip83.transport(%s), %s, 'topics', [[%s, {%d: 1}]]);"
+              % (q(base), q(sid), q(topic.hex()), node))
     got = take_until(client, sid, lambda e: e["type"] == "status" and e["status"] == 2, what="CATCHUP_COMPLETE")
     check(got[0]["type"] == "headers" and got[0]["subscribed"] == "true", "headers first: %s" % got)
     check(got[1] == dict(got[1], type="status", status=1), "STARTED after the headers: %s" % got)

@@ -1,6 +1,6 @@
 """xip83-gateway's gRPC-Web in headless Chromium: a page served from
 another origin (a static server on another loopback port) calls
-SubscribeGroupMessages (binary) and SubscribeTopics (grpc-web-text) with
+SubscribeGroupMessages and SubscribeTopics with
 connect-web's gRPC-Web transport, the browser's fetch, cross-origin as
 --cors-origin allows: the headers (subscribed: true) first, the catch-up
 above the cursors, live rows written by the test, each exactly once. An
@@ -22,7 +22,7 @@ def test():
     b = Browser()
     check(b.goto(allowed.origin + "/index.html") == 200, "the page loads")
     group = group_stream(b, base, "g")
-    topics_stream(b, base, "t", text=True)
+    topics_stream(b, base, "t")
     wait_for(lambda: open_streams(g, GROUP_MESSAGES) == 1 and open_streams(g, TOPICS) == 1, 10,
              "one open stream of each method")
 

@@ -8,7 +8,7 @@ import * as lib from "./xip83client.js";
 
 const xip83 = {
 	...lib,
-	transport: (baseUrl, text) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: !text }),
+	transport: (baseUrl) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
 };
 const AsyncFunction = (async () => {}).constructor;
 const lines = createInterface({ input: process.stdin });

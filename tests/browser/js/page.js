@@ -5,7 +5,7 @@ import * as lib from "./xip83client.js";
 
 window.xip83 = {
 	...lib,
-	// binary or, with text, application/grpc-web-text (base64)
-	transport: (baseUrl, text) => createGrpcWebTransport({ baseUrl, useBinaryFormat: !text }),
+	// application/grpc-web+proto (connect-web has no grpc-web-text)
+	transport: (baseUrl) => createGrpcWebTransport({ baseUrl, useBinaryFormat: true }),
 };
 document.title = "xip83 ready";
