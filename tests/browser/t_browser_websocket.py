@@ -10,7 +10,8 @@ removes a topic stops its rows. A gateway restart (SIGTERM: each stream
 ends UNAVAILABLE in a last status message) is survived by the page, which
 reconnects to the same port and adds its topics again from the cursors of
 the rows it has: the rows written while the gateway was down and after it
-came back arrive exactly once. A page of an origin not allowed cannot open
+came back arrive exactly once. A text message closes the WebSocket with
+1003. A page of an origin not allowed cannot open
 the WebSocket."""
 import os
 
@@ -140,6 +141,12 @@ def test():
     no_rows(b, "v3")
     no_rows(b, "d", 0.1)
     check(b.js("return xip83.ws('v3').reconnects;") >= 1, "the page reconnected")
+
+    # a text message is not of the subprotocol: the server closes with 1003
+    check(b.js("return await xip83.wsOpen('x', %s, false, false);" % q(ws + V3_SUBSCRIBE)), "a third WebSocket")
+    b.js("xip83.ws('x').ws.send('hello');")
+    got = take_until(b, "x", is_("close"), 10, "the close after a text message")
+    check(got[-1]["code"] == 1003, "a text message closes with 1003: %s" % got)
 
     # an origin not allowed: the handshake is refused
     check(b.goto(refused.origin + "/index.html") == 200, "the other page loads")
