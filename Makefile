@@ -189,12 +189,15 @@ $(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,t
 # by tests/grpc/t_*.py through installcheck-libpq). Skipped when libnghttp2-dev
 # or libssl-dev is absent (those tests then fail); the driver installs both.
 GW_PKGS      = libnghttp2 openssl
-GW_OK        = $(shell pkg-config --exists $(GW_PKGS) && echo yes)
+# browsers' HTTP/1.1 and WebSocket (client/http): Debian's libhttp-parser-dev
+# and libwslay-dev, which ship no pkg-config files
+GW_HTTP_OK   = $(if $(wildcard /usr/include/http_parser.h),$(if $(wildcard /usr/include/wslay/wslay.h),yes))
+GW_OK        = $(if $(GW_HTTP_OK),$(shell pkg-config --exists $(GW_PKGS) && echo yes))
 GW_CFLAGS    = -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
-               -std=gnu11 -I$(S)client/grpc $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
+               -std=gnu11 -I$(S)client/grpc -I$(S)client $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
                $(SANITIZE_FLAGS)
-GW_LIBS      = $(shell pkg-config --libs $(GW_PKGS) 2>/dev/null)
-GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/grpc/*.c))
+GW_LIBS      = $(shell pkg-config --libs $(GW_PKGS) 2>/dev/null) -lhttp_parser -lwslay
+GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/grpc/*.c client/http/*.c))
 GW_ECHO      = $(if $(GW_OK),$(BUILD)/client/xip83-grpc-echo)
 # the transport's own units, no server (tests/grpc/t_*.c)
 GW_UNITS     = $(if $(GW_OK),$(patsubst tests/grpc/%.c,$(BUILD)/client/%,$(call srcfiles,tests/grpc/t_*.c)))
@@ -210,7 +213,7 @@ GATEWAY      = $(if $(GW_OK),$(if $(call srcfiles,client/bin/xip83_gateway.c),$(
 GW_BENCH     = $(if $(GATEWAY),$(if $(call srcfiles,tests/bench/bench_gateway.c),$(BUILD)/bench/bench_gateway))
 TOOLS       += $(GATEWAY)
 ifneq ($(GW_OK),yes)
-$(info xip83-gateway and xip83-grpc-echo are not built: libnghttp2-dev or libssl-dev is missing)
+$(info xip83-gateway and xip83-grpc-echo are not built: libnghttp2-dev, libssl-dev, libhttp-parser-dev or libwslay-dev is missing)
 endif
 
 all: $(GATEWAY)
@@ -219,7 +222,7 @@ test-programs: $(GW_ECHO) $(GATEWAY) $(GW_UNITS)
 
 bench: $(GW_BENCH)
 
-$(GW_CORE_OBJ): PQ_CFLAGS += -I$(S)client/grpc $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
+$(GW_CORE_OBJ): PQ_CFLAGS += -I$(S)client/grpc -I$(S)client $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
                              -Wno-unused-parameter -Wno-missing-field-initializers
 $(GW_CORE_OBJ): $(call srcfiles,client/grpc/*.h)
 
@@ -230,7 +233,11 @@ $(BUILD)/xip83-gateway: client/bin/xip83_gateway.c $(GW_CORE_OBJ) $(GW_LIB_OBJ) 
 $(BUILD)/bench/bench_gateway: PQ_LIBS += $(GW_LIBS)
 $(BUILD)/bench/bench_gateway: PQ_CFLAGS += -Wno-unused-parameter
 
-$(BUILD)/client/grpc/%.o: client/grpc/%.c $(call srcfiles,client/grpc/*.h)
+$(BUILD)/client/grpc/%.o: client/grpc/%.c $(call srcfiles,client/grpc/*.h client/http/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(GW_CFLAGS) -c -o $@ $<
+
+$(BUILD)/client/http/%.o: client/http/%.c $(call srcfiles,client/http/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(GW_CFLAGS) -c -o $@ $<
 

@@ -68,6 +68,9 @@ need_pkgs() {
 	# the gateway's gRPC transport (client/grpc) and its tests (tests/grpc)
 	[ -f /usr/include/nghttp2/nghttp2.h ] || missing+=(libnghttp2-dev)
 	[ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
+	# browsers' HTTP/1.1 (gRPC-Web) and WebSocket on the same listener (client/http)
+	[ -f /usr/include/http_parser.h ] || missing+=(libhttp-parser-dev)
+	[ -f /usr/include/wslay/wslay.h ] || missing+=(libwslay-dev)
 	command -v openssl >/dev/null || missing+=(openssl)
 	/usr/bin/python3 -c 'import grpc' 2>/dev/null || missing+=(python3-grpcio)
 	/usr/bin/python3 -c 'import h2, hpack, hyperframe' 2>/dev/null || missing+=(python3-h2)
@@ -447,6 +450,8 @@ case "$mode" in
 		[ -f /usr/share/perl5/Debian/Debhelper/Sequence/pgxs.pm ] || pkgs+=(postgresql-server-dev-all)
 		pkg-config --exists libnghttp2 || pkgs+=(libnghttp2-dev)
 		pkg-config --exists openssl || pkgs+=(libssl-dev)
+		[ -f /usr/include/http_parser.h ] || pkgs+=(libhttp-parser-dev)
+		[ -f /usr/include/wslay/wslay.h ] || pkgs+=(libwslay-dev)
 		# man -w finds the package's pages (package_on_path)
 		command -v man >/dev/null || pkgs+=(man-db)
 		if [ ${#pkgs[@]} -gt 0 ]; then

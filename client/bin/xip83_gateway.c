@@ -5,17 +5,29 @@
  *   xip83-gateway --dsn DSN --listen HOST:PORT [--pool N] [--tls-cert F --tls-key F]
  *                 [--metrics HOST:PORT] [--keepalive-ms N] [--drain-ms N]
  *                 [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]
+ *                 [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]
+ *                 [--max-conn-input BYTES] [--handshake-timeout-ms N]
+ *                 [--idle-timeout-ms N] [--request-timeout-ms N] [--cors-origin LIST]
  *
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
  * LISTENs on). A --dsn in recovery is served alone: the feed polls its
  * replayed horizons every --poll-ms, and LISTENs once it is promoted.
  *
- * Serves h2c on --listen, or TLS (ALPN h2) with --tls-cert and --tls-key.
+ * Serves h2c on --listen, or TLS (ALPN h2) with --tls-cert and --tls-key;
+ * browsers on the same listener (HTTP/1.1, or ALPN http/1.1): gRPC-Web for
+ * the server streams, Subscribe over a WebSocket (subprotocol xip83.v1).
+ * --cors-origin lists the web origins whose pages may call (none by
+ * default; "*" any).
  * Prints "h2c PORT" or "tls PORT" (and "metrics PORT") once listening (port 0: a free
  * one), then "ready". SIGTERM or SIGINT drains: listeners close, every
  * stream ends UNAVAILABLE, connections get GOAWAY; exit 0. Exit 1 when the
  * database or a listener cannot be set up, 2 on bad options.
+ *
+ * Bounds (h2_server.h): --max-connections defaults to the descriptors the
+ * process may open less a reserve for the database's and its own;
+ * --max-memory to half the machine's (or the cgroup's) memory. BYTES take a
+ * k, M or G suffix (powers of 1024).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "gw_core.h"
@@ -32,6 +45,9 @@
 static Xip83H2Server *server;
 static Xip83Gateway *gateway;
 static GwMetrics *metrics;
+
+/* the bidirectional methods: a browser reaches them over a WebSocket only */
+static const char *websocket_paths[XIP83_GATEWAY_METHODS + 1];
 
 /*
  * A stream's state is a few small allocations spread over the heap, so with
@@ -77,7 +93,10 @@ Usage(void)
 {
 	fprintf(stderr, "usage: xip83-gateway --dsn DSN --listen HOST:PORT [--pool N]"
 			" [--tls-cert FILE --tls-key FILE] [--metrics HOST:PORT] [--keepalive-ms N]"
-			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]\n");
+			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]"
+			" [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]"
+			" [--max-conn-input BYTES] [--handshake-timeout-ms N] [--idle-timeout-ms N]"
+			" [--request-timeout-ms N] [--cors-origin ORIGIN[,ORIGIN...]]\n");
 	exit(2);
 }
 
@@ -132,6 +151,52 @@ Number(const char *opt, const char *arg, long lo, long hi)
 	return (int) v;
 }
 
+/* A size in bytes, with an optional k, M or G suffix (powers of 1024). */
+static size_t
+Bytes(const char *opt, const char *arg, size_t lo)
+{
+	char	   *end;
+	unsigned long long v;
+	int			shift = 0;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (*end == 'k' || *end == 'K')
+		shift = 10;
+	else if (*end == 'M')
+		shift = 20;
+	else if (*end == 'G')
+		shift = 30;
+	if (shift)
+		end++;
+	if (errno || *end || end == arg || arg[0] == '-' || v > (SIZE_MAX >> shift) || (v << shift) < lo)
+	{
+		fprintf(stderr, "xip83-gateway: %s %s: expected a size of at least %zu bytes"
+				" (k, M, G: KiB, MiB, GiB)\n", opt, arg, lo);
+		exit(2);
+	}
+	return (size_t) (v << shift);
+}
+
+/*
+ * --max-connections' default: the descriptors this process may open, less
+ * the database's (the pool's, on the primary and a standby, and the feed's)
+ * and the transport's own reserve (h2_server.c's, for listeners, scrapes
+ * and logs).
+ */
+static uint32_t
+DefaultConnections(int pool)
+{
+	struct rlimit rl;
+	rlim_t		keep = 64 + 2 * ((rlim_t) (pool > 0 ? pool : 4) + 1);
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 0;				/* the transport's own default */
+	if (rl.rlim_cur < keep + 16)
+		return 16;
+	return rl.rlim_cur - keep > UINT32_MAX ? UINT32_MAX : (uint32_t) (rl.rlim_cur - keep);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -147,6 +212,14 @@ main(int argc, char **argv)
 		{"standby-dsn", required_argument, NULL, 's'},
 		{"poll-ms", required_argument, NULL, 'P'},
 		{"fence-wait-ms", required_argument, NULL, 'F'},
+		{"max-connections", required_argument, NULL, 'C'},
+		{"max-memory", required_argument, NULL, 'M'},
+		{"max-conn-memory", required_argument, NULL, 'N'},
+		{"max-conn-input", required_argument, NULL, 'I'},
+		{"handshake-timeout-ms", required_argument, NULL, 'H'},
+		{"idle-timeout-ms", required_argument, NULL, 'L'},
+		{"request-timeout-ms", required_argument, NULL, 'R'},
+		{"cors-origin", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -164,7 +237,10 @@ main(int argc, char **argv)
 	bool		ok;
 
 	HugePages(argv);
-	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:h", longopts, NULL)) != -1)
+	for (int i = 0, n = 0; i < XIP83_GATEWAY_METHODS; i++)
+		if (xip83_gateway_methods[i].kind == GW_SUBSCRIBE)
+			websocket_paths[n++] = xip83_gateway_methods[i].path;
+	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:C:M:N:I:H:L:R:O:h", longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -202,6 +278,30 @@ main(int argc, char **argv)
 			case 'F':
 				go.fence_wait_ms = Number("--fence-wait-ms", optarg, 1, 60000);
 				break;
+			case 'C':
+				cfg.max_connections = (uint32_t) Number("--max-connections", optarg, 1, 10000000);
+				break;
+			case 'M':
+				cfg.max_memory = Bytes("--max-memory", optarg, 1 << 20);
+				break;
+			case 'N':
+				cfg.max_conn_memory = Bytes("--max-conn-memory", optarg, 64 << 10);
+				break;
+			case 'I':
+				cfg.max_partial = Bytes("--max-conn-input", optarg, 1 << 10);
+				break;
+			case 'H':
+				cfg.handshake_ms = (uint32_t) Number("--handshake-timeout-ms", optarg, 1, 3600000);
+				break;
+			case 'L':
+				cfg.idle_ms = (uint32_t) Number("--idle-timeout-ms", optarg, 1, 86400000);
+				break;
+			case 'R':
+				cfg.request_ms = (uint32_t) Number("--request-timeout-ms", optarg, 1, 3600000);
+				break;
+			case 'O':
+				cfg.cors_origins = optarg;
+				break;
 			default:
 				Usage();
 		}
@@ -209,7 +309,10 @@ main(int argc, char **argv)
 	if (optind < argc || go.conninfo == NULL || listen == NULL || (cert == NULL) != (key == NULL))
 		Usage();
 	signal(SIGPIPE, SIG_IGN);
+	if (cfg.max_connections == 0)
+		cfg.max_connections = DefaultConnections(go.pool);
 	cfg.on_drain = OnDrain;
+	cfg.websocket_paths = websocket_paths;
 	if ((server = xip83_h2_server_new(&cfg, err, sizeof(err))) == NULL
 		|| (cert && !xip83_h2_tls_files(server, cert, key, err, sizeof(err))))
 	{

@@ -7,19 +7,165 @@
  * timers, then flush every connection that has something new to send
  * (anything sent from a timer or from another connection's callback).
  */
+#define _GNU_SOURCE				/* accept4 */
 #include "h2_internal.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define EVENTS_PER_WAIT 256
+#define ACCEPT_PAUSE_MS 100
+/* descriptors kept back from max_connections' default: logs, database sockets */
+#define FD_RESERVE 64
+/* memory given back by ended streams and connections before malloc is trimmed */
+#define TRIM_AFTER ((size_t) 4 << 20)
+/* spare chunks kept through a trim */
+#define SPARE_KEEP 1024
+
+const char *const xip83_h2_limit_names[XIP83_H2_LIMITS] = {
+	[XIP83_H2_LIMIT_CONNECTIONS] = "max_connections",
+	[XIP83_H2_LIMIT_MEMORY] = "max_memory",
+	[XIP83_H2_LIMIT_CONN_MEMORY] = "max_conn_memory",
+	[XIP83_H2_LIMIT_CONN_INPUT] = "max_conn_input",
+	[XIP83_H2_LIMIT_HANDSHAKE] = "handshake_timeout",
+	[XIP83_H2_LIMIT_IDLE] = "idle_timeout",
+	[XIP83_H2_LIMIT_REQUEST] = "request_timeout",
+	[XIP83_H2_LIMIT_DESCRIPTORS] = "descriptors",
+};
+
+/* A number from the first line of path that starts with key (or the file's first), or 0. */
+static uint64_t
+FileNumber(const char *path, const char *key)
+{
+	FILE	   *f = fopen(path, "r");
+	char		line[256];
+	uint64_t	v = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (key == NULL || strncmp(line, key, strlen(key)) == 0)
+		{
+			v = strtoull(line + (key ? strlen(key) : 0), NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+/*
+ * max_memory's default: half of what the machine has, or of the cgroup's
+ * memory.max when that is less ("max" reads as 0), so the transport's
+ * clients cannot take the memory the rest of the process (and the database
+ * beside it) needs.
+ */
+static size_t
+DefaultMemory(void)
+{
+	uint64_t	total = FileNumber("/proc/meminfo", "MemTotal:") * 1024;
+	uint64_t	cg = FileNumber("/sys/fs/cgroup/memory.max", NULL);
+
+	if (cg > 0 && (total == 0 || cg < total))
+		total = cg;
+	total /= 2;
+	if (total < ((uint64_t) 256 << 20))
+		total = (uint64_t) 256 << 20;
+	return total > SIZE_MAX ? SIZE_MAX : (size_t) total;
+}
+
+/* max_connections' default: the descriptors this process may open, less a reserve. */
+static uint32_t
+DefaultConnections(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 100000;
+	if (rl.rlim_cur < 2 * FD_RESERVE)
+		return (uint32_t) (rl.rlim_cur / 2);
+	return rl.rlim_cur - FD_RESERVE > UINT32_MAX ? UINT32_MAX : (uint32_t) (rl.rlim_cur - FD_RESERVE);
+}
+
+/* ---------------------------------------------------------------- memory */
+
+void
+h2_mem_add(H2Conn *c, size_t n)
+{
+	c->mem += n;
+	c->srv->mem += n;
+}
+
+void
+h2_mem_sub(H2Conn *c, size_t n)
+{
+	c->mem -= n;
+	c->srv->mem -= n;
+	c->srv->freed += n;
+}
+
+/*
+ * Whether c may take n more bytes: -1 yes, else the limit it would pass. The
+ * process's bound refuses only a connection holding more than its share of
+ * it: some connection does whenever the process is over, and those that
+ * hold little go on.
+ */
+int
+h2_mem_room(H2Conn *c, size_t n)
+{
+	Xip83H2Server *srv = c->srv;
+
+	if (c->mem + n > srv->cfg.max_conn_memory)
+		return XIP83_H2_LIMIT_CONN_MEMORY;
+	if (srv->mem + n > srv->cfg.max_memory && c->mem + n > srv->cfg.max_memory / (srv->n_conns + 1))
+		return XIP83_H2_LIMIT_MEMORY;
+	return -1;
+}
+
+/* ---------------------------------------------------------------- the sweep */
+
+/*
+ * Once a period: every connection's deadlines (one pass, no timer per
+ * connection or stream), and after a burst of ends, memory given back to
+ * the system once the burst is over.
+ */
+static void
+Sweep(void *arg)
+{
+	Xip83H2Server *srv = arg;
+	uint64_t	now = xip83_loop_now_ms();
+
+	for (H2Conn *c = srv->conns, *next; c; c = next)
+	{
+		next = c->next;
+		h2_conn_sweep(c, now);
+	}
+	/* the burst is over when the last period gave back little more */
+	if (srv->freed >= TRIM_AFTER && srv->freed - srv->freed_then < TRIM_AFTER / 16)
+	{
+		while (srv->n_spare > SPARE_KEEP)
+		{
+			H2Chunk    *c = srv->spare;
+
+			srv->spare = c->next;
+			srv->n_spare--;
+			free(c);
+		}
+		malloc_trim(0);
+		srv->freed = 0;
+	}
+	srv->freed_then = srv->freed;
+	if (!srv->draining || srv->conns)
+		xip83_timer_start(&srv->timers, &srv->sweep_timer, srv->sweep_ms, Sweep, srv);
+}
 
 Xip83H2Server *
 xip83_h2_server_new(const Xip83H2Config *cfg, char *err, size_t errlen)
@@ -43,7 +189,30 @@ xip83_h2_server_new(const Xip83H2Config *cfg, char *err, size_t errlen)
 	if (srv->cfg.drain_ms == 0)
 		srv->cfg.drain_ms = 5000;
 	if (srv->cfg.max_partial == 0)
-		srv->cfg.max_partial = (size_t) 64 << 20;
+	{
+		srv->auto_partial = true;
+		srv->cfg.max_partial = srv->cfg.max_message;
+	}
+	if (srv->cfg.max_conn_memory == 0)
+		srv->cfg.max_conn_memory = (size_t) 128 << 20;
+	if (srv->cfg.max_memory == 0)
+		srv->cfg.max_memory = DefaultMemory();
+	if (srv->cfg.max_connections == 0)
+		srv->cfg.max_connections = DefaultConnections();
+	if (srv->cfg.handshake_ms == 0)
+		srv->cfg.handshake_ms = 5000;
+	if (srv->cfg.idle_ms == 0)
+		srv->cfg.idle_ms = 300000;
+	if (srv->cfg.request_ms == 0)
+		srv->cfg.request_ms = 10000;
+	/* a quarter of the shortest timeout late at most */
+	srv->sweep_ms = srv->cfg.handshake_ms;
+	if (srv->cfg.idle_ms < srv->sweep_ms)
+		srv->sweep_ms = srv->cfg.idle_ms;
+	if (srv->cfg.request_ms < srv->sweep_ms)
+		srv->sweep_ms = srv->cfg.request_ms;
+	srv->sweep_ms /= 4;
+	srv->sweep_ms = srv->sweep_ms < 10 ? 10 : srv->sweep_ms > 1000 ? 1000 : srv->sweep_ms;
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	srv->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	srv->wake_poll.kind = H2_POLL_WAKE;
@@ -97,6 +266,7 @@ xip83_h2_server_free(Xip83H2Server *srv)
 	nghttp2_session_callbacks_del(srv->callbacks);
 	nghttp2_option_del(srv->option);
 	xip83_timers_free(&srv->timers);
+	free(srv->watched);
 	free(srv->methods);
 	free(srv);
 }
@@ -114,6 +284,9 @@ xip83_h2_register(Xip83H2Server *srv, const Xip83GrpcMethod *m)
 		return false;
 	srv->methods = p;
 	srv->methods[srv->n_methods++] = m;
+	/* a connection can always take one request of the largest size */
+	if (srv->auto_partial && (m->max_message ? m->max_message : srv->cfg.max_message) > srv->cfg.max_partial)
+		srv->cfg.max_partial = m->max_message ? m->max_message : srv->cfg.max_message;
 	return true;
 }
 
@@ -256,6 +429,10 @@ xip83_h2_stats(const Xip83H2Server *srv, Xip83H2Stats *out)
 	out->connections = srv->n_conns;
 	out->streams = srv->n_streams;
 	out->pending = srv->pending;
+	out->memory = srv->mem;
+	out->input = srv->input;
+	memcpy(out->reached, srv->reached, sizeof(out->reached));
+	out->cfg = &srv->cfg;
 }
 
 bool
@@ -306,6 +483,85 @@ xip83_h2_unwatch(Xip83H2Server *srv, Xip83Watch *w)
 	if (w->fd >= 0)
 		(void) epoll_ctl(srv->epfd, EPOLL_CTL_DEL, w->fd, NULL);
 	w->fd = -1;
+	for (size_t i = 0; i < srv->n_watched; i++)
+		if (srv->watched[i] == w)
+			srv->watched[i] = srv->watched[--srv->n_watched];
+}
+
+bool
+xip83_h2_watch_listener(Xip83H2Server *srv, Xip83Watch *w, int fd, Xip83WatchFn fire, void *arg)
+{
+	Xip83Watch **p = realloc(srv->watched, (srv->n_watched + 1) * sizeof(*p));
+
+	if (p == NULL)
+		return false;
+	srv->watched = p;
+	if (!xip83_h2_watch(srv, w, fd, EPOLLIN, fire, arg))
+		return false;
+	srv->watched[srv->n_watched++] = w;
+	return true;
+}
+
+/* Resumes the listeners paused for want of descriptors. */
+static void
+AcceptResume(void *arg)
+{
+	Xip83H2Server *srv = arg;
+
+	for (H2Listener *l = srv->listeners; l; l = l->next)
+		if (l->paused)
+		{
+			struct epoll_event ev = {.events = EPOLLIN,.data.ptr = &l->poll};
+
+			l->paused = false;
+			epoll_ctl(srv->epfd, EPOLL_CTL_ADD, l->fd, &ev);
+		}
+	for (size_t i = 0; i < srv->n_watched; i++)
+	{
+		Xip83Watch *w = srv->watched[i];
+		struct epoll_event ev = {.events = EPOLLIN,.data.ptr = w};
+
+		if (w->fd >= 0)
+			epoll_ctl(srv->epfd, EPOLL_CTL_ADD, w->fd, &ev);
+	}
+}
+
+/*
+ * Out of descriptors (or memory) for a new connection: every listener leaves
+ * epoll for a while, as level-triggered it would wake the loop again at
+ * once, and connections ending meanwhile give descriptors back.
+ */
+void
+h2_accept_pause(Xip83H2Server *srv)
+{
+	if (xip83_timer_running(&srv->accept_timer))
+		return;
+	srv->reached[XIP83_H2_LIMIT_DESCRIPTORS]++;
+	for (H2Listener *l = srv->listeners; l; l = l->next)
+		if (l->fd >= 0 && !l->paused)
+		{
+			epoll_ctl(srv->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+			l->paused = true;
+		}
+	for (size_t i = 0; i < srv->n_watched; i++)
+		if (srv->watched[i]->fd >= 0)
+			epoll_ctl(srv->epfd, EPOLL_CTL_DEL, srv->watched[i]->fd, NULL);
+	xip83_timer_start(&srv->timers, &srv->accept_timer, ACCEPT_PAUSE_MS, AcceptResume, srv);
+}
+
+int
+xip83_h2_accept(Xip83H2Server *srv, int listen_fd)
+{
+	int			fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
+	{
+		int			saved = errno;
+
+		h2_accept_pause(srv);
+		errno = saved;
+	}
+	return fd;
 }
 
 /*
@@ -332,6 +588,7 @@ xip83_h2_run(Xip83H2Server *srv)
 {
 	struct epoll_event ev[EVENTS_PER_WAIT];
 
+	xip83_timer_start(&srv->timers, &srv->sweep_timer, srv->sweep_ms, Sweep, srv);
 	while (!(srv->draining && (srv->conns == NULL || srv->drained)))
 	{
 		int			n = epoll_wait(srv->epfd, ev, EVENTS_PER_WAIT, srv->dirty ? 0
@@ -374,5 +631,6 @@ xip83_h2_run(Xip83H2Server *srv)
 		FlushDirty(srv);
 	}
 	xip83_timer_stop(&srv->timers, &srv->drain_timer);
+	xip83_timer_stop(&srv->timers, &srv->sweep_timer);
 	return true;
 }

@@ -13,19 +13,39 @@
  * message* (each a whole gRPC message, in order) → half_close (the client
  * sent END_STREAM) → closed. closed comes exactly once for every stream
  * whose open returned XIP83_GRPC_OK, last, with cancelled set when the
- * stream ended before the server finished it (RST_STREAM from the client, a
- * lost connection); the stream handle is invalid after it returns. Between
+ * stream ended before the server's end of it (END_STREAM) left: RST_STREAM
+ * from the client, a lost connection, also when the client's own END_STREAM
+ * came first and the method had finished the stream but its trailers were
+ * still queued (grpc-js cancels with both at once); the stream handle is
+ * invalid after it returns. Between
  * open and closed the method may send messages and finish the stream, from
  * the callbacks or from anywhere on the loop (a timer, a database socket).
  *
  * Sending never blocks: messages queue per stream and leave as HTTP/2 flow
- * control lets them (the client's window). The queue is not bounded here;
- * xip83_h2_pending gives its size so the core can bound a slow client (stop
- * producing, or end the stream RESOURCE_EXHAUSTED), and the writable callback
- * says when a queue that went over the server's low-water mark drained below
- * it again. Received messages are delivered as soon as they are whole; a
- * message longer than the method's limit ends that stream alone with
+ * control lets them (the client's window). xip83_h2_pending gives the memory
+ * a stream's queue takes so the core can bound a slow client (stop producing,
+ * or end the stream RESOURCE_EXHAUSTED), and the writable callback says when
+ * a queue that went over the server's low-water mark drained below it again.
+ * Received messages are delivered as soon as they are whole; a message
+ * longer than the method's limit ends that stream alone with
  * RESOURCE_EXHAUSTED (the connection and its other streams go on).
+ *
+ * Bounds: what a client makes the transport hold is charged, as the memory
+ * it really takes (a queued message's whole chunk, partly received
+ * messages, nghttp2's own allocations, the output buffer), to its
+ * connection and to the process. A send or a received byte that would take
+ * a connection over max_conn_memory (or its input over max_conn_input), or
+ * the process over max_memory while the connection holds more than its
+ * share, ends that stream alone with RESOURCE_EXHAUSTED; nghttp2's own
+ * memory over the bound closes that connection alone. Connections past
+ * max_connections, or arriving while the process is over max_memory, are
+ * closed at accept. Timeouts: a connection must finish its TLS handshake and
+ * HTTP/2 preface within handshake_ms, a connection without streams is closed
+ * (GOAWAY) after idle_ms, and a stream holding part of a request (headers or
+ * a message) that gets no new byte of it for request_ms is ended
+ * RESOURCE_EXHAUSTED (a header block: its connection is closed). Running out
+ * of descriptors pauses every listener for a moment, the caller's too
+ * (xip83_h2_watch_listener). Each limit reached is counted (Xip83H2Stats).
  *
  * Drain (xip83_h2_drain, or xip83_h2_drain_async from a signal handler):
  * stop listening, tell the core (on_drain), send GOAWAY on every connection,
@@ -85,16 +105,50 @@ typedef struct Xip83H2Config
 	uint32_t	max_message;	/* largest request message (4 MiB, gRPC's default) */
 	size_t		low_water;		/* writable fires when pending drops below (256 KiB) */
 	uint32_t	drain_ms;		/* drain's grace before hard closes (5000) */
-	size_t		max_partial;	/* bytes of partly received messages per connection (64 MiB) */
+	size_t		max_partial;	/* bytes of partly received messages per connection
+								 * (max_conn_input; the largest max_message) */
+	size_t		max_conn_memory;	/* all a connection holds (128 MiB) */
+	size_t		max_memory;		/* all connections together (half the machine's
+								 * or cgroup's memory, at least 256 MiB) */
+	uint32_t	max_connections;	/* open at once (RLIMIT_NOFILE's soft limit
+									 * less 64) */
+	uint32_t	handshake_ms;	/* TLS handshake and HTTP/2 preface (5000) */
+	uint32_t	idle_ms;		/* a connection without streams (300000) */
+	uint32_t	request_ms;		/* a partly received request with no new byte (10000) */
+	const char *cors_origins;	/* browsers' origins allowed, "a,b" or "*" (none) */
+	const char *const *websocket_paths;	/* bidirectional methods: served over
+										 * WebSocket, refused over gRPC-Web
+										 * (NULL ended; may be NULL) */
 	void		(*on_drain) (void *arg);	/* drain began (may be NULL) */
 	void	   *drain_arg;
 } Xip83H2Config;
+
+/* Limits reached, as counted in Xip83H2Stats.reached. */
+typedef enum Xip83H2Limit
+{
+	XIP83_H2_LIMIT_CONNECTIONS,	/* refused at accept: max_connections */
+	XIP83_H2_LIMIT_MEMORY,		/* a stream ended or a connection refused: max_memory */
+	XIP83_H2_LIMIT_CONN_MEMORY,	/* a stream ended or a connection closed: max_conn_memory */
+	XIP83_H2_LIMIT_CONN_INPUT,	/* a stream ended: max_partial */
+	XIP83_H2_LIMIT_HANDSHAKE,	/* a connection closed: handshake_ms */
+	XIP83_H2_LIMIT_IDLE,		/* a connection closed: idle_ms */
+	XIP83_H2_LIMIT_REQUEST,		/* a stream or connection ended: request_ms */
+	XIP83_H2_LIMIT_DESCRIPTORS, /* listeners paused: out of descriptors */
+	XIP83_H2_LIMITS
+} Xip83H2Limit;
+
+/* Names of Xip83H2Limit, for metrics. */
+extern const char *const xip83_h2_limit_names[XIP83_H2_LIMITS];
 
 typedef struct Xip83H2Stats
 {
 	size_t		connections;
 	size_t		streams;		/* open streams taken by a method */
-	size_t		pending;		/* bytes queued in all streams, not yet sent */
+	size_t		pending;		/* memory queued in all streams, not yet sent */
+	size_t		memory;			/* the process account: all connections hold */
+	size_t		input;			/* partly received messages, all connections */
+	uint64_t	reached[XIP83_H2_LIMITS];	/* each limit, times reached */
+	const Xip83H2Config *cfg;	/* the bounds in force */
 } Xip83H2Stats;
 
 /* A new server, or NULL with err set. */
@@ -166,6 +220,18 @@ extern bool xip83_h2_watch(Xip83H2Server *srv, Xip83Watch *w, int fd, uint32_t e
 extern void xip83_h2_unwatch(Xip83H2Server *srv, Xip83Watch *w);
 
 /*
+ * A listening socket of the caller's (xip83_tcp_listen), watched for
+ * EPOLLIN like xip83_h2_watch; its fire should take connections with
+ * xip83_h2_accept, so that when descriptors run out every listener, this one
+ * too, pauses for a moment instead of spinning the loop. Stopped with
+ * xip83_h2_unwatch.
+ */
+extern bool xip83_h2_watch_listener(Xip83H2Server *srv, Xip83Watch *w, int fd, Xip83WatchFn fire,
+									void *arg);
+/* accept4 (non-blocking, close-on-exec) on a listener: a descriptor or -1 with errno. */
+extern int	xip83_h2_accept(Xip83H2Server *srv, int listen_fd);
+
+/*
  * Queues one message (the gRPC prefix is added here). False when the stream
  * was finished already or memory is short (the message is not queued).
  */
@@ -200,8 +266,24 @@ extern void xip83_h2_send_headers(Xip83H2Stream *s, const char *name, const char
  */
 extern void xip83_h2_finish(Xip83H2Stream *s, int status, const char *message);
 
-/* Bytes queued on the stream and not yet handed to HTTP/2. */
+/*
+ * Memory the stream's queue takes, for what is not yet handed to HTTP/2:
+ * each message's chunk as allocated (a small message takes a whole
+ * H2_CHUNK_SMALL chunk), a shared message's bytes counted whole.
+ */
 extern size_t xip83_h2_pending(const Xip83H2Stream *s);
+
+/*
+ * Charges memory the caller holds for a stream (its topic sets, say) to the
+ * stream's connection and to the process, under the same bounds as the
+ * transport's own (max_conn_memory, max_memory): false, with nothing
+ * charged, when n more bytes would pass one; the caller then refuses what
+ * would have taken them (RESOURCE_EXHAUSTED). xip83_h2_uncharge gives bytes
+ * back; whatever a stream still has charged goes back after its closed
+ * callback, so the caller need not uncharge on close.
+ */
+extern bool xip83_h2_charge(Xip83H2Stream *s, size_t n);
+extern void xip83_h2_uncharge(Xip83H2Stream *s, size_t n);
 /* True once the stream was finished (by the method, a limit or a drain). */
 extern bool xip83_h2_finished(const Xip83H2Stream *s);
 

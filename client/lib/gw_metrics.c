@@ -1,24 +1,47 @@
 /*
  * gw_metrics.c: Prometheus text metrics over HTTP (see gw_metrics.h).
  *
- * A scrape is answered in the accept callback: the request is read with a
- * short timeout (scrapers send it at once), the page is written and the
- * connection closed. That holds the loop for at most the timeout, which is
- * fine for a scrape every few seconds from a local agent.
+ * A scrape is served on the loop without ever waiting on its socket: the
+ * request is read as it arrives (until its blank line, REQUEST_MAX bytes at
+ * most), the page is made in one go and written as the socket takes it,
+ * and the connection is closed. A connection not done within
+ * SCRAPE_TIMEOUT_MS is closed, and at most SCRAPE_CONNS are open at once: a
+ * new one closes the oldest still waiting for its request (or is closed
+ * itself when all are writing). A silent or slow scraper costs a
+ * descriptor and a small buffer, never the loop's time, and cannot keep a
+ * real scraper out. The loop, not a thread of its
+ * own, because the page reads the core's counters, which only the loop may.
  */
-#define _GNU_SOURCE				/* accept4 */
 #include "gw_metrics.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
-#define REQUEST_TIMEOUT_MS 200
+#define SCRAPE_TIMEOUT_MS 2000
+#define SCRAPE_CONNS 8
+#define REQUEST_MAX 4096
+#define ACCEPT_BUDGET 16
+
+/* Limits of the metrics listener, counted beside the transport's. */
+enum
+{
+	SCRAPE_LIMIT_CONNS,
+	SCRAPE_LIMIT_TIMEOUT,
+	SCRAPE_LIMIT_REQUEST,
+	SCRAPE_LIMITS
+};
+
+static const char *const scrape_limit_names[SCRAPE_LIMITS] = {
+	"metrics_connections", "metrics_timeout", "metrics_request"
+};
+
+typedef struct Scrape Scrape;
 
 struct GwMetrics
 {
@@ -26,6 +49,25 @@ struct GwMetrics
 	Xip83Gateway *gw;
 	Xip83Watch	watch;
 	int			fd;
+	Scrape	   *scrapes;
+	int			n_scrapes;
+	uint64_t	reached[SCRAPE_LIMITS];
+};
+
+/* One scraper's connection. */
+struct Scrape
+{
+	GwMetrics  *m;
+	Xip83Watch	watch;
+	Xip83Timer	timer;
+	int			fd;
+	size_t		req_len;
+	char	   *out;			/* the response, once the request came */
+	size_t		out_len;
+	size_t		out_off;
+	Scrape	   *prev;
+	Scrape	   *next;
+	char		req[REQUEST_MAX];
 };
 
 typedef struct Page
@@ -78,8 +120,8 @@ One(Page *pg, const char *name, const char *type, const char *help, double v)
 		name, help, name, type, name, v);
 }
 
-char *
-gw_metrics_page(Xip83Gateway *gw, size_t *len)
+static char *
+MakePage(GwMetrics *m, Xip83Gateway *gw, size_t *len)
 {
 	Xip83GatewayStats st;
 	Xip83H2Stats hs;
@@ -120,6 +162,33 @@ gw_metrics_page(Xip83Gateway *gw, size_t *len)
 		(double) st.rows_sent);
 	One(&pg, "frames_sent_total", "counter", "SubscribeResponse frames queued to clients.",
 		(double) st.frames_sent);
+	One(&pg, "transport_memory_bytes", "gauge",
+		"Memory clients make the transport hold (queued, partly received, HTTP/2 state), all"
+		" connections: the account --max-memory bounds.", (double) hs.memory);
+	One(&pg, "request_input_bytes", "gauge", "Partly received request messages, all connections.",
+		(double) hs.input);
+	Add(&pg, "# HELP xip83_gateway_limit The bounds in force (bytes, seconds, counts).\n"
+		"# TYPE xip83_gateway_limit gauge\n");
+	Add(&pg, "xip83_gateway_limit{limit=\"max_connections\"} %u\n", hs.cfg->max_connections);
+	Add(&pg, "xip83_gateway_limit{limit=\"max_memory\"} %zu\n", hs.cfg->max_memory);
+	Add(&pg, "xip83_gateway_limit{limit=\"max_conn_memory\"} %zu\n", hs.cfg->max_conn_memory);
+	Add(&pg, "xip83_gateway_limit{limit=\"max_conn_input\"} %zu\n", hs.cfg->max_partial);
+	Add(&pg, "xip83_gateway_limit{limit=\"max_streams\"} %u\n", hs.cfg->max_streams);
+	Add(&pg, "xip83_gateway_limit{limit=\"handshake_timeout\"} %.3f\n", hs.cfg->handshake_ms / 1000.0);
+	Add(&pg, "xip83_gateway_limit{limit=\"idle_timeout\"} %.3f\n", hs.cfg->idle_ms / 1000.0);
+	Add(&pg, "xip83_gateway_limit{limit=\"request_timeout\"} %.3f\n", hs.cfg->request_ms / 1000.0);
+	Add(&pg, "xip83_gateway_limit{limit=\"metrics_connections\"} %d\n", SCRAPE_CONNS);
+	Add(&pg, "xip83_gateway_limit{limit=\"metrics_timeout\"} %.3f\n", SCRAPE_TIMEOUT_MS / 1000.0);
+	Add(&pg, "xip83_gateway_limit{limit=\"metrics_request\"} %d\n", REQUEST_MAX);
+	Add(&pg, "# HELP xip83_gateway_limit_reached_total Times a bound was reached: a stream ended"
+		" RESOURCE_EXHAUSTED, a connection refused or closed, the listeners paused (descriptors).\n"
+		"# TYPE xip83_gateway_limit_reached_total counter\n");
+	for (int i = 0; i < XIP83_H2_LIMITS; i++)
+		Add(&pg, "xip83_gateway_limit_reached_total{limit=\"%s\"} %llu\n", xip83_h2_limit_names[i],
+			(unsigned long long) hs.reached[i]);
+	for (int i = 0; i < SCRAPE_LIMITS && m; i++)
+		Add(&pg, "xip83_gateway_limit_reached_total{limit=\"%s\"} %llu\n", scrape_limit_names[i],
+			(unsigned long long) m->reached[i]);
 	Add(&pg, "# HELP xip83_gateway_stream_ends_total Streams ended by the gateway, by gRPC status.\n"
 		"# TYPE xip83_gateway_stream_ends_total counter\n");
 	for (int c = 0; c < XIP83_GRPC_NCODES; c++)
@@ -135,47 +204,152 @@ gw_metrics_page(Xip83Gateway *gw, size_t *len)
 	return pg.p;
 }
 
-static void
-WriteAll(int fd, const char *p, size_t n)
+char *
+gw_metrics_page(Xip83Gateway *gw, size_t *len)
 {
-	while (n > 0)
-	{
-		ssize_t		w = write(fd, p, n);
+	return MakePage(NULL, gw, len);
+}
 
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t) w;
+static void
+ScrapeClose(Scrape *sc)
+{
+	GwMetrics  *m = sc->m;
+
+	xip83_h2_unwatch(m->srv, &sc->watch);
+	xip83_h2_timer_stop(m->srv, &sc->timer);
+	close(sc->fd);
+	*(sc->prev ? &sc->prev->next : &m->scrapes) = sc->next;
+	if (sc->next)
+		sc->next->prev = sc->prev;
+	m->n_scrapes--;
+	free(sc->out);
+	free(sc);
+}
+
+static void
+ScrapeTimeout(void *arg)
+{
+	Scrape	   *sc = arg;
+
+	sc->m->reached[SCRAPE_LIMIT_TIMEOUT]++;
+	ScrapeClose(sc);
+}
+
+/* The request is whole: the response, header and page, in one buffer. */
+static bool
+Respond(Scrape *sc)
+{
+	size_t		len = 0;
+	char	   *page = MakePage(sc->m, sc->m->gw, &len);
+	char		head[128];
+	int			n;
+
+	if (page == NULL)
+		return false;
+	n = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: text/plain;"
+				 " version=0.0.4\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", len);
+	if ((sc->out = malloc((size_t) n + len)) == NULL)
+	{
+		free(page);
+		return false;
 	}
+	memcpy(sc->out, head, (size_t) n);
+	memcpy(sc->out + n, page, len);
+	free(page);
+	sc->out_len = (size_t) n + len;
+	return xip83_h2_watch(sc->m->srv, &sc->watch, sc->fd, EPOLLOUT, sc->watch.fire, sc);
+}
+
+/* Reads what the request has sent, then writes what the socket takes. */
+static void
+ScrapeEvent(void *arg, uint32_t events)
+{
+	Scrape	   *sc = arg;
+
+	if (sc->out == NULL)
+	{
+		ssize_t		n = read(sc->fd, sc->req + sc->req_len, sizeof(sc->req) - sc->req_len - 1);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0)
+			return ScrapeClose(sc);
+		sc->req_len += (size_t) n;
+		sc->req[sc->req_len] = '\0';
+		/* whatever it asks, it gets the page: once the headers' blank line is in */
+		if (strstr(sc->req, "\r\n\r\n") == NULL && strstr(sc->req, "\n\n") == NULL)
+		{
+			if (sc->req_len == sizeof(sc->req) - 1)
+			{
+				sc->m->reached[SCRAPE_LIMIT_REQUEST]++;
+				ScrapeClose(sc);
+			}
+			return;
+		}
+		if (!Respond(sc))
+			return ScrapeClose(sc);
+	}
+	while (sc->out_off < sc->out_len)
+	{
+		ssize_t		n = send(sc->fd, sc->out + sc->out_off, sc->out_len - sc->out_off, MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0)
+			break;
+		sc->out_off += (size_t) n;
+	}
+	ScrapeClose(sc);
 }
 
 static void
 Accept(void *arg, uint32_t events)
 {
 	GwMetrics  *m = arg;
-	struct timeval tv = {0, REQUEST_TIMEOUT_MS * 1000};
-	char		req[2048];
-	char	   *page;
-	size_t		len = 0;
-	int			fd = accept4(m->fd, NULL, NULL, SOCK_CLOEXEC);
 
-	if (fd < 0)
-		return;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	/* the request line is all that matters; whatever it asks, it gets the page */
-	if (read(fd, req, sizeof(req)) > 0 && (page = gw_metrics_page(m->gw, &len)) != NULL)
+	for (int i = 0; i < ACCEPT_BUDGET; i++)
 	{
-		char		head[128];
-		int			n = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: text/plain;"
-								 " version=0.0.4\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-								 len);
+		int			fd = xip83_h2_accept(m->srv, m->fd);
+		Scrape	   *sc;
 
-		WriteAll(fd, head, (size_t) n);
-		WriteAll(fd, page, len);
-		free(page);
+		if (fd < 0)
+			return;
+		if (m->n_scrapes >= SCRAPE_CONNS)
+		{
+			/* the oldest still waiting for its request makes room: silence cannot hold them all */
+			Scrape	   *old = NULL;
+
+			for (Scrape *x = m->scrapes; x; x = x->next)
+				if (x->out == NULL)
+					old = x;
+			if (old)
+			{
+				m->reached[SCRAPE_LIMIT_CONNS]++;
+				ScrapeClose(old);
+			}
+		}
+		if (m->n_scrapes >= SCRAPE_CONNS || (sc = calloc(1, sizeof(*sc))) == NULL)
+		{
+			m->reached[SCRAPE_LIMIT_CONNS]++;
+			close(fd);
+			continue;
+		}
+		sc->m = m;
+		sc->fd = fd;
+		sc->watch.fd = -1;
+		if (!xip83_h2_watch(m->srv, &sc->watch, fd, EPOLLIN, ScrapeEvent, sc))
+		{
+			close(fd);
+			free(sc);
+			continue;
+		}
+		xip83_h2_timer_start(m->srv, &sc->timer, SCRAPE_TIMEOUT_MS, ScrapeTimeout, sc);
+		sc->next = m->scrapes;
+		if (m->scrapes)
+			m->scrapes->prev = sc;
+		m->scrapes = sc;
+		m->n_scrapes++;
 	}
-	close(fd);
 }
 
 GwMetrics *
@@ -197,7 +371,7 @@ gw_metrics_listen(Xip83H2Server *srv, Xip83Gateway *gw, const char *host, const 
 		free(m);
 		return NULL;
 	}
-	if (!xip83_h2_watch(srv, &m->watch, m->fd, EPOLLIN, Accept, m))
+	if (!xip83_h2_watch_listener(srv, &m->watch, m->fd, Accept, m))
 	{
 		snprintf(err, errlen, "cannot watch the metrics listener");
 		close(m->fd);
@@ -212,6 +386,8 @@ gw_metrics_close(GwMetrics *m)
 {
 	if (m == NULL || m->fd < 0)
 		return;
+	while (m->scrapes)
+		ScrapeClose(m->scrapes);
 	xip83_h2_unwatch(m->srv, &m->watch);
 	close(m->fd);
 	m->fd = -1;

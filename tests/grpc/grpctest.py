@@ -10,6 +10,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
@@ -226,6 +227,48 @@ class RawH2:
 
     def close(self):
         self.sock.close()
+
+
+class Canary:
+    """An Echo stream on its own connection, round-tripped every 50 ms on a thread."""
+
+    def __init__(self, srv, limit=0.5):
+        self.ch = srv.channel()
+        self.reqs = Requests()
+        self.call = self.ch.stream_stream(ECHO_PATH)(self.reqs, timeout=120)
+        self.limit = limit	# generous: a loaded CI machine, under ASan
+        self.worst = 0.0
+        self.n = 0
+        self.error = None
+        self.stop = False
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        try:
+            while not self.stop:
+                t0 = time.monotonic()
+                body = b"canary %d" % self.n
+                self.reqs.put(body)
+                if next(self.call) != body:
+                    raise Exception("the canary's echo came back wrong")
+                self.worst = max(self.worst, time.monotonic() - t0)
+                self.n += 1
+                time.sleep(0.05)
+        except Exception as e:	# noqa: BLE001 - reported by check()
+            self.error = e
+
+    def check(self, what):
+        check(self.error is None, "the canary failed %s: %r" % (what, self.error))
+        check(self.n > 0, "the canary made no round trip %s" % what)
+        check(self.worst < self.limit, "the canary's slowest round trip %.3f s %s" % (self.worst, what))
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.reqs.close()
+        list(self.call)
+        self.ch.close()
 
 
 def run(test):

@@ -4,6 +4,9 @@
  *
  *   xip83-grpc-echo [--h2c HOST:PORT] [--tls HOST:PORT --cert PEM --key PEM]
  *                   [--max-message BYTES] [--max-streams N] [--drain-ms MS]
+ *                   [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]
+ *                   [--max-conn-input BYTES] [--handshake-timeout-ms MS]
+ *                   [--idle-timeout-ms MS] [--request-timeout-ms MS]
  *
  * Prints "h2c PORT" / "tls PORT" for each listener (port 0: a free one), then
  * "ready"; on SIGTERM or SIGINT it drains and exits 0. Methods, all under
@@ -22,8 +25,12 @@
  *   Fail    the request is a big-endian uint32 status and a text: the call
  *           ends with them.
  *   Stats   one message: "connections=N streams=N pending=N peak=N
- *           produced=N rss_kb=N" (peak: the most bytes ever queued on one
- *           stream; produced: the bytes Stream queued, all streams).
+ *           produced=N rss_kb=N memory=N input=N closed=N cancelled=N
+ *           LIMIT=N..." (peak: the most memory ever queued on one stream;
+ *           memory and input: the transport's accounts; closed, cancelled:
+ *           streams closed, by the flag closed got; LIMIT: each
+ *           Xip83H2Limit's name, the times it was reached; produced: the
+ *           bytes Stream queued, all streams).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -49,6 +56,8 @@ typedef struct Producer
 static Xip83H2Server *server;
 static size_t peak_pending;
 static uint64_t produced;		/* bytes queued by Stream, all streams */
+static uint64_t closed_ok;		/* streams closed after their end was sent */
+static uint64_t closed_cancelled;	/* streams closed before it */
 
 static uint32_t
 Be32(const unsigned char *p)
@@ -78,6 +87,7 @@ ClosedAny(Xip83H2Stream *s, bool cancelled)
 {
 	Producer   *p = xip83_h2_data(s);
 
+	(*(cancelled ? &closed_cancelled : &closed_ok))++;
 	if (p)
 	{
 		xip83_h2_timer_stop(server, &p->timer);
@@ -207,14 +217,19 @@ static void
 StatsMessage(Xip83H2Stream *s, const unsigned char *msg, size_t len)
 {
 	Xip83H2Stats st;
-	char		text[256];
+	char		text[1024];
 	int			n;
 
 	xip83_h2_stats(server, &st);
 	n = snprintf(text, sizeof(text),
-				 "connections=%zu streams=%zu pending=%zu peak=%zu produced=%llu rss_kb=%ld",
+				 "connections=%zu streams=%zu pending=%zu peak=%zu produced=%llu rss_kb=%ld"
+				 " memory=%zu input=%zu closed=%llu cancelled=%llu",
 				 st.connections, st.streams, st.pending, peak_pending,
-				 (unsigned long long) produced, RssKb());
+				 (unsigned long long) produced, RssKb(), st.memory, st.input,
+				 (unsigned long long) closed_ok, (unsigned long long) closed_cancelled);
+	for (int i = 0; i < XIP83_H2_LIMITS; i++)
+		n += snprintf(text + n, sizeof(text) - (size_t) n, " %s=%llu", xip83_h2_limit_names[i],
+					  (unsigned long long) st.reached[i]);
 	Send(s, text, (size_t) n);
 	xip83_h2_finish(s, XIP83_GRPC_OK, NULL);
 }
@@ -253,7 +268,10 @@ static void
 Usage(void)
 {
 	fprintf(stderr, "usage: xip83-grpc-echo [--h2c HOST:PORT] [--tls HOST:PORT --cert PEM --key PEM]\n"
-			"       [--max-message BYTES] [--max-streams N] [--drain-ms MS]\n");
+			"       [--max-message BYTES] [--max-streams N] [--drain-ms MS]\n"
+			"       [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]\n"
+			"       [--max-conn-input BYTES] [--handshake-timeout-ms MS] [--idle-timeout-ms MS]\n"
+			"       [--request-timeout-ms MS]\n");
 	exit(2);
 }
 
@@ -290,6 +308,20 @@ main(int argc, char **argv)
 			cfg.max_streams = (uint32_t) strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--drain-ms") == 0)
 			cfg.drain_ms = (uint32_t) strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--max-connections") == 0)
+			cfg.max_connections = (uint32_t) strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--max-memory") == 0)
+			cfg.max_memory = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--max-conn-memory") == 0)
+			cfg.max_conn_memory = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--max-conn-input") == 0)
+			cfg.max_partial = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--handshake-timeout-ms") == 0)
+			cfg.handshake_ms = (uint32_t) strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--idle-timeout-ms") == 0)
+			cfg.idle_ms = (uint32_t) strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--request-timeout-ms") == 0)
+			cfg.request_ms = (uint32_t) strtoul(argv[++i], NULL, 10);
 		else
 			Usage();
 	}

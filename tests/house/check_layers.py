@@ -33,7 +33,7 @@ import sys
 # gRPC transport knows no database, the session library no HTTP/2).
 FLOORS = ["include/xip83", "src/base", "src/core", "src/rel", "src/feed",
           "src/scan", "src/frames", "src/sql"]
-CLIENT_FLOORS = ["include/xip83", "client/grpc", "client/lib", "client/bin"]
+CLIENT_FLOORS = ["include/xip83", "client/http", "client/grpc", "client/lib", "client/bin"]
 MAX_LINES = 900
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
