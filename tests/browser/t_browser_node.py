@@ -14,7 +14,7 @@ import base64
 import http.client
 import os
 
-from browsertest import (GROUP_MESSAGES, TOPICS, V3_SUBSCRIBE, NodeClient, build, check, gateway, group_stream,
+from browsertest import (GROUP_MESSAGES, TOPICS, V3_SUBSCRIBE, Failure, NodeClient, build, check, gateway, group_stream,
                          open_streams, put_group, run, topics_stream, wait_for)
 from gatewaytest import M, V3, msg
 
@@ -84,17 +84,27 @@ def raw(port):
     check(got == ids, "grpc-web-text: the catch-up decodes: %s" % got)
     c.close()
 
+    # http.client writes the headers and the body apart, as browsers may: the
+    # connection must stay usable whenever the body comes
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-    for path, what, word in (("/xip83.Nothing/Here", "an unknown method", ""),
-                             (V3_SUBSCRIBE, "Subscribe over gRPC-Web", "WebSocket")):
-        c.request("POST", path, b"\0\0\0\0\0", {"Content-Type": "application/grpc-web+proto", "X-Grpc-Web": "1"})
-        resp = c.getresponse()
+    for i, (path, what, word) in enumerate((("/xip83.Nothing/Here", "an unknown method", ""),
+                                            (V3_SUBSCRIBE, "Subscribe over gRPC-Web", "WebSocket"))):
+        try:
+            c.request("POST", path, b"\0\0\0\0\0", {"Content-Type": "application/grpc-web+proto", "X-Grpc-Web": "1"})
+            resp = c.getresponse()
+        except (ConnectionError, http.client.HTTPException) as e:
+            raise Failure("%s, request %d on a kept-alive connection: %r (the connection was closed after"
+                          " the last response, which said nothing of it)" % (what, i + 1, e))
         t = trailer(resp) if resp.getheader("grpc-status") is None else dict(resp.getheaders())
         check(t.get("grpc-status") == str(UNIMPLEMENTED) and word in t.get("grpc-message", ""),
               "%s: UNIMPLEMENTED (%s)" % (what, t))
-    c.request("OPTIONS", GROUP_MESSAGES, headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST",
-                                                  "Access-Control-Request-Headers": "content-type,x-grpc-web"})
-    resp = c.getresponse()
+    try:
+        c.request("OPTIONS", GROUP_MESSAGES, headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+                                                      "Access-Control-Request-Headers": "content-type,x-grpc-web"})
+        resp = c.getresponse()
+    except (ConnectionError, http.client.HTTPException) as e:
+        raise Failure("a preflight, request 3 on a kept-alive connection: %r (the connection was closed after"
+                      " the last response, which said nothing of it)" % (e,))
     resp.read()
     h = {k.lower(): v for k, v in resp.getheaders()}
     check(resp.status == 204 and h.get("access-control-allow-origin") == ORIGIN
