@@ -170,6 +170,11 @@ class Browser(_JsonLines):
         return self.ask({"goto": url})
 
 
+    def protocols(self, prefix):
+        """The protocols of the responses since the last call whose URL starts with prefix."""
+        return sorted({p for url, p, _ in self.ask({"net": True}) if url.startswith(prefix)})
+
+
 class NodeClient(_JsonLines):
     """connect-node's gRPC-Web transport over HTTP/1.1 (the node.cjs bundle)."""
 

@@ -25,6 +25,7 @@ def test():
     topics_stream(b, base, "t")
     wait_for(lambda: open_streams(g, GROUP_MESSAGES) == 1 and open_streams(g, TOPICS) == 1, 10,
              "one open stream of each method")
+    check(b.protocols(base) == ["http/1.1"], "the browser calls h2c's port over HTTP/1.1: %s" % b.protocols(base))
 
     # the AbortController: the group stream ends in the page and on the gateway
     b.js("xip83.cancel('g');")

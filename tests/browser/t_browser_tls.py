@@ -4,7 +4,9 @@ ALPN h2 and http/1.1), and Chromium is told to trust that certificate's key
 alone (--ignore-certificate-errors-spki-list with its SPKI hash), so the
 certificate is still checked: a page served with another certificate of
 the same kind does not load. Over TLS, the page's gRPC-Web call
-(SubscribeGroupMessages: headers, catch-up, live rows once) and its
+(SubscribeGroupMessages: headers, catch-up, live rows once) goes over
+HTTP/2 (ALPN h2), as does a call of an unknown method that ends
+UNIMPLEMENTED in its trailer frame; its
 WebSocket (wss, XIP-83 Subscribe v3: Started, a wave, a live row) work as
 over h2c."""
 import os
@@ -32,8 +34,19 @@ def test():
         except Failure as e:
             check("ERR_CERT" in str(e), "the untrusted certificate is what failed: %s" % e)
         check(b.goto(page.origin + "/index.html") == 200, "the page loads over TLS")
-        group_stream(b, "https://127.0.0.1:%d" % port, "g")
+        base = "https://127.0.0.1:%d" % port
+        group_stream(b, base, "g")
         b.js("xip83.cancel('g');")
+        # ALPN: the browser takes h2, so this was gRPC-Web over HTTP/2; a
+        # call that ends (an unknown method) reads its trailer frame there too
+        got = b.js("const r = await fetch(%s, {method: 'POST', body: new Uint8Array(5), headers:"
+                   " {'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1'}});"
+                   " const body = new Uint8Array(await r.arrayBuffer());"
+                   " return [r.status, r.headers.get('grpc-status'), new TextDecoder().decode(body.subarray(5))];"
+                   % q(base + "/xip83.Nothing/Here"))
+        check(got[0] == 200 and (got[1] == "12" or "grpc-status: 12" in got[2]),
+              "an unknown method over gRPC-Web on HTTP/2: UNIMPLEMENTED: %s" % got)
+        check(b.protocols(base) == ["h2"], "gRPC-Web over HTTP/2 after ALPN: %s" % b.protocols(base))
 
         a = b"A" + U
         first = put_group(a, b"a0" + U)

@@ -1,8 +1,9 @@
 // Headless Chromium (Debian's, never one of puppeteer's own) driven by
 // puppeteer-core for browsertest.py: argv[2] a JSON object {chromium,
-// args}; then each line on stdin is {"goto": url} or {"js": body} (body runs
-// in the page as an async function); one JSON line answers each. The page's
-// console and errors go to stderr.
+// args}; then each line on stdin is {"goto": url}, {"js": body} (body runs
+// in the page as an async function) or {"net": true} (the responses since
+// the last: [url, protocol, status]); one JSON line answers each. The
+// page's console and errors go to stderr.
 const puppeteer = require("puppeteer-core");
 const readline = require("node:readline");
 const fs = require("node:fs");
@@ -24,6 +25,11 @@ async function main() {
 	const page = await browser.newPage();
 	page.on("console", (m) => process.stderr.write("page: " + m.text() + "\n"));
 	page.on("pageerror", (e) => process.stderr.write("page error: " + e + "\n"));
+	// the protocol of each response (http/1.1, h2), seen by DevTools
+	const net = [];
+	const cdp = await page.createCDPSession();
+	await cdp.send("Network.enable");
+	cdp.on("Network.responseReceived", (e) => net.push([e.response.url, e.response.protocol, e.response.status]));
 	const lines = readline.createInterface({ input: process.stdin });
 	for await (const line of lines) {
 		const cmd = JSON.parse(line);
@@ -32,6 +38,8 @@ async function main() {
 			if (cmd.goto) {
 				const r = await page.goto(cmd.goto, { waitUntil: "load", timeout: 30000 });
 				out = { ok: r ? r.status() : null };
+			} else if (cmd.net) {
+				out = { ok: net.splice(0) };
 			} else {
 				out = { ok: await page.evaluate("(async () => {" + cmd.js + "})()") };
 			}
