@@ -73,7 +73,8 @@ TAP_TESTS    = 1
 # Every suite needs xip83 preloaded (the horizon registry and the notifier live
 # in shared memory): --temp-config applies it to temporary instances, and
 # --load-extension creates the extension in each test database. No
-# NO_INSTALLCHECK: the suites change nothing outside their own databases, so
+# NO_INSTALLCHECK: the suites change nothing outside their own databases
+# (uninstall's database regress_uninstall is created and dropped again), so
 # they may run against any server that preloads xip83.
 REGRESS_OPTS   = --temp-config=$(srcdir)/tests/xip83.conf --load-extension=xip83
 ISOLATION_OPTS = --temp-config=$(srcdir)/tests/xip83.conf --load-extension=xip83
@@ -90,6 +91,8 @@ ifeq ($(SANITIZE),1)
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 PG_CFLAGS   += $(SANITIZE_FLAGS)
 SHLIB_LINK  += $(SANITIZE_FLAGS)
+# the gateway stops at a broken invariant instead of repairing and counting it
+PQ_DEBUG     = -DXIP83_DEBUG
 endif
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -134,7 +137,7 @@ $(BUILD)/xip83--%--$(EXTVERSION).sql: control/xip83--%--$(EXTVERSION).sql $(INST
 # libpq programs: the feed library under client/lib, tools, and test programs.
 PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --includedir) \
                -I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
-               $(SANITIZE_FLAGS)
+               $(SANITIZE_FLAGS) $(PQ_DEBUG)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
 CLIENT_MAINS = client/bin/xip83_tail.c client/bin/xip83_session.c
 # client/lib/gw_*.c is the gateway's core: it needs the gRPC transport (below)
@@ -301,6 +304,12 @@ $(BUILD)/fuzz/fuzz_gateway: tests/fuzz/fuzz_gateway.c $(FUZZ_GW_SRC) $(PROTO_C) 
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)client/grpc $(PROTOBUF_CFLAGS) \
 		-o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
+
+# the HTTP/1.1 and WebSocket glue (client/http) and gRPC-Web's helpers
+$(BUILD)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c client/http/http.c client/http/http.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-I$(S)client/http -o $@ $(filter %.c,$^) -lhttp_parser -lwslay -lcrypto
 
 # The tools and their man pages (man/NAME.1, section 1) into PostgreSQL's
 # bindir and mandir, as the server's own programs are installed.

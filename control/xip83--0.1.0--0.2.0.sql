@@ -39,7 +39,42 @@ ALTER TABLE xip83.envelopes
     ALTER COLUMN expiry SET DEFAULT 0,
     ALTER COLUMN expiry SET NOT NULL;
 
--- The batch inserts: same signatures, so OR REPLACE keeps their grants.
+-- The batch inserts and their array check: same signatures, so OR REPLACE
+-- keeps their grants.
+CREATE OR REPLACE FUNCTION xip83.check_batch_array(arr anyarray, arg_name text, expected int,
+                                        nulls_allowed boolean, optional boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF arr IS NULL AND optional THEN
+        RETURN;
+    END IF;
+    IF arr IS NULL THEN
+        RAISE EXCEPTION 'argument "%" must not be null', arg_name
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = pg_catalog.format('Give "%s" a value: NULL does not stand for a default here.', arg_name);
+    END IF;
+    IF pg_catalog.array_ndims(arr) > 1 THEN
+        RAISE EXCEPTION 'argument "%" must be a one-dimensional array', arg_name
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.cardinality(arr) <> expected THEN
+        RAISE EXCEPTION 'array arguments have unequal lengths'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('Argument "%s" has length %s where %s was expected.',
+                                             arg_name, pg_catalog.cardinality(arr), expected),
+                  HINT = 'Give every array of a batch one element per row.';
+    END IF;
+    IF NOT nulls_allowed AND pg_catalog.array_position(arr, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'argument "%" must not contain null elements', arg_name
+            USING ERRCODE = 'null_value_not_allowed',
+                  DETAIL = pg_catalog.format('Element %s is null.',
+                                             pg_catalog.array_position(arr, NULL)
+                                             - pg_catalog.array_lower(arr, 1) + 1),
+                  HINT = pg_catalog.format('Every element of "%s" needs a value.', arg_name);
+    END IF;
+END $$;
+
 CREATE OR REPLACE FUNCTION xip83.insert_group_messages(
     group_ids     bytea[],
     datas         bytea[],
@@ -173,6 +208,7 @@ SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     n int := pg_catalog.cardinality(originator_node_ids);
     keys bytea[];
+    bad record;
     fresh bytea[];
 BEGIN
     PERFORM xip83.check_batch_array(originator_node_ids, 'originator_node_ids', n, false);
@@ -181,6 +217,19 @@ BEGIN
     PERFORM xip83.check_batch_array(originator_envelopes, 'originator_envelopes', n, false);
     PERFORM xip83.check_batch_array(expiries, 'expiries', n, false, optional => true);
     PERFORM xip83.check_batch_array(payer_ids, 'payer_ids', n, true, optional => true);
+    -- Refused here, as the registering trigger would refuse it, so that the
+    -- error's context is this line and not the insert statement below.
+    SELECT u.ord, u.o, u.s INTO bad
+      FROM ROWS FROM (pg_catalog.unnest(originator_node_ids),
+                      pg_catalog.unnest(originator_sequence_ids))
+           WITH ORDINALITY AS u(o, s, ord)
+     WHERE u.s < 0 ORDER BY u.ord LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'originator sequence ids must not be negative'
+            USING ERRCODE = 'numeric_value_out_of_range',
+                  DETAIL = pg_catalog.format('Originator %s, sequence id %s (element %s).',
+                                             bad.o, bad.s, bad.ord);
+    END IF;
 
     -- (originator, sequence) as one comparable key
     keys := ARRAY(SELECT pg_catalog.int4send(u.o) || pg_catalog.int8send(u.s)
@@ -222,7 +271,7 @@ END $$;
 DROP FUNCTION xip83.check_batch_topics(bytea[], text);
 
 COMMENT ON FUNCTION xip83.insert_envelopes(int[], bigint[], bytea[], bytea[], bigint[], int[]) IS
-'Batch insert of d14n envelopes, all or nothing. One row per element in input order: the stored envelope of its (originator, sequence) and whether this call inserted it; a repeat returns the stored envelope unchanged, for the caller to compare. Raises 22004/22023 on bad arrays; a negative sequence id fails on the table (23514). Snapshot as for insert_group_messages. Runs as the caller: needs INSERT and SELECT on xip83.envelopes and EXECUTE on the batch helpers.';
+'Batch insert of d14n envelopes, all or nothing. One row per element in input order: the stored envelope of its (originator, sequence) and whether this call inserted it; a repeat returns the stored envelope unchanged, for the caller to compare. Raises 22004/22023 on bad arrays; a negative sequence id is refused (22003). Snapshot as for insert_group_messages. Runs as the caller: needs INSERT and SELECT on xip83.envelopes and EXECUTE on the batch helpers.';
 -- originator_ceilings' new comment comes with control/install/40_wave_d14n.sql
 -- (the SQL surface, at the end).
 -- ================================================================ end schemas
@@ -342,3 +391,6 @@ DROP FUNCTION xip83.decode_subscribe_response(bytea, text);
 -- include: control/install/30_wave_v3.sql
 -- include: control/install/40_wave_d14n.sql
 -- include: control/install/60_frames.sql
+
+-- 0.1.0's names, now wrappers of their replacements for one release
+-- include: control/install/90_deprecated.sql

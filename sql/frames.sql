@@ -149,6 +149,8 @@ SELECT * FROM xip83.group_wave_scan(ARRAY['\x0d'::bytea], '{0}', 0, 10, 10, 7, 2
 SELECT * FROM xip83.group_wave_scan(ARRAY['\x0e'::bytea], '{0}', 0, 10, 10, 7, 2097152, source => 'frames_gm');
 SELECT * FROM xip83.group_wave_scan(ARRAY['\x0f'::bytea], '{-10}', -10, 10, 10, 7, 2097152, source => 'frames_gm');
 \set VERBOSITY default
+-- a control frame without the value its kind needs says which value
+SELECT xip83.control_frame('ping');
 
 -- Wave handles: rows, then frames, from one snapshot; closed at will or at commit.
 BEGIN;

@@ -3,6 +3,8 @@
 -- statement that calls them never runs in parallel (even when parallelism is
 -- forced), and a caller that hides them in a function falsely marked
 -- PARALLEL SAFE gets an error instead of a result that could miss rows.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;

@@ -1,5 +1,7 @@
 -- Batch inserts: ids in input order, idempotent on the message hash, and
 -- nothing written when any argument is wrong.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 SELECT id, group_id, data, group_id_data_hash = sha256(group_id || data) AS hash_ok,
        is_commit, sender_hmac, should_push, inserted
   FROM xip83.insert_group_messages(ARRAY['\x01', '\x02', '\x01']::bytea[],
@@ -62,6 +64,10 @@ SELECT * FROM xip83.insert_envelopes(ARRAY[100], ARRAY[3]::bigint[], ARRAY['\x01
 SELECT * FROM xip83.insert_envelopes(ARRAY[100, 100], ARRAY[3, 4]::bigint[], ARRAY['\x01', '\x02']::bytea[], ARRAY['\xe9']::bytea[]);
 SELECT * FROM xip83.insert_envelopes(ARRAY[100], ARRAY[3]::bigint[], ARRAY['\x01']::bytea[], NULL);
 \set VERBOSITY default
+-- a negative sequence id as a node sees it: the element, and as context the
+-- batch function's line, not its internal statement
+SELECT * FROM xip83.insert_envelopes(ARRAY[100, 100], ARRAY[5, -1]::bigint[],
+                                     ARRAY['\x01', '\x02']::bytea[], ARRAY['\xe9', '\xea']::bytea[]);
 SELECT count(*) FROM xip83.envelopes;
 
 -- Rows the nodes store go in as they are: empty topics, NULL is_commit (the

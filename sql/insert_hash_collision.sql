@@ -4,6 +4,8 @@
 -- repeat of the first and silently dropped.
 -- The error as SQLSTATE, message and detail, with the stored id masked (ids
 -- depend on what ran before).
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 CREATE FUNCTION pg_temp.refusal(sql text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     state text; msg text; detail text;

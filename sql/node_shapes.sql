@@ -4,6 +4,8 @@
 -- any wrapper_algorithm and message_type, sequence id 0, expiry given or not.
 -- Earlier files leave rows behind: rows are numbered from where this file starts,
 -- waves start there, and the originators (0, 83) are this file's own.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 SET client_min_messages = warning;
 \set ECHO none
 \getenv abs_srcdir PG_ABS_SRCDIR

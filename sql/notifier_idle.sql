@@ -1,6 +1,8 @@
 -- A database's notifier leaves when nothing used the feed there for
 -- xip83.notifier_idle_ms, so databases that once touched xip83 do not hold
 -- background workers forever; the next use starts it again.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 ALTER SYSTEM SET xip83.notifier_idle_ms = 300;
 SELECT pg_reload_conf();
 CREATE FUNCTION notifiers() RETURNS bigint LANGUAGE sql AS $$

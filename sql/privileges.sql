@@ -2,6 +2,10 @@
 -- helpers, the index access method handler and import_step are internal (no
 -- EXECUTE for PUBLIC); the *_wave_scan functions stay executable, and the
 -- inlined *_wave_stream wrappers run them as the caller.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
+-- one group message of topic 01 for the streams below to read
+SELECT count(*) FROM xip83.insert_group_messages(ARRAY['\x01']::bytea[], ARRAY['\xaa']::bytea[]);
 CREATE ROLE regress_usage_only;
 GRANT USAGE ON SCHEMA xip83 TO regress_usage_only;
 SELECT p.oid::regprocedure AS function,

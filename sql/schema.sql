@@ -1,4 +1,6 @@
 -- The storage layout node servers map unchanged (docs/concepts.md, "Storage").
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 SELECT table_name, column_name, data_type, is_nullable, column_default IS NOT NULL AS has_default
   FROM information_schema.columns
  WHERE table_schema = 'xip83'

@@ -3,6 +3,8 @@
 -- wave streams, even when the caller (here a superuser) puts that schema
 -- before pg_catalog. Each hostile object records that it ran, then does the
 -- real work so the capture would go unnoticed.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 
 -- Every SQL and PL/pgSQL function pins its search_path, except the streams:
 -- the planner inlines them only without a SET clause, so their bodies name

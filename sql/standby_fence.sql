@@ -3,6 +3,8 @@
 -- LiveNotice carries a fence both ways; up_to only lowers what a live fetch
 -- reads on the primary; bad arguments get clear errors. A tracked table of
 -- its own keeps the other tests' rows and horizons out of it.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 CREATE TABLE fence_groups (
     id bigserial PRIMARY KEY, created_at timestamp NOT NULL DEFAULT now(),
     group_id bytea NOT NULL, data bytea NOT NULL, group_id_data_hash bytea NOT NULL UNIQUE,

@@ -1,5 +1,7 @@
 -- xip83.track on a node's own tables: what it changes, horizons and live
 -- fetch over them, late writes, untrack, and what a hostile role can't do.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 SET client_min_messages = warning;
 CREATE ROLE xip83_node_owner;
 CREATE ROLE xip83_stranger;

@@ -2,6 +2,8 @@
 -- rows are registered as inserts of the ATTACH (waves see them, live
 -- consumers past them get them as late rows); DDL that would rewrite tracked
 -- columns or stop registering inserts is refused.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 SET client_min_messages = warning;
 \set ECHO none
 \getenv abs_srcdir PG_ABS_SRCDIR

@@ -1,6 +1,8 @@
 -- d14n waves: envelope_wave_scan pages and originator_ceilings, on the plain
 -- table and on production's partitioned meta/blob layout; bad input, layout
 -- errors, privileges and row-level security.
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 \set ECHO none
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set reference_sql :abs_srcdir '/tests/wave_d14n_reference.sql'

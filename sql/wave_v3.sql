@@ -1,8 +1,8 @@
 -- v3 wave scans: pages, streams and ceilings on a small fixed data set,
 -- every argument error with its SQLSTATE, and source relations of other layouts.
 SET client_min_messages = warning;
--- start from empty tables whatever ran before in this database
-TRUNCATE xip83.group_messages, xip83.welcome_messages RESTART IDENTITY;
+-- Starts from empty tables and fresh ids, whatever ran before in this database.
+TRUNCATE xip83.group_messages, xip83.welcome_messages, xip83.envelopes RESTART IDENTITY;
 
 -- ids 1..30 over three groups: g1 every id, g2 every even id, g3 ids 1..3
 SELECT count(*) FROM xip83.insert_group_messages(

@@ -1,8 +1,10 @@
-# Without shared_preload_libraries the library loads on demand: CREATE
-# EXTENSION, batch inserts, wave scans with a given ceiling and LiveNotice
-# decoding work; every function that needs the horizon registry fails with
-# SQLSTATE 55000 and a hint naming the setting. Preloaded again after a
-# restart, the horizon covers what was written meanwhile.
+# Without shared_preload_libraries CREATE EXTENSION is refused with SQLSTATE
+# 55000 and a hint naming the setting, and leaves nothing behind. An
+# extension created while preloaded, the server then started without it,
+# loads the library on demand: batch inserts, wave scans with a given
+# ceiling and LiveNotice decoding work; every function that needs the
+# horizon registry fails with 55000 and the same hint. Preloaded again
+# after a restart, the horizon covers what was written meanwhile.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -15,7 +17,21 @@ $node->append_conf('postgresql.conf', "timezone = 'UTC'");
 $node->start;
 
 is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'), '', 'not preloaded');
+my ($rc, $stdout, $stderr) =
+  $node->psql('postgres', "\\set VERBOSITY verbose\nCREATE EXTENSION xip83");
+isnt($rc, 0, 'CREATE EXTENSION without the preload fails');
+like($stderr, qr/ERROR:\s+55000:/, 'CREATE EXTENSION: SQLSTATE 55000');
+like($stderr, qr/HINT:.*shared_preload_libraries/, 'CREATE EXTENSION: the hint names the setting');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_namespace WHERE nspname = 'xip83'"),
+	'0', 'the refused CREATE EXTENSION left nothing behind');
+
+# created while preloaded, then started without the preload
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'xip83'");
+$node->restart;
 $node->safe_psql('postgres', 'CREATE EXTENSION xip83');
+$node->append_conf('postgresql.conf', "shared_preload_libraries = ''");
+$node->restart;
+is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'), '', 'not preloaded again');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT state FROM xip83.live_notice_decode("

@@ -8,6 +8,9 @@
 # comment), constraints, indexes, triggers (with their enabled state),
 # sequences, views, the schema's ACL, the extension's configuration tables,
 # and every dependency of a member. Any difference is listed and fails.
+# Then every 0.1.0 function a node could call is called after the update:
+# the names 0.2.0 replaced are deprecated wrappers with the privileges they
+# had, which return what their replacements return and warn once per session.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -165,6 +168,10 @@ cmp_ok(scalar(@fresh), '>', 200, 'the description covers the schema (' . scalar(
 $node->safe_psql('postgres', 'CREATE DATABASE updated');
 $node->safe_psql('updated', "CREATE EXTENSION xip83 VERSION '0.1.0'");
 my @old = describe('updated');
+# 0.1.0's functions and their privileges, to call every one after the update
+my $old_functions_sql = "SELECT p.oid::regprocedure::text || ' ' || coalesce(p.proacl::text, 'default')"
+  . " FROM pg_proc p WHERE p.pronamespace = 'xip83'::regnamespace ORDER BY 1";
+my @old_functions = split /\n/, $node->safe_psql('updated', $old_functions_sql);
 $node->safe_psql('updated', <<'SQL');
 SELECT count(*) FROM xip83.insert_group_messages(
     ARRAY['\x0a01', '\x0a02', '\x0a01']::bytea[], ARRAY['\x01', '\x02', '\x03']::bytea[],
@@ -236,6 +243,121 @@ is( $node->safe_psql(
 is( $node->safe_psql('updated',
 		"SELECT nextval('xip83.group_messages_id_seq') > (SELECT max(id) FROM xip83.group_messages)"),
 	't', 'the id sequence goes on above the stored ids');
+
+# Every 0.1.0 function a node could call still answers after the update, as
+# a deprecated wrapper: the same rows or bytes as its replacement, with the
+# privileges it had, and one WARNING per session naming the replacement.
+my $g = q{ARRAY['\x0a01', '\x0a02', '']::bytea[], '{0,0,0}', 0, xip83.group_ceiling()};
+my $w = q{ARRAY['\x1001', '\x1002']::bytea[], '{0,0}', 0, xip83.welcome_ceiling()};
+my $e = q{ARRAY['\x0001', '\x0002', '\x0001', '']::bytea[], '{100,100,200,0}', '{0,0,0,-1}',}
+  . q{ '{0,100,200}', '{0,10,10}', 0, -1};
+my %calls = (
+	group_wave_rows => [ "xip83.group_wave_rows($g, 'xip83.group_messages')",
+		"xip83.group_wave_stream($g)" ],
+	group_wave_open => [ "xip83.group_wave_fetch(xip83.group_wave_open($g), 100)",
+		"xip83.group_wave_scan(xip83.wave_open('group', $g), 100)" ],
+	group_wave_frames => [ "xip83.group_wave_frames($g, 100, 7)",
+		"xip83.group_wave_scan($g, 100, 7, 2097152)" ],
+	group_wave_frames_fetch => [ "xip83.group_wave_frames_fetch(xip83.group_wave_open($g), 100, 7)",
+		"xip83.group_wave_scan(xip83.wave_open('group', $g), 100, 7, 2097152)" ],
+	group_wave_frames_rows => [
+		"xip83.group_wave_frames_rows($g, 7, 2097152, 'xip83.group_messages')",
+		"xip83.group_wave_stream($g, 7, 2097152)" ],
+	group_wave_frames_stream => [ "xip83.group_wave_frames_stream($g, 7)",
+		"xip83.group_wave_stream($g, 7, 2097152)" ],
+	welcome_wave_rows => [ "xip83.welcome_wave_rows($w, 'xip83.welcome_messages')",
+		"xip83.welcome_wave_stream($w)" ],
+	welcome_wave_open => [ "xip83.welcome_wave_fetch(xip83.welcome_wave_open($w), 100)",
+		"xip83.welcome_wave_scan(xip83.wave_open('welcome', $w), 100)" ],
+	welcome_wave_frames => [ "xip83.welcome_wave_frames($w, 100, 7)",
+		"xip83.welcome_wave_scan($w, 100, 7, 2097152)" ],
+	welcome_wave_frames_fetch => [
+		"xip83.welcome_wave_frames_fetch(xip83.welcome_wave_open($w), 100, 7)",
+		"xip83.welcome_wave_scan(xip83.wave_open('welcome', $w), 100, 7, 2097152)" ],
+	welcome_wave_frames_rows => [
+		"xip83.welcome_wave_frames_rows($w, 7, 2097152, 'xip83.welcome_messages')",
+		"xip83.welcome_wave_stream($w, 7, 2097152)" ],
+	welcome_wave_frames_stream => [ "xip83.welcome_wave_frames_stream($w, 7)",
+		"xip83.welcome_wave_stream($w, 7, 2097152)" ],
+	envelope_wave_rows => [ "xip83.envelope_wave_rows($e, 'xip83.envelopes', NULL)",
+		"xip83.envelope_wave_stream($e)" ],
+	envelope_wave_open => [ "xip83.envelope_wave_fetch(xip83.envelope_wave_open($e), 100)",
+		"xip83.envelope_wave_scan(xip83.wave_open('envelope', $e), 100)" ],
+	envelope_wave_frames => [ "xip83.envelope_wave_frames($e, 100, 7)",
+		"xip83.envelope_wave_scan($e, 100, 7, 2097152, 'xip83.envelopes')" ],
+	envelope_wave_frames_fetch => [
+		"xip83.envelope_wave_frames_fetch(xip83.envelope_wave_open($e), 100, 7)",
+		"xip83.envelope_wave_scan(xip83.wave_open('envelope', $e), 100, 7, 2097152)" ],
+	envelope_wave_frames_rows => [
+		"xip83.envelope_wave_frames_rows($e, 7, 2097152, 'xip83.envelopes', NULL)",
+		"xip83.envelope_wave_stream($e, 7, 2097152, 'xip83.envelopes')" ],
+	envelope_wave_frames_stream => [ "xip83.envelope_wave_frames_stream($e, 7)",
+		"xip83.envelope_wave_stream($e, 7, 2097152, 'xip83.envelopes')" ],
+	live_group_frames => [ "xip83.live_group_frames(0, 100, 0)",
+		"xip83.live_frames('group', 0, 100, 0, 2097152)" ],
+	live_welcome_frames => [ "xip83.live_welcome_frames(0, 100, 0)",
+		"xip83.live_frames('welcome', 0, 100, 0, 2097152)" ],
+	live_envelope_frames => [ "xip83.live_envelope_frames('{0,100,200}', '{-1,0,0}', 100, 0)",
+		"xip83.live_frames('envelope', '{0,100,200}', '{-1,0,0}', 100, 0, 2097152)" ],
+	frame_started => [ "xip83.frame_started(30000, 'd14n')",
+		"xip83.control_frame('started', 30000, 'd14n')" ],
+	frame_topics_live => [ "xip83.frame_topics_live(ARRAY['\\x0a01'::bytea, ''])",
+		"xip83.control_frame('topics_live', topics => ARRAY['\\x0a01'::bytea, ''])" ],
+	frame_catchup_complete => [ "xip83.frame_catchup_complete(9)",
+		"xip83.control_frame('catchup_complete', 9)" ],
+	frame_ping => [ "xip83.frame_ping(-5)", "xip83.control_frame('ping', -5)" ],
+	frame_pong => [ "xip83.frame_pong(5, 'd14n')", "xip83.control_frame('pong', 5, 'd14n')" ],
+	decode_subscribe_request => [ "xip83.decode_subscribe_request('\\x0a00', 'v3')",
+		"xip83.decode_frame('\\x0a00', 'v3', 'request')" ],
+	decode_subscribe_response => [ "xip83.decode_subscribe_response(xip83.control_frame('ping', 3), 'v3')",
+		"xip83.decode_frame(xip83.control_frame('ping', 3), 'v3')" ]);
+# the handle forms' fetch functions are called with their open
+$calls{group_wave_fetch} = $calls{group_wave_open};
+$calls{welcome_wave_fetch} = $calls{welcome_wave_open};
+$calls{envelope_wave_fetch} = $calls{envelope_wave_open};
+
+my %now = map { (split / /, $_, 2)[0] => 1 }
+  split /\n/, $node->safe_psql('updated', $old_functions_sql);
+my %now_names = map { /^xip83\.(\w+)\(/ ? ($1 => 1) : () } keys %now;
+my ($covered, %kept, %deprecated_names) = (0);
+foreach my $line (@old_functions)
+{
+	my ($function, $acl) = split / /, $line, 2;
+	my ($name) = $function =~ /^xip83\.(\w+)\(/;
+	# check_batch_topics was internal to 0.1.0's batch inserts (no PUBLIC
+	# EXECUTE, no node calls it): gone with them
+	next if $name eq 'check_batch_topics';
+	ok($now_names{$name}, "$name exists after the update") or next;
+	$kept{$name} = 1;
+	# the names 0.2.0 kept are its own functions (their 0.1.0 calls resolve
+	# through new defaults); the others are wrappers of the same signature
+	next unless $now{$function};
+	my $deprecated = $node->safe_psql('updated',
+		"SELECT obj_description('$function'::regprocedure, 'pg_proc') LIKE 'Deprecated:%'");
+	next if $deprecated ne 't';
+	$deprecated_names{$name} = 1;
+	is( $node->safe_psql('updated',
+			"SELECT coalesce(proacl::text, 'default') FROM pg_proc WHERE oid = '$function'::regprocedure"),
+		$acl, "$function keeps its privileges");
+	next if $calls{$name} && $calls{$name}[2]++;    # each pair once
+	my ($old, $new) = @{ $calls{$name} // [] };
+	ok(defined $old, "$function is called by this test") or next;
+	$covered++;
+	my $sql = "SELECT * FROM %s AS r";
+	my ($ret, $got, $stderr) = $node->psql('updated', sprintf($sql, $old) . ";\n" . sprintf($sql, $old));
+	is($ret, 0, "$name: the 0.1.0 call works") or diag($stderr);
+	my $want = $node->safe_psql('updated', sprintf($sql, $new));
+	isnt($want, '', "$name: the replacement returns something");
+	my @got = split /\n/, $got;
+	is(join("\n", @got[ 0 .. $#got / 2 ]), $want, "$name: the same result as the replacement");
+	my @warnings = $stderr =~ /WARNING:  xip83\.(\w+) is deprecated/g;
+	ok(@warnings >= 1 && @warnings == scalar(keys %{ { map { $_ => 1 } @warnings } }),
+		"$name: one WARNING per session and name (@warnings)");
+	like($stderr, qr/HINT:  Call xip83\./, "$name: the hint names the replacement");
+}
+is(scalar(keys %kept), 63, 'every 0.1.0 name but one internal helper is kept');
+is(scalar(keys %deprecated_names), 31, 'the 31 names 0.2.0 replaced are deprecated wrappers');
+is($covered, 28, "the calls cover them ($covered calls: an open and its fetch share one)");
 
 $node->stop;
 done_testing();

@@ -4,7 +4,7 @@
  *
  *   xip83-gateway --dsn DSN --listen HOST:PORT [--pool N] [--tls-cert F --tls-key F]
  *                 [--metrics HOST:PORT] [--keepalive-ms N] [--drain-ms N]
- *                 [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]
+ *                 [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N] [--max-waves N]
  *                 [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]
  *                 [--max-conn-input BYTES] [--handshake-timeout-ms N]
  *                 [--idle-timeout-ms N] [--request-timeout-ms N] [--cors-origin LIST]
@@ -12,7 +12,13 @@
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
  * LISTENs on). A --dsn in recovery is served alone: the feed polls its
- * replayed horizons every --poll-ms, and LISTENs once it is promoted.
+ * replayed horizons every --poll-ms, and LISTENs once it is promoted. A
+ * standby that has replayed no horizons of its primary yet is served all the
+ * same: requests wait until the feed has them.
+ *
+ * --max-waves bounds the waves (catch-ups) in flight of all streams together
+ * (65536), and each client connection may have 1024: a Mutate past either
+ * ends its stream RESOURCE_EXHAUSTED.
  *
  * Serves h2c on --listen, or TLS (ALPN h2) with --tls-cert and --tls-key;
  * browsers on the same listener (HTTP/1.1, or ALPN http/1.1): gRPC-Web for
@@ -96,7 +102,7 @@ Usage(void)
 			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]"
 			" [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]"
 			" [--max-conn-input BYTES] [--handshake-timeout-ms N] [--idle-timeout-ms N]"
-			" [--request-timeout-ms N] [--cors-origin ORIGIN[,ORIGIN...]]\n");
+			" [--request-timeout-ms N] [--max-waves N] [--cors-origin ORIGIN[,ORIGIN...]]\n");
 	exit(2);
 }
 
@@ -219,6 +225,7 @@ main(int argc, char **argv)
 		{"handshake-timeout-ms", required_argument, NULL, 'H'},
 		{"idle-timeout-ms", required_argument, NULL, 'L'},
 		{"request-timeout-ms", required_argument, NULL, 'R'},
+		{"max-waves", required_argument, NULL, 'W'},
 		{"cors-origin", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
@@ -240,7 +247,7 @@ main(int argc, char **argv)
 	for (int i = 0, n = 0; i < XIP83_GATEWAY_METHODS; i++)
 		if (xip83_gateway_methods[i].kind == GW_SUBSCRIBE)
 			websocket_paths[n++] = xip83_gateway_methods[i].path;
-	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:C:M:N:I:H:L:R:O:h", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:C:M:N:I:H:L:R:W:O:h", longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -298,6 +305,9 @@ main(int argc, char **argv)
 				break;
 			case 'R':
 				cfg.request_ms = (uint32_t) Number("--request-timeout-ms", optarg, 1, 3600000);
+				break;
+			case 'W':
+				go.max_waves = Number("--max-waves", optarg, 1, 100000000);
 				break;
 			case 'O':
 				cfg.cors_origins = optarg;

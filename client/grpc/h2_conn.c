@@ -588,6 +588,12 @@ h2_conn_sweep(H2Conn *c, uint64_t now)
 		}
 		return;
 	}
+	/* an HTTP/1.1 request answered early, whose rest stopped coming */
+	if (c->h1_skip && now >= c->since_ms + srv->cfg.request_ms)
+	{
+		h2_conn_limit(c, XIP83_H2_LIMIT_REQUEST);
+		return;
+	}
 	if (c->streams == NULL && now >= c->since_ms + srv->cfg.idle_ms && !srv->draining)
 	{
 		h2_conn_limit(c, XIP83_H2_LIMIT_IDLE);

@@ -146,6 +146,7 @@ struct H2Conn
 	Xip83Http  *http;			/* HTTP/1.1 only */
 	bool		h1_last;		/* HTTP/1.1: no request after this one */
 	bool		h1_done;		/* HTTP/1.1: the request under way is whole */
+	bool		h1_skip;		/* HTTP/1.1: answered; the rest of its request is read and dropped */
 	unsigned char sniff[24];	/* the first bytes, until they tell */
 	uint8_t		n_sniff;
 	unsigned char *out;			/* bytes from nghttp2 not yet written */

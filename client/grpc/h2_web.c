@@ -334,6 +334,8 @@ Body(void *arg, const unsigned char *data, size_t len)
 	H2Conn	   *c = arg;
 	Xip83H2Stream *s = Current(c);
 
+	if (c->h1_skip)
+		c->since_ms = xip83_loop_now_ms();	/* progress */
 	if (s && s->method && !s->finishing && s->web != H2_WEB_SOCKET)
 		h2_stream_incoming(s, data, len);
 }
@@ -345,6 +347,7 @@ End(void *arg)
 	Xip83H2Stream *s = Current(c);
 
 	c->h1_done = true;
+	c->h1_skip = false;
 	if (s == NULL || s->web == H2_WEB_SOCKET)
 		return;
 	h2_stream_progress(s, false);
@@ -549,10 +552,15 @@ h2_web_fill(H2Conn *c)
 		s->end_sent = true;
 		if (s->web != H2_WEB_NONE && !Out(c, "0\r\n\r\n", 5))
 			return false;
-		/* answered before the request ended: the rest of it is not read */
+		/*
+		 * Answered before the request ended (a refusal at its head, a
+		 * message over the limit): the rest of it is read and dropped, as
+		 * it comes, before the next request; its deadline still holds.
+		 */
 		if (!c->h1_done)
-			c->h1_last = true;
+			c->h1_skip = true;
 		h2_stream_free(s, false);
+		c->since_ms = xip83_loop_now_ms();
 	}
 	return true;
 }

@@ -21,10 +21,11 @@
 #define MAX_HEADERS 64
 
 /*
- * What a WebSocket context costs, as near as we can tell from outside
- * wslay: its context struct and frame context, with their buffers.
+ * What a WebSocket context costs: wslay allocates its context, frame
+ * context and their buffers itself, so this is measured, not tracked
+ * (wslay 1.1.1 on glibc: 8790 bytes).
  */
-#define WS_CONTEXT_COST 4096
+#define WS_CONTEXT_COST 8800
 
 typedef enum Part
 {

@@ -9,7 +9,6 @@
  */
 #include "gw_core.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +21,6 @@
 #define LIVE_KEEP 4096
 /* Messages up to this size are offered for sharing with the next stream of the method. */
 #define SHARE_MAX 4096
-/* Tries of the feed's start, 100 ms apart. */
-#define START_TRIES 100
 /* A Ping may go up to this fraction of the keepalive interval early (1/8). */
 #define KEEPALIVE_SLACK 8
 /* connections' keepalive grids are phased in ticks of this many ms */
@@ -151,7 +148,7 @@ gw_check(GwStream *st)
 
 		Finish(st, code, message);
 	}
-	else if (st->kind == GW_SUBSCRIBE && st->half_closed && s->n_waves == 0)
+	else if (st->kind == GW_SUBSCRIBE && st->half_closed && s->n_waves == 0 && st->held == NULL)
 		Finish(st, XIP83_GRPC_OK, NULL);
 }
 
@@ -405,6 +402,7 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	}
 	st->gw = gw;
 	st->h2 = h2;
+	st->conn_serial = xip83_h2_conn_serial(h2);
 	st->kind = kind;
 	st->method = method;
 	st->s->async_pages = true;
@@ -462,6 +460,98 @@ Request(GwStream *st, const unsigned char *msg, size_t len)
 	s->ahead_pass = ahead_pass;
 }
 
+/*
+ * Whether a request waits for the feed's start: a wave's ceilings are the
+ * feed's start horizons, which a hot standby may not have yet. Mutates wait
+ * in order (a remove after an add); a Ping or a Pong needs no feed and runs,
+ * so the stream's keepalive goes on meanwhile.
+ */
+static bool
+Hold(GwStream *st, const unsigned char *msg, size_t len)
+{
+	GwHeld	   *h;
+
+	if (st->gw->feed_started)
+		return false;
+	if (st->kind == GW_SUBSCRIBE)
+	{
+		Xip83Request req;
+		char		err[128];
+		bool		now = xip83_request_parse(st->s->opt.d14n ? XIP83_BINDING_D14N
+											  : XIP83_BINDING_V3, msg, len, &req,
+											  err, sizeof(err)) != NULL
+			|| req.kind != XIP83_REQ_MUTATE;
+
+		xip83_request_free(&req);
+		/* a malformed one fails the stream now, as it would then */
+		if (now)
+			return false;
+	}
+	if (st->n_held >= XIP83_MAX_WAVES || st->held_bytes + len > XIP83_MAX_REQUEST
+		|| (h = malloc(sizeof(GwHeld) + len)) == NULL)
+	{
+		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "more than %d requests or %d bytes"
+						   " waiting for the live feed's start", XIP83_MAX_WAVES, XIP83_MAX_REQUEST);
+		return true;
+	}
+	h->next = NULL;
+	h->len = len;
+	memcpy(h->msg, msg, len);
+	*(st->held_tail ? &st->held_tail->next : &st->held) = h;
+	st->held_tail = h;
+	st->n_held++;
+	st->held_bytes += len;
+	return true;
+}
+
+/* Runs a request now, or keeps it for the feed's start. */
+static void
+Run(GwStream *st, const unsigned char *msg, size_t len)
+{
+	if (!Hold(st, msg, len))
+		Request(st, msg, len);
+	gw_count_waves(st, st->s->n_waves);
+}
+
+static void
+FreeHeld(GwStream *st)
+{
+	while (st->held != NULL)
+	{
+		GwHeld	   *h = st->held;
+
+		st->held = h->next;
+		free(h);
+	}
+	st->held_tail = NULL;
+	st->n_held = 0;
+	st->held_bytes = 0;
+}
+
+void
+gw_feed_started(Xip83Gateway *gw)
+{
+	for (GwStream *st = gw->streams; st; st = st->next)
+	{
+		while (st->held != NULL && !st->finished)
+		{
+			GwHeld	   *h = st->held;
+
+			st->held = h->next;
+			st->n_held--;
+			st->held_bytes -= h->len;
+			Request(st, h->msg, h->len);
+			free(h);
+			gw_count_waves(st, st->s->n_waves);
+			gw_check(st);
+		}
+		FreeHeld(st);
+		gw_check(st);
+		gw_enqueue(st);
+	}
+	gw_schedule(gw);
+}
+
 static void
 Message(Xip83H2Stream *h2, const unsigned char *msg, size_t len)
 {
@@ -470,7 +560,7 @@ Message(Xip83H2Stream *h2, const unsigned char *msg, size_t len)
 	if (st->finished)
 		return;
 	if (st->kind == GW_SUBSCRIBE)
-		Request(st, msg, len);
+		Run(st, msg, len);
 	else if (st->requested)
 		xip83_session_fail(st->s, "INVALID_ARGUMENT", "a server-streaming call takes one request");
 	else
@@ -485,7 +575,7 @@ Message(Xip83H2Stream *h2, const unsigned char *msg, size_t len)
 			xip83_session_fail(st->s, code, "%s", err);
 		else
 		{
-			Request(st, req, req_len);
+			Run(st, req, req_len);
 			free(req);
 		}
 	}
@@ -548,28 +638,14 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 	if (st->next)
 		st->next->prev = st->prev;
 	gw->stats.streams[st->method]--;
+	gw_count_waves(st, 0);
+	FreeHeld(st);
 	st->s->ahead = NULL;
 	xip83_session_free(st->s);
 	free(st);
 }
 
 /* ------------------------------------------------------------ the gateway */
-
-/*
- * Starts the feed at the current horizons, asking again for a while: a
- * standby just started answers 55000 until it replays a full horizon record.
- */
-bool
-gw_start_feed(Xip83Feed *feed)
-{
-	for (int i = 0; i < START_TRIES; i++)
-	{
-		if (xip83_feed_start_at_horizon(feed))
-			return true;
-		(void) poll(NULL, 0, 100);
-	}
-	return false;
-}
 
 /* The methods served, in the order of Xip83GatewayStats.streams. */
 const Xip83GatewayMethod xip83_gateway_methods[XIP83_GATEWAY_METHODS] = {
@@ -596,6 +672,8 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 		gw->opt.pool = 4;
 	if (gw->opt.keepalive_ms <= 0)
 		gw->opt.keepalive_ms = 30000;
+	if (gw->opt.max_waves <= 0)
+		gw->opt.max_waves = XIP83_GATEWAY_MAX_WAVES;
 	gw->srv = srv;
 	if (!gw_pool_open(gw, err, errlen))
 		goto fail;
@@ -669,6 +747,7 @@ xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
 		out->wave_queue += st->queued;
 	}
 	out->pool = (size_t) gw->opt.pool;
+	out->max_waves = (size_t) gw->opt.max_waves;
 	out->db_connections = 0;
 	for (int i = 0; i < gw->opt.pool; i++)
 	{

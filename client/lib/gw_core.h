@@ -64,7 +64,16 @@ typedef struct Xip83GatewayOptions
 	int			fence_wait_ms;	/* longest wait of a fenced fetch for replay (100) */
 	int			pool;			/* wave connections (4) */
 	int			keepalive_ms;	/* Subscribe's keepalive interval (30000) */
+	int			max_waves;		/* waves in flight, every stream (XIP83_GATEWAY_MAX_WAVES) */
 } Xip83GatewayOptions;
+
+/*
+ * Waves in flight: the process's default bound, and each client
+ * connection's, so that no client holds them all. A Mutate that starts a
+ * wave past either ends its stream RESOURCE_EXHAUSTED.
+ */
+#define XIP83_GATEWAY_MAX_WAVES 65536
+#define XIP83_GATEWAY_CONN_WAVES 1024
 
 typedef struct Xip83Gateway Xip83Gateway;
 
@@ -77,6 +86,9 @@ typedef struct Xip83GatewayStats
 	size_t		waves;			/* waves in flight, every stream */
 	size_t		wave_queue;		/* streams waiting for a wave connection */
 	size_t		pool_busy;		/* wave connections with a page query in flight */
+	uint64_t	pool_resets;	/* wave connections reconnected for coming back not idle */
+	uint64_t	waves_refused;	/* Mutates refused at the waves' bounds */
+	size_t		max_waves;
 	size_t		pool;
 	size_t		db_connections; /* connected now: feed and pool */
 	size_t		pending;		/* bytes queued to clients and live rows held in waves */
@@ -85,12 +97,14 @@ typedef struct Xip83GatewayStats
 	uint64_t	errors[XIP83_GRPC_NCODES];		/* streams ended, by gRPC status code */
 	double		live_lag_s;		/* the last feed round with rows: wake-up to rows queued */
 	bool		feed_live;
+	bool		feed_started;	/* the feed has its start horizons (a standby may not yet) */
 	int64_t		feed_rows;
 } Xip83GatewayStats;
 
 /*
- * Connects (feed, pool), starts the feed at the current horizons
- * and registers the five methods on srv. NULL with err set.
+ * Connects (feed, pool), starts the feed at the current horizons (a hot
+ * standby that has none yet: its thread tries again, and requests wait for
+ * them) and registers the five methods on srv. NULL with err set.
  */
 extern Xip83Gateway *xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt,
 									   char *err, size_t errlen);

@@ -16,6 +16,13 @@
  * outstanding, and the round serves every ticket handed out before it
  * started (the thread reads the last one when it starts), which it reports
  * after the round's rows.
+ *
+ * The start: the feed needs its start horizons (the cursors it follows from,
+ * which waves take as ceilings). A hot standby that has not replayed a
+ * horizon record of its primary yet refuses them, and a quiet primary writes
+ * one only once its feed is used again: the loop serves meanwhile (requests
+ * wait for the start, gw_core.c), and the thread tries again, backing off up
+ * to START_BACKOFF_MAX_MS and saying so now and then, until it has them.
  */
 /* pthread_timedjoin_np */
 #define _GNU_SOURCE
@@ -38,12 +45,18 @@
 #define FEED_TICK_MS 50
 /* How long the end waits for the thread, which may be in a query that never ends. */
 #define STOP_WAIT_S 2
+/* The feed's start is tried again after this, doubling up to the max. */
+#define START_BACKOFF_MS 100
+#define START_BACKOFF_MAX_MS 5000
+/* A feed not started yet says so this often. */
+#define START_LOG_MS 60000
 
 typedef enum
 {
 	EV_ROW,
 	EV_STATUS,
-	EV_ROUND
+	EV_ROUND,
+	EV_STARTED
 } EventType;
 
 typedef struct Event
@@ -57,6 +70,7 @@ typedef struct Event
 	char	   *detail;
 	uint64_t	ticket;			/* EV_ROUND: the last ticket the round served */
 	int			rc;				/* and how it ended: rows, or < -1 failed */
+	Xip83Feed  *start;			/* EV_STARTED: a copy of the feed at its start horizons */
 	unsigned char bytes[];
 } Event;
 
@@ -64,6 +78,11 @@ struct GwFeedThread
 {
 	Xip83Gateway *gw;			/* the loop's: the thread reads nothing of it */
 	Xip83Feed  *feed;			/* the thread's */
+	int			kinds;
+	int64_t		start_at;		/* the thread's: the next try of the start (not started) */
+	int			start_backoff;
+	int64_t		start_logged;
+	int			start_tries;
 	pthread_t	thread;
 	bool		running;
 	int			wake_fd;		/* loop -> thread: a ticket, or stop */
@@ -77,6 +96,7 @@ struct GwFeedThread
 	uint64_t	served;			/* the thread's: the last ticket a round served */
 	bool		pushed;			/* the thread's: events queued since it last signalled */
 	/* for the metrics, written by the thread */
+	_Atomic bool started;		/* the feed has its start horizons */
 	_Atomic bool live;
 	_Atomic bool connected;
 	_Atomic int64_t rows;
@@ -214,6 +234,74 @@ Metrics(GwFeedThread *t)
 	atomic_store(&t->rows, xip83_feed_rows(t->feed));
 }
 
+/*
+ * Tries the feed's start when its next try is due; true once started: the
+ * loop gets a copy of the feed at its start horizons (gw->view follows it).
+ */
+static bool
+TryStart(GwFeedThread *t)
+{
+	Xip83FeedOptions copy_opt = {0};
+	int64_t		now = xip83_now_ms();
+	Event	   *ev;
+
+	if (now < t->start_at)
+		return false;
+	t->start_tries++;
+	if (!xip83_feed_start_at_horizon(t->feed))
+	{
+		now = xip83_now_ms();
+		if (t->start_logged == 0 || now - t->start_logged >= START_LOG_MS)
+		{
+			fprintf(stderr, "xip83-gateway: live feed: no start horizons yet (%d tries):"
+					" requests wait, tried again every %d ms at most\n",
+					t->start_tries, START_BACKOFF_MAX_MS);
+			t->start_logged = now;
+		}
+		t->start_at = now + t->start_backoff;
+		t->start_backoff = t->start_backoff * 2 > START_BACKOFF_MAX_MS ? START_BACKOFF_MAX_MS
+			: t->start_backoff * 2;
+		return false;
+	}
+	copy_opt.kinds = t->kinds;
+	if ((ev = malloc(sizeof(Event))) == NULL || (ev->start = xip83_feed_new(&copy_opt)) == NULL)
+	{
+		fprintf(stderr, "xip83-gateway: out of memory for the feed's start\n");
+		abort();
+	}
+	xip83_feed_follow(ev->start, t->feed);
+	ev->type = EV_STARTED;
+	Push(t, ev);
+	if (t->start_tries > 1)
+		fprintf(stderr, "xip83-gateway: live feed: started after %d tries\n", t->start_tries);
+	atomic_store(&t->started, true);
+	return true;
+}
+
+/* Not started: tries the start, or waits for its next try (or the end). */
+static void
+WaitStart(GwFeedThread *t)
+{
+	struct pollfd pfd = {.fd = t->wake_fd, .events = POLLIN};
+	int64_t		now;
+
+	if (TryStart(t))
+	{
+		Metrics(t);
+		Flush(t);
+		return;
+	}
+	Metrics(t);
+	Flush(t);
+	now = xip83_now_ms();
+	if (poll(&pfd, 1, (int) (t->start_at > now ? t->start_at - now : 0)) > 0)
+	{
+		uint64_t	n;
+
+		(void) !read(t->wake_fd, &n, sizeof(n));
+	}
+}
+
 static void *
 FeedMain(void *arg)
 {
@@ -236,6 +324,12 @@ FeedMain(void *arg)
 		pthread_mutex_unlock(&t->lock);
 		if (stop)
 			break;
+		if (!atomic_load(&t->started))
+		{
+			WaitStart(t);
+			tick = xip83_now_ms() + FEED_TICK_MS;
+			continue;
+		}
 		if (asked > t->served)
 		{
 			reconnecting = !SeamRound(t, asked);
@@ -311,6 +405,12 @@ Ready(void *arg, uint32_t events)
 				gw_flush_dirty(gw);
 				gw_seam_done(gw, ev->ticket, ev->rc);
 				break;
+			case EV_STARTED:
+				xip83_feed_follow(gw->view, ev->start);
+				xip83_feed_free(ev->start);
+				gw->feed_started = true;
+				gw_feed_started(gw);
+				break;
 		}
 		free(ev);
 		ev = next;
@@ -342,12 +442,23 @@ gw_feed_start(Xip83Gateway *gw, Xip83FeedOptions *fo, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	if (!gw_start_feed(t->feed))
+	t->kinds = fo->kinds;
+	t->start_backoff = START_BACKOFF_MS;
+	/* one try here: started at once, the loop serves as it always did */
+	t->start_tries = 1;
+	if (xip83_feed_start_at_horizon(t->feed))
 	{
-		snprintf(err, errlen, "live feed: cannot read the horizons");
-		return false;
+		xip83_feed_follow(gw->view, t->feed);
+		atomic_store(&t->started, true);
+		gw->feed_started = true;
 	}
-	xip83_feed_follow(gw->view, t->feed);
+	else
+	{
+		fprintf(stderr, "xip83-gateway: live feed: no start horizons yet: serving, requests wait"
+				" for them\n");
+		t->start_logged = xip83_now_ms();
+		t->start_at = t->start_logged + t->start_backoff;
+	}
 	Metrics(t);
 	if ((t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
 		(t->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
@@ -384,6 +495,7 @@ gw_feed_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
 	GwFeedThread *t = gw->ft;
 
 	out->feed_live = atomic_load(&t->live);
+	out->feed_started = atomic_load(&t->started);
 	out->feed_rows = atomic_load(&t->rows);
 	out->live_lag_s = (double) atomic_load(&t->lag_us) / 1e6;
 	out->db_connections += atomic_load(&t->connected);
@@ -419,6 +531,8 @@ gw_feed_stop(Xip83Gateway *gw)
 	{
 		Event	   *next = ev->next;
 
+		if (ev->type == EV_STARTED)
+			xip83_feed_free(ev->start);
 		free(ev);
 		ev = next;
 	}

@@ -16,6 +16,21 @@
 typedef struct GwStream GwStream;
 typedef struct GwFeedThread GwFeedThread;
 
+/* A client connection's waves in flight (an entry of Xip83Gateway.conn_waves). */
+typedef struct GwConnWaves
+{
+	uint64_t	serial;
+	int			waves;			/* 0: a free slot */
+} GwConnWaves;
+
+/* A request that waits for the feed's start (its copy). */
+typedef struct GwHeld
+{
+	struct GwHeld *next;
+	size_t		len;
+	unsigned char msg[];
+} GwHeld;
+
 /* A wave connection of the pool. */
 typedef struct PoolConn
 {
@@ -54,6 +69,12 @@ struct GwStream
 	bool		at_seam;		/* a wave waits for a seam round (in seam_waiters) */
 	uint64_t	seam_wait;		/* the lowest ticket its waves at the seam wait for */
 	PoolConn   *conn;			/* holding a wave connection */
+	GwHeld	   *held;			/* requests waiting for the feed's start, in order */
+	GwHeld	   *held_tail;
+	size_t		n_held;
+	size_t		held_bytes;
+	uint64_t	conn_serial;	/* its client connection's */
+	int			waves;			/* its waves counted in the gateway's (gw_count_waves) */
 	Xip83Timer	keepalive;
 	GwStream   *q_prev,
 			   *q_next;			/* the wave queue */
@@ -73,6 +94,10 @@ struct Xip83Gateway
 	size_t		cap_seam_waiters;
 	PoolConn   *pool;
 	PoolConn   *free_conns;
+	size_t		n_waves;		/* waves in flight, every stream */
+	GwConnWaves *conn_waves;	/* by client connection: open addressing, a power of 2 */
+	size_t		n_conn_waves;
+	size_t		cap_conn_waves;
 	GwRouter	routers[2];		/* v3, d14n: their topic bytes overlap */
 	GwStream   *streams;
 	GwStream   *q_head,
@@ -84,6 +109,7 @@ struct Xip83Gateway
 	size_t		cap_packed;
 	Xip83H2Shared *last[XIP83_GATEWAY_METHODS];	/* by method: the last small message sent */
 	bool		draining;
+	bool		feed_started;	/* gw->view has the feed's start horizons */
 	Xip83GrpcMethod methods[XIP83_GATEWAY_METHODS];
 	Xip83GatewayStats stats;	/* the counters; the gauges are computed when asked */
 };
@@ -99,13 +125,13 @@ extern void gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row);
 extern void gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail);
 /* A seam round ended (rc < -1: it failed): the waves that waited go on. */
 extern void gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc);
-/* Starts a feed at the current horizons, asking again for a while. */
-extern bool gw_start_feed(Xip83Feed *feed);
+/* The feed started: the requests that waited for it run. */
+extern void gw_feed_started(Xip83Gateway *gw);
 
 /* gw_feed.c */
 /*
- * Creates the feed with fo (its callbacks are the thread's), starts it at
- * the horizons and its thread; gw->view follows it.
+ * Creates the feed with fo (its callbacks are the thread's) and its thread,
+ * which starts it at the horizons (at once when it can); gw->view follows it.
  */
 extern bool gw_feed_start(Xip83Gateway *gw, Xip83FeedOptions *fo, char *err, size_t errlen);
 /* A ticket for the seam: served by the next round the thread starts. */
@@ -120,6 +146,12 @@ extern void gw_feed_stop(Xip83Gateway *gw);
 extern void gw_enqueue(GwStream *st);
 /* Takes a stream out of the wave queue. */
 extern void gw_unqueue(GwStream *st);
+/*
+ * Counts st's waves (n: what it has now) in the gateway's and its client
+ * connection's; a wave it started past either bound fails it
+ * RESOURCE_EXHAUSTED.
+ */
+extern void gw_count_waves(GwStream *st, int n);
 /* Hands free wave connections to the streams in the queue, in turn. */
 extern void gw_schedule(Xip83Gateway *gw);
 /* Connects the pool (opt.pool connections, to the standby when there is one). */

@@ -148,6 +148,14 @@ MakePage(GwMetrics *m, Xip83Gateway *gw, size_t *len)
 	One(&pg, "pool_busy", "gauge", "Wave connections with a page query in flight.",
 		(double) st.pool_busy);
 	One(&pg, "pool_size", "gauge", "Wave connections (--pool).", (double) st.pool);
+	One(&pg, "pool_resets_total", "counter",
+		"Wave connections reconnected because they came back with a query unfinished.",
+		(double) st.pool_resets);
+	One(&pg, "waves_max", "gauge", "Waves in flight allowed, all streams (--max-waves).",
+		(double) st.max_waves);
+	One(&pg, "waves_refused_total", "counter",
+		"Mutates whose stream ended RESOURCE_EXHAUSTED at a bound of waves in flight.",
+		(double) st.waves_refused);
 	One(&pg, "db_connections", "gauge", "Database connections open: feed and pool.",
 		(double) st.db_connections);
 	One(&pg, "pending_bytes", "gauge",
@@ -157,6 +165,8 @@ MakePage(GwMetrics *m, Xip83Gateway *gw, size_t *len)
 		"The last feed round that delivered rows: from its wake-up to the rows queued.",
 		st.live_lag_s);
 	One(&pg, "feed_live", "gauge", "1 while the feed hears the notifier.", st.feed_live);
+	One(&pg, "feed_started", "gauge",
+		"1 once the feed read its start horizons; waves wait for them.", st.feed_started);
 	One(&pg, "feed_rows_total", "counter", "Rows the live feed read.", (double) st.feed_rows);
 	One(&pg, "rows_sent_total", "counter", "Rows queued to clients, waves and live.",
 		(double) st.rows_sent);

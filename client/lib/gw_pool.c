@@ -58,6 +58,112 @@ gw_unqueue(GwStream *st)
 	st->queued = false;
 }
 
+/* ------------------------------------------------------------ waves in flight */
+
+static size_t
+ConnHome(const Xip83Gateway *gw, uint64_t serial)
+{
+	return (size_t) ((serial * 0x9E3779B97F4A7C15u) >> 32) & (gw->cap_conn_waves - 1);
+}
+
+/* The slot of serial, or the free slot it would take. */
+static size_t
+ConnSlot(const Xip83Gateway *gw, uint64_t serial)
+{
+	size_t		i = ConnHome(gw, serial);
+
+	while (gw->conn_waves[i].waves != 0 && gw->conn_waves[i].serial != serial)
+		i = (i + 1) & (gw->cap_conn_waves - 1);
+	return i;
+}
+
+static bool
+ConnGrow(Xip83Gateway *gw)
+{
+	size_t		old_cap = gw->cap_conn_waves;
+	GwConnWaves *old = gw->conn_waves;
+
+	if ((gw->conn_waves = calloc(old_cap ? old_cap * 2 : 64, sizeof(GwConnWaves))) == NULL)
+	{
+		gw->conn_waves = old;
+		return false;
+	}
+	gw->cap_conn_waves = old_cap ? old_cap * 2 : 64;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].waves != 0)
+			gw->conn_waves[ConnSlot(gw, old[i].serial)] = old[i];
+	free(old);
+	return true;
+}
+
+/* Adds delta to the waves of client connection serial; its count after (-1: out of memory). */
+static int
+ConnWaves(Xip83Gateway *gw, uint64_t serial, int delta)
+{
+	size_t		mask;
+	size_t		i;
+	GwConnWaves *e;
+
+	if (delta > 0 && (gw->n_conn_waves + 1) * 2 > gw->cap_conn_waves && !ConnGrow(gw))
+		return -1;
+	if (gw->cap_conn_waves == 0)
+		return 0;
+	mask = gw->cap_conn_waves - 1;
+	e = &gw->conn_waves[i = ConnSlot(gw, serial)];
+	if (e->waves == 0)
+	{
+		if (delta <= 0)
+			return 0;
+		e->serial = serial;
+		gw->n_conn_waves++;
+	}
+	if ((e->waves += delta) > 0)
+		return e->waves;
+	e->waves = 0;
+	gw->n_conn_waves--;
+	/* the entries after it in its run move up to where a lookup finds them */
+	for (size_t j = (i + 1) & mask; gw->conn_waves[j].waves != 0; j = (j + 1) & mask)
+	{
+		size_t		home = ConnHome(gw, gw->conn_waves[j].serial);
+
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		gw->conn_waves[i] = gw->conn_waves[j];
+		gw->conn_waves[j].waves = 0;
+		i = j;
+	}
+	return 0;
+}
+
+void
+gw_count_waves(GwStream *st, int n)
+{
+	Xip83Gateway *gw = st->gw;
+	int			delta = n - st->waves;
+	int			conn;
+
+	if (delta == 0)
+		return;
+	st->waves = n;
+	gw->n_waves = (size_t) ((int64_t) gw->n_waves + delta);
+	conn = ConnWaves(gw, st->conn_serial, delta);
+	if (delta < 0 || st->s->failed)
+		return;
+	if (conn < 0)
+		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
+	else if (conn > XIP83_GATEWAY_CONN_WAVES)
+		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "more than %d waves in flight on one"
+						   " connection", XIP83_GATEWAY_CONN_WAVES);
+	else if (gw->n_waves > (size_t) gw->opt.max_waves)
+		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "more than %d waves in flight in the"
+						   " gateway", gw->opt.max_waves);
+	else
+		return;
+	gw->stats.waves_refused++;
+}
+
+/* ------------------------------------------------------------ the queue */
+
 static GwStream *
 Dequeue(Xip83Gateway *gw)
 {
@@ -71,6 +177,25 @@ Dequeue(Xip83Gateway *gw)
 	return st;
 }
 
+/* Takes every result of the query in flight on c (waiting for the rest of one begun). */
+static void
+Discard(PoolConn *c)
+{
+	PGresult   *res;
+
+	while ((res = PQgetResult(c->conn)) != NULL)
+		PQclear(res);
+}
+
+static bool ResetBegin(PoolConn *c);
+
+/*
+ * Back to the pool. Only a connection with nothing in flight and every
+ * result taken goes back: a page sent after a result left unread fails
+ * ("another command is already in progress"), and so would every page of
+ * every stream after it. One that is not idle (a path that left its result,
+ * a bug) is reconnected instead, out of the pool until then, and counted.
+ */
 static void
 Release(PoolConn *c)
 {
@@ -82,6 +207,21 @@ Release(PoolConn *c)
 	xip83_h2_unwatch(gw->srv, &c->watch);
 	c->owner = NULL;
 	c->busy = false;
+	if (PQstatus(c->conn) == CONNECTION_OK
+		&& (PQisBusy(c->conn) || PQtransactionStatus(c->conn) != PQTRANS_IDLE))
+	{
+		gw->stats.pool_resets++;
+		fprintf(stderr, "xip83-gateway: a wave connection came back with a query in flight"
+				" or in a transaction: reconnecting it\n");
+#ifdef XIP83_DEBUG
+		abort();
+#endif
+		if (c->broken_ms == 0)
+			c->broken_ms = xip83_now_ms();
+		if (!ResetBegin(c))
+			return;				/* back through ResetEnded */
+		c->reset_failed = false;
+	}
 	c->next_free = gw->free_conns;
 	gw->free_conns = c;
 }
@@ -93,8 +233,6 @@ Release(PoolConn *c)
  */
 #define RECONNECT_GRACE_MS 30000
 #define RECONNECT_RETRY_MS 250
-
-static bool ResetBegin(PoolConn *c);
 
 /*
  * Advances a reconnect without blocking the loop: its socket is watched for
@@ -218,6 +356,7 @@ Step(GwStream *st, PoolConn *c)
 	s->wave_conn = c->conn;
 	s->wave_prepared = &c->prepared;
 	(void) xip83_wave_step(s);
+	gw_count_waves(st, s->n_waves);
 	/* a wave that ended fetched the feed: other streams got live rows */
 	gw_flush_dirty(st->gw);
 	if (s->ahead != NULL)
@@ -226,7 +365,14 @@ Step(GwStream *st, PoolConn *c)
 		c->busy = true;
 		st->conn = c;
 		if (!xip83_h2_watch(st->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, PoolReady, c))
+		{
+			/* the page is waited for here, and dropped with its stream */
 			xip83_session_fail(s, "UNAVAILABLE", "cannot watch a database socket");
+			s->ahead = NULL;
+			st->conn = NULL;
+			Discard(c);
+			Release(c);
+		}
 	}
 	else
 		Release(c);
@@ -249,9 +395,12 @@ GateAsk(GwStream *st, PoolConn *c)
 	st->conn = c;
 	if (c->gate_since == 0)
 		c->gate_since = xip83_now_ms();
-	if (PQsendQuery(c->conn, "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()")
-		&& xip83_h2_watch(c->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, GateReady, c))
-		return;
+	if (PQsendQuery(c->conn, "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()"))
+	{
+		if (xip83_h2_watch(c->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, GateReady, c))
+			return;
+		Discard(c);
+	}
 	/* a connection lost meanwhile is reconnected; any other failure would repeat */
 	GateEnd(c, PQstatus(c->conn) == CONNECTION_OK ? "cannot ask the hot standby how far it replayed"
 			: NULL);
@@ -335,31 +484,31 @@ GateRetry(void *arg)
 	gw_schedule(c->gw);
 }
 
-/* A wave connection's socket is readable: its page may be in. */
+/*
+ * A wave connection's socket is readable: its page may be in. The result is
+ * taken whatever became of its stream (closed, ended, failed, paused): into
+ * its wave, or dropped.
+ */
 static void
 PoolReady(void *arg, uint32_t events)
 {
 	PoolConn   *c = arg;
 	GwStream   *st = c->owner;
 
+	(void) events;
 	/* a lost connection's page is asked again (redo_lost_pages) once it is back */
 	if (PQconsumeInput(c->conn) && PQisBusy(c->conn))
 		return;
-	if (st == NULL)
+	if (st != NULL)
 	{
-		/* its stream went away: the result is dropped */
-		PGresult   *res;
-
-		while ((res = PQgetResult(c->conn)) != NULL)
-			PQclear(res);
-	}
-	else
-	{
-		st->s->wave_conn = c->conn;
-		if (st->s->ahead != NULL && !st->s->failed)
-			xip83_wave_conn_idle(st->s);
 		st->conn = NULL;
+		st->s->wave_conn = c->conn;
+		if (st->s->ahead != NULL && !st->s->failed && !st->finished)
+			xip83_wave_conn_idle(st->s);
+		/* a stream that ended reads no more pages: its page goes */
+		st->s->ahead = NULL;
 	}
+	Discard(c);
 	if (!PrepareBegin(st, c))
 		Release(c);
 	if (st)
@@ -382,6 +531,11 @@ PrepareBegin(GwStream *st, PoolConn *c)
 
 	if (st == NULL || st->s->unprepared_sql == NULL)
 		return false;
+	if (st->finished || st->s->failed)
+	{
+		st->s->unprepared_sql = NULL;
+		return false;
+	}
 	if (PQstatus(c->conn) != CONNECTION_OK || (c->prepared & (1u << st->s->unprepared_stmt)))
 	{
 		st->s->unprepared_sql = NULL;
@@ -508,4 +662,6 @@ gw_pool_close(Xip83Gateway *gw)
 		PQfinish(gw->pool[i].conn);
 	free(gw->pool);
 	gw->pool = NULL;
+	free(gw->conn_waves);
+	gw->conn_waves = NULL;
 }

@@ -1,3 +1,10 @@
+-- The library must be preloaded (shared_preload_libraries): refused here, not
+-- at the first call that needs shared memory. The check leaves nothing behind.
+CREATE FUNCTION xip83.require_preload() RETURNS void
+AS 'MODULE_PATHNAME', 'require_preload' LANGUAGE C;
+SELECT xip83.require_preload();
+DROP FUNCTION xip83.require_preload();
+
 -- Storage: the v3 and d14n tables, column for column as node servers know them
 -- (docs/concepts.md, "Storage"), so a node can map rows unchanged and keep inserting with
 -- plain INSERT. Nullability and constraints are the nodes' own: every row a

@@ -6,8 +6,8 @@
 -- (see batch_hash_collision). One output row per input element, in input order.
 -- They check what the nodes' own inserts check and no more: array shapes and
 -- NULLs in NOT NULL columns. Empty topics, sequence id 0 and any
--- wrapper_algorithm or message_type are stored; a negative sequence id fails on
--- the table's CHECK.
+-- wrapper_algorithm or message_type are stored; a negative sequence id is
+-- refused (22003) by the registering trigger, before the table's CHECK.
 --
 -- Every function here pins search_path to pg_catalog, pg_temp and names what it
 -- calls by schema: a function or operator another role created in a schema on
@@ -28,24 +28,27 @@ BEGIN
     END IF;
     IF arr IS NULL THEN
         RAISE EXCEPTION 'argument "%" must not be null', arg_name
-            USING ERRCODE = 'null_value_not_allowed';
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = pg_catalog.format('Give "%s" a value: NULL does not stand for a default here.', arg_name);
     END IF;
     IF pg_catalog.array_ndims(arr) > 1 THEN
         RAISE EXCEPTION 'argument "%" must be a one-dimensional array', arg_name
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF pg_catalog.cardinality(arr) <> expected THEN
-        RAISE EXCEPTION 'batch arrays have unequal lengths'
+        RAISE EXCEPTION 'array arguments have unequal lengths'
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = pg_catalog.format('Argument "%s" has length %s where %s was expected.',
-                                             arg_name, pg_catalog.cardinality(arr), expected);
+                                             arg_name, pg_catalog.cardinality(arr), expected),
+                  HINT = 'Give every array of a batch one element per row.';
     END IF;
     IF NOT nulls_allowed AND pg_catalog.array_position(arr, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'argument "%" must not contain null elements', arg_name
             USING ERRCODE = 'null_value_not_allowed',
                   DETAIL = pg_catalog.format('Element %s is null.',
                                              pg_catalog.array_position(arr, NULL)
-                                             - pg_catalog.array_lower(arr, 1) + 1);
+                                             - pg_catalog.array_lower(arr, 1) + 1),
+                  HINT = pg_catalog.format('Every element of "%s" needs a value.', arg_name);
     END IF;
 END $$;
 
@@ -228,6 +231,7 @@ SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     n int := pg_catalog.cardinality(originator_node_ids);
     keys bytea[];
+    bad record;
     fresh bytea[];
 BEGIN
     PERFORM xip83.check_batch_array(originator_node_ids, 'originator_node_ids', n, false);
@@ -236,6 +240,19 @@ BEGIN
     PERFORM xip83.check_batch_array(originator_envelopes, 'originator_envelopes', n, false);
     PERFORM xip83.check_batch_array(expiries, 'expiries', n, false, optional => true);
     PERFORM xip83.check_batch_array(payer_ids, 'payer_ids', n, true, optional => true);
+    -- Refused here, as the registering trigger would refuse it, so that the
+    -- error's context is this line and not the insert statement below.
+    SELECT u.ord, u.o, u.s INTO bad
+      FROM ROWS FROM (pg_catalog.unnest(originator_node_ids),
+                      pg_catalog.unnest(originator_sequence_ids))
+           WITH ORDINALITY AS u(o, s, ord)
+     WHERE u.s < 0 ORDER BY u.ord LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'originator sequence ids must not be negative'
+            USING ERRCODE = 'numeric_value_out_of_range',
+                  DETAIL = pg_catalog.format('Originator %s, sequence id %s (element %s).',
+                                             bad.o, bad.s, bad.ord);
+    END IF;
 
     -- (originator, sequence) as one comparable key
     keys := ARRAY(SELECT pg_catalog.int4send(u.o) || pg_catalog.int8send(u.s)
@@ -297,4 +314,4 @@ COMMENT ON FUNCTION xip83.insert_group_messages(bytea[], bytea[], boolean[], byt
 COMMENT ON FUNCTION xip83.insert_welcome_messages(bytea[], bytea[], bytea[], smallint[], bytea[], smallint[]) IS
 'Batch insert of welcome messages, all or nothing. One row per element in input order: the stored row and whether this call inserted it. Raises 22004/22023 on bad arrays, 23505 when an element''s hash matches a different stored message. Snapshot as for insert_group_messages. Runs as the caller: needs INSERT and SELECT on xip83.welcome_messages and EXECUTE on the batch helpers.';
 COMMENT ON FUNCTION xip83.insert_envelopes(int[], bigint[], bytea[], bytea[], bigint[], int[]) IS
-'Batch insert of d14n envelopes, all or nothing. One row per element in input order: the stored envelope of its (originator, sequence) and whether this call inserted it; a repeat returns the stored envelope unchanged, for the caller to compare. Raises 22004/22023 on bad arrays; a negative sequence id fails on the table (23514). Snapshot as for insert_group_messages. Runs as the caller: needs INSERT and SELECT on xip83.envelopes and EXECUTE on the batch helpers.';
+'Batch insert of d14n envelopes, all or nothing. One row per element in input order: the stored envelope of its (originator, sequence) and whether this call inserted it; a repeat returns the stored envelope unchanged, for the caller to compare. Raises 22004/22023 on bad arrays; a negative sequence id is refused (22003). Snapshot as for insert_group_messages. Runs as the caller: needs INSERT and SELECT on xip83.envelopes and EXECUTE on the batch helpers.';

@@ -50,7 +50,8 @@ DECLARE
 BEGIN
     IF source IS NULL OR target IS NULL OR batch_rows IS NULL OR resume IS NULL THEN
         RAISE EXCEPTION 'arguments "source", "target", "batch_rows" and "resume" must not be null'
-            USING ERRCODE = 'null_value_not_allowed';
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'Give each of them a value: NULL does not stand for a default here.';
     END IF;
     IF batch_rows < 1 THEN
         RAISE EXCEPTION 'argument "batch_rows" must be at least 1'

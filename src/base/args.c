@@ -19,7 +19,8 @@ ArgRequire(FunctionCallInfo fcinfo, int argno, const char *name)
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", name)));
+				 errmsg("argument \"%s\" must not be null", name),
+				 errhint("Give \"%s\" a value: NULL does not stand for a default here.", name)));
 }
 
 /* The first element of an array (ARR_DATA_PTR, without its mixed-sign ?:). */
@@ -44,7 +45,8 @@ ArgRefuseNulls(ArrayType *arr, const char *name)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("argument \"%s\" must not contain null elements", name),
-					 errdetail("Element %d is null.", i + 1)));
+					 errdetail("Element %d is null.", i + 1),
+					 errhint("Every element of \"%s\" needs a value.", name)));
 }
 
 /* The checks every array argument gets: present, one dimension, elemtype, no NULLs. */
@@ -168,10 +170,10 @@ ArgRequireSameLength(const ArgArray *a, const ArgArray *b)
 	if (a->n != b->n)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("arrays \"%s\" and \"%s\" must have the same length",
-						a->name, b->name),
-				 errdetail("\"%s\" has %d elements and \"%s\" has %d.",
-						   a->name, a->n, b->name, b->n)));
+				 errmsg("array arguments have unequal lengths"),
+				 errdetail("Argument \"%s\" has length %d where %d was expected.",
+						   b->name, b->n, a->n),
+				 errhint("Give \"%s\" one element for each of \"%s\".", b->name, a->name)));
 }
 
 /* Reads a page size: 1 .. xip83.max_page_limit, else 22023. */

@@ -35,7 +35,7 @@
 #define RECENT_REST		RECENT_KEEP	/* words per entry: version, distances */
 #define RECENT_FAR		PG_UINT32_MAX
 
-int			xip83_recent_entries = 12288;
+int			xip83_recent_entries = 2048;
 
 typedef struct RecentPart
 {

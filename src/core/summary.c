@@ -22,7 +22,7 @@
 #include "core.h"
 #include "registry.h"
 
-int			xip83_summary_kb = 1024;
+int			xip83_summary_kb = 128;
 
 #define SUMMARY_BLOCK_BYTES 64
 

@@ -39,8 +39,14 @@ extern bool TrackedColumn(Oid relid, const char *column);
 /* ProcessUtility hook: DDL that would move rows past the write path (track_ddl.c). */
 extern void TrackDdlInstallHook(void);
 
-/* A tracked table or its blob table is being dropped: its row goes too. */
+/*
+ * A tracked table or its blob table is being dropped: its row goes too. The
+ * drop of xip83.tracked_sources itself is the extension's: refused while a
+ * table is tracked.
+ */
 extern void TrackedDropped(Oid relid);
+/* Refuses to drop the extension while a table is tracked. */
+extern void TrackRefuseExtensionDrop(void);
 
 /* ---------------------------------------------------------------- writes */
 

@@ -379,7 +379,8 @@ RowPosition(HeapTuple tuple, TupleDesc desc, AttrNumber attno)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("xip83 positions must not be null"),
-				 errdetail("Column \"%s\" is null.", NameStr(TupleDescAttr(desc, attno - 1)->attname))));
+				 errdetail("Column \"%s\" is null.", NameStr(TupleDescAttr(desc, attno - 1)->attname)),
+				 errhint("Give every row its position: an id (or the table's id default), or an originator and sequence id.")));
 	return TupleDescAttr(desc, attno - 1)->atttypid == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
 }
 
@@ -601,7 +602,8 @@ IndexPosition(const Datum *values, const bool *isnull, AttrNumber col, bool int4
 	if (isnull[col - 1])
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("xip83 positions must not be null")));
+				 errmsg("xip83 positions must not be null"),
+				 errhint("Give every row its position: an id (or the table's id default), or an originator and sequence id.")));
 	return int4 ? DatumGetInt32(values[col - 1]) : DatumGetInt64(values[col - 1]);
 }
 

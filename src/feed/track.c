@@ -85,6 +85,8 @@
 
 static const char *const KindName[3] = {"group", "welcome", "envelope"};
 
+static char *QualifiedName(Oid relid);
+
 /* ------------------------------------------------------------ the table */
 
 static Oid
@@ -273,13 +275,73 @@ InvalidateTree(Oid relid)
 		CacheInvalidateRelcacheByRelid(lfirst_oid(lc));
 }
 
+/*
+ * Refuses to drop the extension while a table is tracked: the drop would take
+ * the tracked table's id default (it calls xip83.next_id), its xip83_track
+ * index and its triggers along, CASCADE or not once dependencies are
+ * followed, and the node's next insert would fail on a null id.
+ *
+ * Called where every way of dropping the extension passes: the drop of this
+ * table, a member (DROP EXTENSION with or without CASCADE, DROP SCHEMA xip83
+ * CASCADE, DROP OWNED BY ... CASCADE), seen by the object-access hook before
+ * any object of the drop is gone for good: an error undoes the whole drop.
+ * An event trigger would not do: it would be a member of the extension it
+ * guards and does not fire in single-user mode. Also called before a plain
+ * DROP EXTENSION, so that it gets this error rather than PostgreSQL's, whose
+ * hint is to add CASCADE.
+ */
+void
+TrackRefuseExtensionDrop(void)
+{
+	Oid			catalog = CatalogRelid();
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	Snapshot	snapshot;
+	int			n = 0;
+	char	   *first = NULL;
+
+	if (!OidIsValid(catalog))
+		return;
+	rel = table_open(catalog, AccessShareLock);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = table_beginscan(rel, snapshot, 0, NULL);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		TrackedSource t;
+
+		RowToTracked(tuple, RelationGetDescr(rel), &t);
+		if (first == NULL && get_rel_name(t.source) != NULL)
+			first = QualifiedName(t.source);
+		n++;
+	}
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	if (n == 0)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg_plural("cannot drop extension xip83 while %d table is tracked",
+						   "cannot drop extension xip83 while %d tables are tracked",
+						   n, n),
+			 errdetail("The drop would remove the id default, index and triggers xip83.track put on %s, and the node's next insert would fail.",
+					   first ? first : "the tracked tables"),
+			 errhint("Stop tracking first: SELECT xip83.untrack(source) FROM xip83.tracked_sources;")));
+}
+
 void
 TrackedDropped(Oid relid)
 {
 	TrackedSource t;
 
-	if (!OidIsValid(CatalogRelid()) || CatalogRelid() == relid)
+	if (!OidIsValid(CatalogRelid()))
 		return;
+	if (CatalogRelid() == relid)
+	{
+		TrackRefuseExtensionDrop();
+		return;
+	}
 	if (!CatalogFind(relid, true, true, &t))
 		return;
 	RegistryReleaseAtCommit(t.source);

@@ -23,6 +23,8 @@
  *   - DROP INDEX of a tracking index in use, DROP TRIGGER of xip83's
  *     triggers on a tracked table: refused, writes would go unregistered
  *     from then on (xip83.untrack drops them, after forgetting the table).
+ *   - DROP EXTENSION xip83 while a table is tracked: refused before
+ *     PostgreSQL's own dependency check (TrackRefuseExtensionDrop).
  * Everything else that brings rows in goes through inserts (COPY, logical
  * replication apply, pg_restore's data, xip83.import) or brings none (index
  * builds, rewrites, CREATE TABLE ... PARTITION OF); docs/design.md lists
@@ -93,8 +95,9 @@ RewriteLateRows(Relation heap, Relation index, ItemPointerData *tids, int n)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("could not rewrite the rows of partition %s that are late writes",
 						RelationGetRelationName(heap)),
-				 errdetail("An UPDATE rewrote " UINT64_FORMAT " of the %d rows at or below a horizon already published: a row-level security policy or a trigger of the partition held back the rest.",
-						   (uint64) SPI_processed, n),
+				 errdetail_plural("An UPDATE rewrote " UINT64_FORMAT " of the %d row at or below a horizon already published: a row-level security policy or a trigger of the partition held it back.",
+								  "An UPDATE rewrote " UINT64_FORMAT " of the %d rows at or below a horizon already published: a row-level security policy or a trigger of the partition held back the rest.",
+								  n, (uint64) SPI_processed, n),
 				 errhint("Attach an empty partition and INSERT the rows instead.")));
 	SPI_finish();
 }
@@ -277,6 +280,24 @@ CheckDrops(DropStmt *stmt)
 	}
 }
 
+/*
+ * Whether a DROP names this extension. A plain DROP EXTENSION would otherwise
+ * fail on PostgreSQL's dependency check, whose hint is CASCADE; CASCADE is
+ * refused by the object-access hook in any case (track.c).
+ */
+static bool
+DropsExtension(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->removeType != OBJECT_EXTENSION)
+		return false;
+	foreach(lc, stmt->objects)
+		if (strcmp(strVal(lfirst(lc)), "xip83") == 0)
+			return true;
+	return false;
+}
+
 static void
 TrackProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 					ProcessUtilityContext context, ParamListInfo params,
@@ -289,7 +310,11 @@ TrackProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 	if (IsA(parsetree, AlterTableStmt))
 		attached = AlterTableAttaches((AlterTableStmt *) parsetree);
 	else if (IsA(parsetree, DropStmt))
+	{
 		CheckDrops((DropStmt *) parsetree);
+		if (DropsExtension((DropStmt *) parsetree))
+			TrackRefuseExtensionDrop();
+	}
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,

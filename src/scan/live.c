@@ -367,8 +367,9 @@ LiveFetchLate(LiveFetch *f, PositionKind kind, int64 late_after,
 				(errcode(ERRCODE_XIP83_LATE_WRITES_LOST),
 				 errmsg("late writes after late cursor " INT64_FORMAT " are no longer remembered",
 						late_after),
-				 errdetail("The late ring keeps the newest %d late writes of the database, in memory since the server started.",
-						   xip83_late_ring_size),
+				 errdetail_plural("The late ring keeps the newest %d late write of the database, in memory since the server started.",
+								  "The late ring keeps the newest %d late writes of the database, in memory since the server started.",
+								  xip83_late_ring_size, xip83_late_ring_size),
 				 errhint("Resynchronize: replay the consumer's topics up to the current horizon as a wave, then follow from xip83.late_cursor(); raise xip83.late_ring_size to make overflows rarer.")));
 	next_cursor = late_after;
 	f->excluded = palloc(sizeof(LateEntry) * Max(late.n, 1));

@@ -57,7 +57,14 @@ control_frame(PG_FUNCTION_ARGS)
 
 		PG_RETURN_BYTEA_P(FrameTopicsLive(&topics));
 	}
-	ArgRequire(fcinfo, 1, "value");
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"value\" must not be null"),
+				 errhint("A %s frame needs a value: %s.", kind,
+						 strcmp(kind, "started") == 0 ? "the keepalive interval in ms" :
+						 strcmp(kind, "catchup_complete") == 0 ? "the Mutate's id" :
+						 "its nonce")));
 	if (strcmp(kind, "started") == 0)
 		PG_RETURN_BYTEA_P(FrameStarted(PG_GETARG_INT64(1), "value"));
 	if (strcmp(kind, "catchup_complete") == 0)

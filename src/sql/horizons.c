@@ -1,7 +1,8 @@
 /*
  * horizons.c: the SQL functions that read horizons and the state of a feed:
  * group_horizon, welcome_horizon, envelope_horizons, late_cursor,
- * horizon_fence, feed_status and tracked_status.
+ * horizon_fence, feed_status and tracked_status; and require_preload, which
+ * the install script calls.
  *
  * Reading a horizon has no side effect below this layer; these entry points
  * are where a read starts the database's notifier, so that a consumer that
@@ -33,6 +34,24 @@ PG_FUNCTION_INFO_V1(late_cursor);
 PG_FUNCTION_INFO_V1(horizon_fence);
 PG_FUNCTION_INFO_V1(feed_status);
 PG_FUNCTION_INFO_V1(tracked_status);
+PG_FUNCTION_INFO_V1(require_preload);
+
+/*
+ * Called by CREATE EXTENSION before anything is created: without the library
+ * preloaded the install would succeed and the first horizon, live fetch or
+ * track would fail later, far from the cause.
+ */
+Datum
+require_preload(PG_FUNCTION_ARGS)
+{
+	if (!RegistryReady())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("xip83 must be loaded at server start"),
+				 errdetail("Its horizons, live feed and tracked tables live in shared memory, which only a library in shared_preload_libraries can have."),
+				 errhint("Add xip83 to shared_preload_libraries in postgresql.conf, restart the server, then run CREATE EXTENSION xip83 again.")));
+	PG_RETURN_VOID();
+}
 
 /* A feed's originators and their horizons as two arrays, by node id. */
 static void

@@ -173,16 +173,17 @@ _PG_init(void)
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("xip83.recent_entries",
-							"Topics per database and kind whose latest writes waves can skip by.",
+							"Topics per feed and kind whose latest writes waves can skip by.",
 							"An entry keeps a topic's 12 highest positions, so that a wave reads them "
 							"by position instead of descending the topic's index. There are twice as "
 							"many slots as entries, rounded up to a power of two, 16 bytes each, and "
 							"48 bytes of positions for every other slot: 80 to 160 bytes an entry, "
-							"1.25 MB per database and kind at 12288. When full, the older half is "
-							"dropped and topics below what it held descend their index again. 0: none, "
-							"every wave descends every topic.",
+							"160 kB per feed and kind at 2048. Allocated for every feed entry and kind "
+							"(xip83.max_databases + xip83.max_tracked_tables, times 3). When full, the "
+							"older half is dropped and topics below what it held descend their index "
+							"again. 0: none, every wave descends every topic.",
 							&xip83_recent_entries,
-							12288, 0, 16777216,
+							2048, 0, 16777216,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 
@@ -195,7 +196,7 @@ _PG_init(void)
 							"xip83.max_tracked_tables, times 3). More topics than about 6 per block (100,000 "
 							"per MB) make answers coarser, never wrong. 0: none.",
 							&xip83_summary_kb,
-							1024, 0, 64 * 1024 * 1024,
+							128, 0, 64 * 1024 * 1024,
 							PGC_POSTMASTER, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 

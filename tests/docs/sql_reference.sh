@@ -126,7 +126,7 @@ done | sort | { echo "| program | what it does |"; echo "|---|---|"; cat; }
 # compares the conditions with the ERRCODE_* names in src/*/*.c and the
 # USING ERRCODE names in control/install/*.sql.
 #state | `22000` | data_exception | a row cannot become a frame: a welcome's `message_type` other than 0 or 1 |
-#state | `22003` | numeric_value_out_of_range | a negative id or sequence id to send or track, a position past the sequence's range |
+#state | `22003` | numeric_value_out_of_range | a negative `originator_sequence_id` written (batch insert, `INSERT`, import), a negative id or sequence id to send or track, a position past the sequence's range |
 #state | `22004` | null_value_not_allowed | a NULL argument, or a NULL element where the column is NOT NULL |
 #state | `22008` | datetime_value_out_of_range | a `created_at` before 1970 or infinite in a frame |
 #state | `22023` | invalid_parameter_value | unequal array lengths, multi-dimensional arrays, a page or row limit outside 1..`xip83.max_page_limit`, a bad binding or kind |
@@ -134,9 +134,9 @@ done | sort | { echo "| program | what it does |"; echo "|---|---|"; cat; }
 #state | `22P03` | invalid_binary_representation | malformed protobuf bytes given to a decoder |
 #state | `23502` | not_null_violation | a NULL where a stored row needs a value |
 #state | `23505` | unique_violation | a message whose hash is stored for another topic or data (batch inserts, import) |
-#state | `23514` | check_violation | a negative `originator_sequence_id` |
+#state | `23514` | check_violation | a v3 message id at or below 0 written (an explicit `id` in `INSERT`) |
 #state | `25000` | invalid_transaction_state | a horizon, ceiling or live fetch function run in parallel mode |
-#state | `2BP01` | dependent_objects_still_exist | dropping the `xip83_track` index or xip83's triggers of a tracked table (`untrack` drops them) |
+#state | `2BP01` | dependent_objects_still_exist | dropping the extension while a table is tracked, or the `xip83_track` index or xip83's triggers of a tracked table (`untrack` drops them) |
 #state | `39P01` | trigger_protocol_violated | xip83's triggers attached to a table that is neither xip83's nor tracked |
 #state | `42501` | insufficient_privilege | no SELECT on a table read, no USAGE on its schema, row-level security in the way, not the owner of a table to track |
 #state | `42703` | undefined_column | a `source` table lacks a column of its layout |
@@ -149,7 +149,7 @@ done | sort | { echo "| program | what it does |"; echo "|---|---|"; cat; }
 #state | `0A000` | feature_not_supported | `PREPARE TRANSACTION` after writing messages, a live fetch under SERIALIZABLE, changing the type of a tracked table's position or topic column |
 #state | `53400` | configuration_limit_exceeded | a registry pool is full (`xip83.max_databases`, `max_tracked_tables`, `max_originators`) |
 #state | `54000` | program_limit_exceeded | a limit of the wave or frame code (arrays, sizes) |
-#state | `55000` | object_not_in_prerequisite_state | xip83 not preloaded, no usable index (the hint gives the `CREATE INDEX`), a table not tracked, a standby that has not replayed a horizon, a partition attached to a tracked table whose late rows its own trigger or policy keeps from being rewritten |
+#state | `55000` | object_not_in_prerequisite_state | xip83 not preloaded (`CREATE EXTENSION` included), no usable index (the hint gives the `CREATE INDEX`), a table not tracked, a standby that has not replayed a horizon, a partition attached to a tracked table whose late rows its own trigger or policy keeps from being rewritten |
 #state | `X83F0` | xip83_fence_timeout | a fenced live fetch on a standby waited `xip83.standby_wait_ms` for replay |
 #state | `X83F1` | xip83_fence_unreachable | the fence cannot be reached here: the standby was promoted before it replayed it, or a server out of recovery never wrote it |
 #state | `X83L0` | xip83_late_writes_lost | late writes owed to the consumer are no longer remembered: resynchronize |

@@ -1,9 +1,11 @@
 /*
- * t_no_preload: the library loaded on demand instead of preloaded. _PG_init
- * must cope; every function that needs the registry or the notifier fails
- * with SQLSTATE 55000 and a hint naming shared_preload_libraries; the rest
- * (batch inserts, wave scans with a given ceiling, LiveNotice decoding) work.
- * Preloading again afterwards, the horizon covers what was written meanwhile.
+ * t_no_preload: the library loaded on demand instead of preloaded. CREATE
+ * EXTENSION is refused with SQLSTATE 55000 and a hint naming
+ * shared_preload_libraries. In a database that has the extension from
+ * before, _PG_init must cope; every function that needs the registry or the
+ * notifier fails with the same SQLSTATE and hint; the rest (batch inserts,
+ * wave scans with a given ceiling, LiveNotice decoding) work. Preloading
+ * again afterwards, the horizon covers what was written meanwhile.
  */
 #include "testlib.h"
 
@@ -65,6 +67,21 @@ main(void)
 	res = tl_exec(conn, "SHOW shared_preload_libraries", 0, NULL);
 	TL_CHECK(strcmp(PQgetvalue(res, 0, 0), "") == 0, "preloading %s", PQgetvalue(res, 0, 0));
 	PQclear(res);
+
+	/* a database without the extension cannot have it: refused, not half-working */
+	PQclear(tl_exec(conn, "DROP DATABASE IF EXISTS xip83_no_preload", 0, NULL));
+	PQclear(tl_exec(conn, "CREATE DATABASE xip83_no_preload", 0, NULL));
+	{
+		PGconn	   *other = PQconnectdb("dbname=xip83_no_preload");
+
+		TL_CHECK(PQstatus(other) == CONNECTION_OK, "connect: %s", PQerrorMessage(other));
+		NeedsPreload(other, "CREATE EXTENSION xip83");
+		res = tl_exec(other, "SELECT count(*) FROM pg_namespace WHERE nspname = 'xip83'", 0, NULL);
+		TL_CHECK(tl_int(res, 0, 0) == 0, "the refused CREATE EXTENSION left the schema behind");
+		PQclear(res);
+		PQfinish(other);
+	}
+	PQclear(tl_exec(conn, "DROP DATABASE xip83_no_preload", 0, NULL));
 
 	/* the library loads on demand: functions that need nothing shared work */
 	res = tl_exec(conn, "SELECT state FROM xip83.live_notice_decode("
