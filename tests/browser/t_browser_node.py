@@ -1,6 +1,7 @@
 """xip83-gateway's gRPC-Web from Node: connect-node's gRPC-Web transport
 over HTTP/1.1 (the client generated from proto/ by protoc-gen-es) calls
-SubscribeGroupMessages and SubscribeTopics: the headers (subscribed: true)
+SubscribeGroupMessages, SubscribeTopics and SubscribeWelcomeMessages: the
+headers (subscribed: true)
 before the first message, the catch-up above the cursors, then live rows
 written by the test, each exactly once; both streams at once on one
 client; a cancel ends each stream on the gateway (its open-streams gauge
@@ -15,7 +16,8 @@ import http.client
 import os
 
 from browsertest import (GROUP_MESSAGES, TOPICS, V3_SUBSCRIBE, Failure, NodeClient, build, check, gateway, group_stream,
-                         open_streams, put_group, run, topics_stream, wait_for)
+                         open_streams, put_group, q, run, take, topics_stream, wait_for)
+from gatewaytest import WELCOME_MESSAGES, put_welcome
 from gatewaytest import M, V3, msg
 
 ORIGIN = "http://app.example"
@@ -120,6 +122,23 @@ def raw(port):
     c.close()
 
 
+def welcome_stream(n, base):
+    """SubscribeWelcomeMessages: headers, the catch-up from cursor 0, a live
+    welcome once, nothing for another installation."""
+    u = os.urandom(4).hex().encode()
+    key = b"K" + u
+    first = put_welcome(key, b"w0" + u)
+    n.js("xip83.grpcWeb(xip83.transport(%s), 'w', 'welcome', [[%s, 0]]);" % (q(base), q(key.hex())))
+    got = take(n, "w", 2)
+    check([e["type"] for e in got] == ["headers", "message"] and got[0]["subscribed"] == "true"
+          and got[1]["id"] == first and got[1]["key"] == key.hex(), "headers, then the welcome: %s" % got)
+    put_welcome(b"L" + u, b"other" + u)
+    live = put_welcome(key, b"w1" + u)
+    got = take(n, "w", 1)
+    check([e.get("id") for e in got] == [live], "the live welcome: %s" % got)
+    check(take(n, "w", 1, 0.5) == [], "nothing more")
+
+
 def test():
     built = build()
     g = gateway("--metrics", "127.0.0.1:0", "--cors-origin", ORIGIN)
@@ -127,11 +146,11 @@ def test():
     n = NodeClient(built)
     group_stream(n, base, "g")
     topics_stream(n, base, "t")
-    wait_for(lambda: open_streams(g, GROUP_MESSAGES) == 1 and open_streams(g, TOPICS) == 1, 10,
-             "one open stream of each method")
-    n.js("xip83.cancel('g'); xip83.cancel('t');")
-    wait_for(lambda: open_streams(g, GROUP_MESSAGES) == 0 and open_streams(g, TOPICS) == 0, 10,
-             "the cancelled streams freed on the gateway")
+    welcome_stream(n, base)
+    methods = (GROUP_MESSAGES, TOPICS, WELCOME_MESSAGES)
+    wait_for(lambda: [open_streams(g, m) for m in methods] == [1, 1, 1], 10, "one open stream of each method")
+    n.js("xip83.cancel('g'); xip83.cancel('t'); xip83.cancel('w');")
+    wait_for(lambda: [open_streams(g, m) for m in methods] == [0, 0, 0], 10, "the cancelled streams freed on the gateway")
     n.close()
     raw(g.ports["h2c"])
     wait_for(lambda: open_streams(g, GROUP_MESSAGES) == 0, 10, "the grpc-web-text stream freed when its connection closed")

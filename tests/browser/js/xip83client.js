@@ -70,8 +70,10 @@ function streamOf(id) {
 // ------------------------------------------------------------ gRPC-Web
 
 // Starts a server-streaming call: method "group" (SubscribeGroupMessages,
-// filters [[group_id hex, id_cursor]]) or "topics" (SubscribeTopics, filters
-// [[topic hex, {originator: sequence}]]). Events: headers, message, end.
+// filters [[group_id hex, id_cursor]]), "welcome" (SubscribeWelcomeMessages,
+// [[installation_key hex, id_cursor]]) or "topics" (SubscribeTopics, filters
+// [[topic hex, {originator: sequence}]]). Events: headers, message, status,
+// envelopes, trailers, end.
 export function grpcWeb(transport, id, method, filters) {
 	const ev = new Events();
 	const abort = new AbortController();
@@ -87,6 +89,11 @@ export function grpcWeb(transport, id, method, filters) {
 		call = c.subscribeGroupMessages({
 			filters: filters.map(([g, cur]) => ({ groupId: unhex(g), idCursor: BigInt(cur) })),
 		}, opts);
+	} else if (method === "welcome") {
+		const c = createClient(MlsApi, transport);
+		call = c.subscribeWelcomeMessages({
+			filters: filters.map(([k, cur]) => ({ installationKey: unhex(k), idCursor: BigInt(cur) })),
+		}, opts);
 	} else {
 		const c = createClient(QueryApi, transport);
 		call = c.subscribeTopics({
@@ -101,6 +108,8 @@ export function grpcWeb(transport, id, method, filters) {
 			for await (const m of call) {
 				if (method === "group")
 					ev.push({ type: "message", id: Number(m.version.value.id), group: hex(m.version.value.groupId) });
+				else if (method === "welcome")
+					ev.push({ type: "message", id: Number(m.version.value.id), key: hex(m.version.value.installationKey) });
 				else if (m.response.case === "statusUpdate")
 					ev.push({ type: "status", status: m.response.value.status });
 				else
