@@ -13,6 +13,7 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -128,7 +129,9 @@ class _JsonLines:
     def __init__(self, argv, what):
         self.what = what
         env = dict(os.environ, NODE_PATH=os.path.join(NPM, "node_modules"))
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        # a session of its own: Chromium's processes are killed with it
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
+                                     start_new_session=True)
         _procs.append(self.proc)
 
     def ask(self, cmd, timeout=60):
@@ -148,13 +151,9 @@ class _JsonLines:
         return self.ask({"js": body}, timeout)
 
     def close(self, timeout=30):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """Closes its input (the program ends, Chromium closed) or, after
+        timeout, kills its process group."""
+        _stop(self.proc, timeout)
 
 
 class Browser(_JsonLines):
@@ -162,8 +161,11 @@ class Browser(_JsonLines):
 
     def __init__(self, *args):
         check(os.access(CHROMIUM, os.X_OK), "no Chromium at %s (Debian's chromium; tests/driver.sh installs it)" % CHROMIUM)
+        profile = tempfile.mkdtemp(prefix="xip83-chromium-")
+        _dirs.append(profile)
         _JsonLines.__init__(self, [NODE, os.path.join(HERE, "js/browser.cjs"),
-                                   json.dumps({"chromium": CHROMIUM, "args": list(args)})], "Chromium")
+                                   json.dumps({"chromium": CHROMIUM, "profile": profile, "args": list(args)})],
+                            "Chromium")
 
     def goto(self, url):
         """Loads url: its HTTP status; a Failure if it cannot be loaded."""
@@ -253,11 +255,23 @@ def spki_hash(cert):
     return base64.b64encode(dig).decode()
 
 
+def _stop(proc, timeout):
+    if proc.poll() is None:
+        try:
+            proc.stdin.close()
+            proc.wait(timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)    # what is left of it, Chromium's processes too
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
 def cleanup():
     for p in _procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        _stop(p, 5)
     for d in _dirs:
         shutil.rmtree(d, ignore_errors=True)
 

@@ -1,22 +1,20 @@
 // Headless Chromium (Debian's, never one of puppeteer's own) driven by
 // puppeteer-core for browsertest.py: argv[2] a JSON object {chromium,
-// args}; then each line on stdin is {"goto": url}, {"js": body} (body runs
+// profile, args}; then each line on stdin is {"goto": url}, {"js": body} (body runs
 // in the page as an async function) or {"net": true} (the responses since
 // the last: [url, protocol, status]); one JSON line answers each. The
 // page's console and errors go to stderr.
 const puppeteer = require("puppeteer-core");
 const readline = require("node:readline");
-const fs = require("node:fs");
-const os = require("node:os");
-const path = require("node:path");
 
 async function main() {
 	const conf = JSON.parse(process.argv[2]);
-	const profile = fs.mkdtempSync(path.join(os.tmpdir(), "xip83-chromium-"));
 	const browser = await puppeteer.launch({
 		executablePath: conf.chromium,
 		headless: true,
-		userDataDir: profile,
+		userDataDir: conf.profile,
+		// in this program's process group, which the test kills if it must
+		detached: false,
 		// the machine's network is closed: nothing in the background
 		args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 			"--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -49,7 +47,6 @@ async function main() {
 		process.stdout.write(JSON.stringify(out === undefined ? null : out) + "\n");
 	}
 	await browser.close();
-	fs.rmSync(profile, { recursive: true, force: true });
 }
 
 main().catch((e) => {
