@@ -4,8 +4,13 @@
  *
  * The server listens on TCP sockets, plaintext HTTP/2 with prior knowledge
  * ("h2c", what gRPC clients speak without TLS; no HTTP/1.1 Upgrade) or TLS
- * (OpenSSL, ALPN "h2" required). The core registers methods by path; a
- * request for any other path is answered UNIMPLEMENTED, trailers only.
+ * (OpenSSL, ALPN "h2"). The core registers methods by path; a request for
+ * any other path is answered UNIMPLEMENTED, trailers only. Browsers reach
+ * the same methods on the same listeners (a connection that does not start
+ * with the HTTP/2 preface, or agrees ALPN "http/1.1", is HTTP/1.1):
+ * gRPC-Web over HTTP/1.1 or HTTP/2, and the methods named in
+ * websocket_paths over a WebSocket. Their streams are Xip83H2Streams like
+ * any other: the same callbacks, calls, bounds and drain.
  * Everything is non-blocking; callbacks run on the loop's thread, and the
  * calls below must be made from it too (except xip83_h2_drain_async).
  *

@@ -62,8 +62,9 @@ static void
 Head(H2Conn *c, const char *status, const Xip83H2Header *hv, size_t n, const char *framing)
 {
 	char		line[128];
+	int			len = snprintf(line, sizeof(line), "HTTP/1.1 %s %s\r\n", status, Reason(status));
 
-	Out(c, line, (size_t) snprintf(line, sizeof(line), "HTTP/1.1 %s %s\r\n", status, Reason(status)));
+	Out(c, line, (size_t) len);
 	for (size_t i = 0; i < n; i++)
 	{
 		Out(c, hv[i].name, hv[i].name_len);

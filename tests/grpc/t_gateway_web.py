@@ -6,17 +6,23 @@ preflight allowed and one refused, the headers exposed, none for an origin
 not listed); UNIMPLEMENTED for an unknown path and for the bidirectional
 Subscribe (which says to use the WebSocket); an oversized request
 (RESOURCE_EXHAUSTED), headers over 16 KiB (431), a request whose body never
-completes (ended by --request-timeout-ms); h2c and HTTP/1.1 on one port;
+completes (ended by --request-timeout-ms); gRPC-Web on an HTTP/2 stream (the
+trailer message in the body, END_STREAM on its DATA, no trailers HEADERS);
+h2c and HTTP/1.1 on one port;
 over TLS, ALPN http/1.1; and a drain that ends an open call UNAVAILABLE."""
+import base64
 import os
 import socket
+import struct
 import ssl
 import tempfile
 import time
 
 from gatewaytest import (D14N, GROUP_MESSAGES, TOPICS, V3, V3_SUBSCRIBE, Reader, envelope_position, gateway,
                          msg, put_envelope, put_group)
-from grpctest import check, make_cert, run
+import hyperframe.frame
+
+from grpctest import RawH2, check, make_cert, run
 from webtest import Conn, WebCall, WebReader, expect_end
 
 U = os.urandom(4).hex().encode()
@@ -166,6 +172,39 @@ def refusals(port):
     conn.close()
 
 
+def over_h2(port):
+    g = b"H" + U
+    i = put_group(g, b"h2" + U)
+    raw = RawH2(port)
+    sid = raw.conn.get_next_available_stream_id()
+    raw.conn.send_headers(sid, [(":method", "POST"), (":scheme", "http"), (":path", GROUP_MESSAGES),
+                                (":authority", "x"), ("content-type", "application/grpc-web-text"),
+                                ("origin", ORIGIN)])
+    body = groups_request(g).SerializeToString()
+    raw.conn.send_data(sid, base64.b64encode(struct.pack(">BI", 0, len(body)) + body), end_stream=True)
+    raw.flush()
+    f = raw.wait(lambda f: isinstance(f, hyperframe.frame.HeadersFrame) and f.stream_id == sid, "the head")
+    h = dict(f.headers)
+    check(h[b":status"] == b"200" and h[b"content-type"] == b"application/grpc-web-text+proto"
+          and h.get(b"access-control-allow-origin") == ORIGIN.encode(), "the head over HTTP/2: %s" % h)
+    f = raw.wait(lambda f: isinstance(f, hyperframe.frame.DataFrame) and f.stream_id == sid and f.data, "a row")
+    m = base64.b64decode(f.data)
+    got = msg(V3 + "GroupMessage").FromString(m[5:])
+    check(got.v1.id == i, "the row over HTTP/2: %s" % got)
+    # an unknown method: no trailers-only HEADERS, the trailer message ends the body
+    sid = raw.conn.get_next_available_stream_id()
+    raw.conn.send_headers(sid, [(":method", "POST"), (":scheme", "http"), (":path", "/nope/Nope"),
+                                (":authority", "x"), ("content-type", "application/grpc-web+proto")],
+                          end_stream=True)
+    raw.flush()
+    f = raw.wait(lambda f: isinstance(f, hyperframe.frame.HeadersFrame) and f.stream_id == sid, "the head")
+    check(b"grpc-status" not in dict(f.headers) and "END_STREAM" not in f.flags, "a head, not trailers-only")
+    f = raw.wait(lambda f: isinstance(f, hyperframe.frame.DataFrame) and f.stream_id == sid, "the body")
+    check(f.data[0] == 0x80 and b"grpc-status: 12" in f.data and "END_STREAM" in f.flags,
+          "the trailer message ends the stream: %r %s" % (f.data, f.flags))
+    raw.close()
+
+
 def sniffing(srv):
     """h2c (grpcio) and HTTP/1.1 on the same port, at once."""
     t = b"\x05" + U
@@ -212,6 +251,7 @@ def test():
     streams(port, text=True)
     cors(port)
     refusals(port)
+    over_h2(port)
     web = sniffing(srv)
     # drain: the open call ends UNAVAILABLE, its connection closes
     srv.proc.send_signal(15)
