@@ -23,6 +23,8 @@
 /* A request's line and headers together, as HTTP/2's SETTINGS announce */
 #define MAX_HEAD_BYTES 16384
 #define MAX_REQUEST_HEADERS 66
+/* frames waiting in wslay's queue (its answers to pings) before a peer is cut off */
+#define WS_MAX_QUEUED 64
 
 static const char subprotocol[] = "xip83.v1";
 
@@ -474,6 +476,17 @@ h2_web_recv(H2Conn *c, const unsigned char *data, size_t len)
 			while (c->streams)
 				h2_stream_free(c->streams, true);
 			break;
+	}
+	/*
+	 * wslay answers pings and closes on its own queue, copied: a peer that
+	 * pings without reading would grow it, so past a few it is cut off, as
+	 * nghttp2 cuts off a flood of PINGs it must acknowledge.
+	 */
+	if (xip83_http_ws_queued(c->http) > WS_MAX_QUEUED && !c->closing)
+	{
+		h2_conn_limit(c, XIP83_H2_LIMIT_CONN_MEMORY);
+		while (c->streams)
+			h2_stream_free(c->streams, true);
 	}
 	h2_conn_dirty(c);
 	return true;
