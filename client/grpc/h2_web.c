@@ -323,6 +323,12 @@ Request(void *arg, const Xip83HttpRequest *req)
 		WebSocket(s, req, hv, n);
 	else
 	{
+		size_t		len = 0;
+		const char *expect = Find(req, "expect", &len);
+
+		/* curl asks before a larger body, and would wait for this a second */
+		if (expect && len == 12 && strncasecmp(expect, "100-continue", 12) == 0)
+			Out(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 		h2_stream_request(s, hv, n);
 		/* the body to come: a request that stops short of its end times out */
 		if (s->method && !s->finishing)
