@@ -76,7 +76,8 @@ Head(H2Conn *c, const char *status, const Xip83H2Header *hv, size_t n, const cha
 	}
 	if (framing)
 		Out(c, framing, strlen(framing));
-	if (c->h1_last || c->srv->draining)
+	/* a 101's Connection is Upgrade's */
+	if ((c->h1_last || c->srv->draining) && strcmp(status, "101") != 0)
 	{
 		c->h1_last = true;
 		Out(c, "Connection: close\r\n", 19);
@@ -284,9 +285,7 @@ WebSocket(Xip83H2Stream *s, const Xip83HttpRequest *req, const Xip83H2Header *hv
 	rh[1] = (Xip83H2Header) {"Connection", 10, "Upgrade", 7};
 	rh[2] = (Xip83H2Header) {"Sec-WebSocket-Accept", 20, accept, strlen(accept)};
 	rh[3] = (Xip83H2Header) {"Sec-WebSocket-Protocol", 22, subprotocol, sizeof(subprotocol) - 1};
-	c->h1_last = false;			/* no Connection: close on a 101 */
 	Head(c, "101", rh, 4, NULL);
-	c->h1_last = true;
 	s->web = H2_WEB_SOCKET;
 	s->headers_sent = true;
 	c->h1_done = true;
