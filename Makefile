@@ -18,7 +18,8 @@
 #   make installcheck-libpq  builds and runs the libpq programs tests/libpq/t_*.c
 #                        (and scripts t_*.sh) against PGHOST, and the gRPC
 #                        tests tests/grpc/t_*.py (the gateway's, t_gateway_*,
-#                        on a fresh database too)
+#                        on a fresh database too), and the browser tests
+#                        tests/browser/t_*.py (Chromium, Node; fresh database)
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
 #   make cppcheck        static analysis of include/, src/, client/ (tests/cppcheck.sh)
@@ -27,7 +28,7 @@
 #
 # Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
 # specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c,
-# tests/libpq/t_NAME.sh and tests/grpc/t_NAME.py.
+# tests/libpq/t_NAME.sh, tests/grpc/t_NAME.py and tests/browser/t_NAME.py.
 
 EXTVERSION   = 0.2.0
 PG_CONFIG   ?= pg_config
@@ -204,6 +205,9 @@ GW_ECHO      = $(if $(GW_OK),$(BUILD)/client/xip83-grpc-echo)
 # the transport's own units, no server (tests/grpc/t_*.c)
 GW_UNITS     = $(if $(GW_OK),$(patsubst tests/grpc/%.c,$(BUILD)/client/%,$(call srcfiles,tests/grpc/t_*.c)))
 GRPC_TESTS   = $(call srcfiles,tests/grpc/t_*.py)
+# the gateway from a browser and from Node (tests/browser: npm packages from
+# the cache tests/driver.sh fills, Debian's Chromium)
+BROWSER_TESTS = $(call srcfiles,tests/browser/t_*.py)
 # The gateway: its multiplexed core (client/lib/gw_*.c) joins the transport to
 # the session engine (libpq, protobuf-c), and its program client/bin/xip83_gateway.c.
 GW_CORE_SRC  = $(call srcfiles,client/lib/gw_*.c)
@@ -353,7 +357,7 @@ installcheck-libpq: test-programs
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
 		XIP83_GATEWAY=$(abspath $(BUILD)/xip83-gateway) \
 		XIP83_GO_GRPC_CLIENT=$(abspath $(BUILD)/xip83-go-grpc-client) \
-		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(GW_UNITS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
+		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(GW_UNITS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS) $(BROWSER_TESTS))
 
 test:
 	bash tests/driver.sh check

@@ -7,7 +7,9 @@
  *                 [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N] [--max-waves N]
  *                 [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]
  *                 [--max-conn-input BYTES] [--handshake-timeout-ms N]
- *                 [--idle-timeout-ms N] [--request-timeout-ms N] [--cors-origin LIST]
+ *                 [--idle-timeout-ms N] [--request-timeout-ms N]
+ *                 [--max-connection-topic-mib N] [--max-topic-mib N]
+ *                 [--cors-origin LIST]
  *
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
@@ -102,7 +104,9 @@ Usage(void)
 			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]"
 			" [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]"
 			" [--max-conn-input BYTES] [--handshake-timeout-ms N] [--idle-timeout-ms N]"
-			" [--request-timeout-ms N] [--max-waves N] [--cors-origin ORIGIN[,ORIGIN...]]\n");
+			" [--request-timeout-ms N] [--max-waves N]"
+			" [--max-connection-topic-mib N] [--max-topic-mib N]"
+			" [--cors-origin ORIGIN[,ORIGIN...]]\n");
 	exit(2);
 }
 
@@ -226,6 +230,8 @@ main(int argc, char **argv)
 		{"idle-timeout-ms", required_argument, NULL, 'L'},
 		{"request-timeout-ms", required_argument, NULL, 'R'},
 		{"max-waves", required_argument, NULL, 'W'},
+		{"max-connection-topic-mib", required_argument, NULL, 256},
+		{"max-topic-mib", required_argument, NULL, 257},
 		{"cors-origin", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
@@ -308,6 +314,13 @@ main(int argc, char **argv)
 				break;
 			case 'W':
 				go.max_waves = Number("--max-waves", optarg, 1, 100000000);
+				break;
+			case 256:
+				go.max_connection_topic_bytes =
+					(size_t) Number("--max-connection-topic-mib", optarg, 1, 1 << 20) << 20;
+				break;
+			case 257:
+				go.max_topic_bytes = (size_t) Number("--max-topic-mib", optarg, 1, 1 << 20) << 20;
 				break;
 			case 'O':
 				cfg.cors_origins = optarg;

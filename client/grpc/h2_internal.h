@@ -74,6 +74,9 @@ struct Xip83H2Shared
 /* A connection's output buffer is filled up to about this much, then written. */
 #define H2_OUT_FILL 65536
 
+/* Requests of the largest size a connection may be receiving at once, by default. */
+#define H2_PARTIAL_REQUESTS 4
+
 typedef struct H2Conn H2Conn;
 
 /* What a connection speaks: told by its first bytes, or by ALPN */

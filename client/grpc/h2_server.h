@@ -111,7 +111,7 @@ typedef struct Xip83H2Config
 	size_t		low_water;		/* writable fires when pending drops below (256 KiB) */
 	uint32_t	drain_ms;		/* drain's grace before hard closes (5000) */
 	size_t		max_partial;	/* bytes of partly received messages per connection
-								 * (max_conn_input; the largest max_message) */
+								 * (max_conn_input; 4 of the largest max_message) */
 	size_t		max_conn_memory;	/* all a connection holds (128 MiB) */
 	size_t		max_memory;		/* all connections together (half the machine's
 								 * or cgroup's memory, at least 256 MiB) */
@@ -181,6 +181,12 @@ extern int	xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *por
  */
 extern int	xip83_tcp_listen(const char *host, const char *port, int *bound, char *err,
 							 size_t errlen);
+
+/*
+ * The memory of the machine, or of the process's cgroup (memory.max) when
+ * that is less; 0 when neither can be read. Bounds' defaults derive from it.
+ */
+extern size_t xip83_machine_memory(void);
 
 /* Runs the loop until a drain has finished; false on an epoll failure. */
 extern bool xip83_h2_run(Xip83H2Server *srv);
@@ -291,6 +297,12 @@ extern bool xip83_h2_charge(Xip83H2Stream *s, size_t n);
 extern void xip83_h2_uncharge(Xip83H2Stream *s, size_t n);
 /* True once the stream was finished (by the method, a limit or a drain). */
 extern bool xip83_h2_finished(const Xip83H2Stream *s);
+/*
+ * The grpc-status it was finished with: the method's, a limit's or a
+ * drain's; OK while it is not finished, or when a reset or a lost connection
+ * ended it.
+ */
+extern int	xip83_h2_status(const Xip83H2Stream *s);
 
 extern const Xip83GrpcMethod *xip83_h2_method(const Xip83H2Stream *s);
 extern Xip83H2Server *xip83_h2_server(const Xip83H2Stream *s);

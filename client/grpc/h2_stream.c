@@ -852,6 +852,12 @@ xip83_h2_finished(const Xip83H2Stream *s)
 	return s->finishing;
 }
 
+int
+xip83_h2_status(const Xip83H2Stream *s)
+{
+	return s->status;
+}
+
 const Xip83GrpcMethod *
 xip83_h2_method(const Xip83H2Stream *s)
 {

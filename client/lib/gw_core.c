@@ -56,11 +56,16 @@ Finish(GwStream *st, int code, const char *message)
 	if (st->finished)
 		return;
 	st->finished = true;
+	/* a bound of the transport ended it first: count what the client saw */
+	if (st->h2 && xip83_h2_status(st->h2) != XIP83_GRPC_OK)
+		code = xip83_h2_status(st->h2);
 	st->code = code < XIP83_GRPC_NCODES ? code : XIP83_GRPC_INTERNAL;
 	gw->stats.errors[st->code]++;
 	gw_unqueue(st);
+	gw_apply_unqueue(st);
 	xip83_h2_timer_stop(gw->srv, &st->keepalive);
-	xip83_topics_free(&st->s->topics);
+	gw_release_topics(st);
+	gw_count_topics(st);
 	if (st->h2)
 		xip83_h2_finish(st->h2, code, message);
 }
@@ -142,13 +147,15 @@ gw_check(GwStream *st)
 		&& xip83_h2_pending(st->h2) + s->pending_bytes > XIP83_MAX_PENDING_BYTES)
 		xip83_session_fail(s, "RESOURCE_EXHAUSTED", "more than %d bytes pending: the client"
 						   " reads too slowly", XIP83_MAX_PENDING_BYTES);
+	gw_count_topics(st);
 	if (s->failed)
 	{
 		int			code = StatusCode(s->status, &message);
 
 		Finish(st, code, message);
 	}
-	else if (st->kind == GW_SUBSCRIBE && st->half_closed && s->n_waves == 0 && st->held == NULL)
+	else if (st->kind == GW_SUBSCRIBE && st->half_closed && s->n_waves == 0
+			 && s->applying == NULL && !gw_holding(st) && st->waiting == NULL)
 		Finish(st, XIP83_GRPC_OK, NULL);
 }
 
@@ -200,6 +207,9 @@ gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
 	{
 		GwStream   *st = subs->subs[i].sub;
 
+		/* its topics leave the index a slice at a time */
+		if (st->finished)
+			continue;
 		/* the stream's own entry of the topic: no lookup in its table */
 		xip83_session_on_topic_row(st->s, subs->subs[i].topic, row, packed, packed_len);
 		if (st->dirty)
@@ -395,16 +405,22 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	so.d14n = xip83_gateway_methods[method].d14n;
 	so.keepalive_ms = gw->opt.keepalive_ms;
 	so.in_fd = so.out_fd = -1;
+	if ((st->client = gw_conn_get(gw, xip83_h2_conn_serial(h2))) == NULL)
+	{
+		free(st);
+		return XIP83_GRPC_RESOURCE_EXHAUSTED;
+	}
 	if ((st->s = xip83_session_new(&so)) == NULL)
 	{
+		gw_conn_release(gw, st->client);
 		free(st);
 		return XIP83_GRPC_RESOURCE_EXHAUSTED;
 	}
 	st->gw = gw;
 	st->h2 = h2;
-	st->conn_serial = xip83_h2_conn_serial(h2);
 	st->kind = kind;
 	st->method = method;
+	st->s->mutate_slice = GW_MUTATE_SLICE;
 	st->s->async_pages = true;
 	st->s->redo_lost_pages = true;
 	st->s->ceilings_from_feed = true;
@@ -440,12 +456,12 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 }
 
 /*
- * Runs one request. A wave's start needs no connection (its ceilings are the
- * feed's cursors); a page in flight on a wave connection stays there,
- * untouched.
+ * Runs one request (msg) or the next slice of the Mutate being applied (msg
+ * NULL). A wave's start needs no connection (its ceilings are the feed's
+ * cursors); a page in flight on a wave connection stays there, untouched.
  */
-static void
-Request(GwStream *st, const unsigned char *msg, size_t len)
+void
+gw_request(GwStream *st, const unsigned char *msg, size_t len)
 {
 	Xip83Session *s = st->s;
 	PGconn	   *conn = s->wave_conn;
@@ -454,10 +470,18 @@ Request(GwStream *st, const unsigned char *msg, size_t len)
 
 	s->wave_conn = NULL;
 	s->ahead = NULL;
-	(void) xip83_session_request(s, msg, len);
+	if (msg != NULL)
+		(void) xip83_session_request(s, msg, len);
+	else
+		(void) xip83_session_apply(s);
 	s->wave_conn = conn;
 	s->ahead = ahead;
 	s->ahead_pass = ahead_pass;
+	/* a Mutate made whole handed the rows it deferred to the live batch */
+	if (s->applying == NULL && !s->failed && !xip83_batch_flush(&s->out, &s->live))
+		xip83_session_fail(s, "CANCELLED", "the client went away");
+	if (s->applying != NULL || gw_holding(st))
+		gw_apply_queue(st);
 }
 
 /*
@@ -467,9 +491,9 @@ Request(GwStream *st, const unsigned char *msg, size_t len)
  * so the stream's keepalive goes on meanwhile.
  */
 static bool
-Hold(GwStream *st, const unsigned char *msg, size_t len)
+Wait(GwStream *st, const unsigned char *msg, size_t len)
 {
-	GwHeld	   *h;
+	GwWaiting  *w;
 
 	if (st->gw->feed_started)
 		return false;
@@ -487,45 +511,58 @@ Hold(GwStream *st, const unsigned char *msg, size_t len)
 		if (now)
 			return false;
 	}
-	if (st->n_held >= XIP83_MAX_WAVES || st->held_bytes + len > XIP83_MAX_REQUEST
-		|| (h = malloc(sizeof(GwHeld) + len)) == NULL)
+	if (st->n_waiting >= XIP83_MAX_WAVES || st->waiting_bytes + len > XIP83_MAX_REQUEST
+		|| (w = malloc(sizeof(GwWaiting) + len)) == NULL)
 	{
 		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "more than %d requests or %d bytes"
 						   " waiting for the live feed's start", XIP83_MAX_WAVES, XIP83_MAX_REQUEST);
 		return true;
 	}
-	h->next = NULL;
-	h->len = len;
-	memcpy(h->msg, msg, len);
-	*(st->held_tail ? &st->held_tail->next : &st->held) = h;
-	st->held_tail = h;
-	st->n_held++;
-	st->held_bytes += len;
+	w->next = NULL;
+	w->len = len;
+	memcpy(w->msg, msg, len);
+	*(st->waiting_tail ? &st->waiting_tail->next : &st->waiting) = w;
+	st->waiting_tail = w;
+	st->n_waiting++;
+	st->waiting_bytes += len;
 	return true;
 }
 
-/* Runs a request now, or keeps it for the feed's start. */
+/* Runs a request now, or after the Mutate being applied, in their order. */
 static void
-Run(GwStream *st, const unsigned char *msg, size_t len)
+Dispatch(GwStream *st, const unsigned char *msg, size_t len)
 {
-	if (!Hold(st, msg, len))
-		Request(st, msg, len);
+	if (st->s->applying != NULL || gw_holding(st))
+	{
+		if (gw_hold(st, msg, len))
+			gw_apply_queue(st);
+	}
+	else
+		gw_request(st, msg, len);
 	gw_count_waves(st, st->s->n_waves);
 }
 
+/* Runs a request, or keeps it for the feed's start. */
 static void
-FreeHeld(GwStream *st)
+Run(GwStream *st, const unsigned char *msg, size_t len)
 {
-	while (st->held != NULL)
-	{
-		GwHeld	   *h = st->held;
+	if (!Wait(st, msg, len))
+		Dispatch(st, msg, len);
+}
 
-		st->held = h->next;
-		free(h);
+static void
+FreeWaiting(GwStream *st)
+{
+	while (st->waiting != NULL)
+	{
+		GwWaiting  *w = st->waiting;
+
+		st->waiting = w->next;
+		free(w);
 	}
-	st->held_tail = NULL;
-	st->n_held = 0;
-	st->held_bytes = 0;
+	st->waiting_tail = NULL;
+	st->n_waiting = 0;
+	st->waiting_bytes = 0;
 }
 
 void
@@ -533,19 +570,18 @@ gw_feed_started(Xip83Gateway *gw)
 {
 	for (GwStream *st = gw->streams; st; st = st->next)
 	{
-		while (st->held != NULL && !st->finished)
+		while (st->waiting != NULL && !st->finished)
 		{
-			GwHeld	   *h = st->held;
+			GwWaiting  *w = st->waiting;
 
-			st->held = h->next;
-			st->n_held--;
-			st->held_bytes -= h->len;
-			Request(st, h->msg, h->len);
-			free(h);
-			gw_count_waves(st, st->s->n_waves);
+			st->waiting = w->next;
+			st->n_waiting--;
+			st->waiting_bytes -= w->len;
+			Dispatch(st, w->msg, w->len);
+			free(w);
 			gw_check(st);
 		}
-		FreeHeld(st);
+		FreeWaiting(st);
 		gw_check(st);
 		gw_enqueue(st);
 	}
@@ -639,8 +675,18 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 		st->next->prev = st->prev;
 	gw->stats.streams[st->method]--;
 	gw_count_waves(st, 0);
-	FreeHeld(st);
+	gw_conn_release(gw, st->client);
+	free(st->held);
+	FreeWaiting(st);
 	st->s->ahead = NULL;
+	st->closed = true;
+	if (!st->reaping)
+		gw_stream_free(st);
+}
+
+void
+gw_stream_free(GwStream *st)
+{
 	xip83_session_free(st->s);
 	free(st);
 }
@@ -674,6 +720,7 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 		gw->opt.keepalive_ms = 30000;
 	if (gw->opt.max_waves <= 0)
 		gw->opt.max_waves = XIP83_GATEWAY_MAX_WAVES;
+	gw_apply_defaults(&gw->opt);
 	gw->srv = srv;
 	if (!gw_pool_open(gw, err, errlen))
 		goto fail;
@@ -740,6 +787,11 @@ xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
 	for (int b = 0; b < 2; b++)
 		out->topics[b] = gw->routers[b].topics.count;
 	out->subscriptions = gw->routers[0].subscriptions + gw->routers[1].subscriptions;
+	out->topic_bytes = gw->topic_bytes;
+	out->max_connection_topic_bytes = gw->opt.max_connection_topic_bytes;
+	out->max_topic_bytes = gw->opt.max_topic_bytes;
+	for (GwStream *st = gw->a_head; st; st = st->a_next)
+		out->applying++;
 	for (GwStream *st = gw->streams; st; st = st->next)
 	{
 		out->waves += (size_t) st->s->n_waves;

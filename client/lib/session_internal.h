@@ -14,6 +14,7 @@
 #include "feed.h"
 #include "session.h"
 #include "session_frames.h"
+#include "session_params.h"
 #include "session_request.h"
 #include "session_topics.h"
 
@@ -21,11 +22,11 @@
 #define XIP83_MAX_TOPICS 1000000
 #define XIP83_MAX_PENDING_BYTES (64 * 1024 * 1024)
 /*
- * The largest request. The 2 MiB frame limit is the delivery frames' (a
- * message never split); a Mutate of 100,000 adds with d14n cursors is larger
- * than that, so a request may be as large as the stream's pending bytes.
+ * The largest request: gRPC's default receive limit, which clients already
+ * keep to. A Mutate of 100,000 adds with long d14n cursors is larger: the
+ * client splits it into several Mutates.
  */
-#define XIP83_MAX_REQUEST (64 * 1024 * 1024)
+#define XIP83_MAX_REQUEST (4 * 1024 * 1024)
 /*
  * What the topics of a stream may hold: identifiers and cursor lines of the
  * topic set, and the waves' copies and scan parameters. Counting topics is
@@ -46,6 +47,7 @@ typedef struct Xip83Folded
 	Xip83V3Row	v3;
 	unsigned char *mem;
 	size_t		size;			/* counted in the session's pending bytes */
+	bool		late;			/* the feed's late write */
 } Xip83Folded;
 
 /*
@@ -81,9 +83,29 @@ typedef struct Xip83Wave
 	int			prefetched_pass;
 	int			pages_lost;		/* pages asked again after a lost connection */
 	uint64_t	seam;			/* the caller's fetch round it waits for (seam_ticket); 0: none */
+	/* the scans' parameters in the making (by pass), from the pin to the passes */
+	Xip83ArrayLit lit[2][5];
+	int32_t    *nodes;			/* d14n: the originators pinned */
+	int			n_nodes;
+	size_t		n_params;		/* its topics in lit so far */
+	bool		pinned;
 } Xip83Wave;
 
 typedef struct Xip83Session Xip83Session;
+
+/*
+ * A Mutate being applied a slice at a time (Xip83Session.applying): its
+ * removes, then its adds, then the start of its wave.
+ */
+typedef struct Xip83Apply
+{
+	Xip83Request req;			/* owns the request's bytes */
+	size_t		removed;		/* removes applied so far */
+	size_t		added;			/* adds looked at so far */
+	bool		opened;			/* the wave of its adds is open (w, or none) */
+	Xip83Wave  *w;				/* that wave, in waves but not stepped; NULL: none */
+	const Xip83Add **chosen;	/* the adds it replays */
+} Xip83Apply;
 
 /* Ping after an idle interval; a Ping unanswered for another interval ends the stream. */
 typedef struct Xip83Keepalive
@@ -102,8 +124,14 @@ typedef struct Xip83Keepalive
 /* What a binding's waves do. */
 typedef struct Xip83WaveOps
 {
-	/* Pins the ceilings and builds the passes from the adds the wave replays. */
-	bool		(*prepare) (Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n);
+	/*
+	 * A wave starts in three steps, so that a large one can take several
+	 * slices: pin the ceilings, append each add it replays to the scans'
+	 * parameters (lit), build the passes from them.
+	 */
+	bool		(*pin) (Xip83Session *s, Xip83Wave *w);
+	bool		(*param) (Xip83Session *s, Xip83Wave *w, const Xip83Add *add);
+	bool		(*passes) (Xip83Session *s, Xip83Wave *w);
 	/* Sends the query of pass p's next page (xip83_wave_send); false after a stream error. */
 	bool		(*page) (Xip83Session *s, Xip83Wave *w, int p);
 	/* The position of row r of a page of pass p. */
@@ -188,6 +216,22 @@ struct Xip83Session
 	uint64_t	(*seam_ticket) (void *arg);
 	bool		(*seam_done) (void *arg, uint64_t ticket);
 	void	   *seam_arg;
+	/*
+	 * Topics per slice of a Mutate; 0: a Mutate is applied whole. A caller
+	 * serving many streams on one loop applies a large Mutate a slice at a
+	 * time (xip83_session_apply) between other work. Until it is whole its
+	 * stream's waves do not step, the caller holds back its next requests,
+	 * and the rows of its live topics are deferred and handled at the end
+	 * as rows that came after it: the client sees the Mutate applied at
+	 * once. A row of a topic gated already is folded as always; one of a
+	 * topic its adds have not reached yet lies below the ceilings, which are
+	 * pinned once every add is gated, so the scans read it.
+	 */
+	int			mutate_slice;
+	Xip83Apply *applying;
+	Xip83Folded *deferred;		/* counted in pending_bytes */
+	size_t		n_deferred;
+	size_t		cap_deferred;
 	/* the first stream error wins; later ones are consequences */
 	char		status[512];
 	bool		failed;
@@ -212,8 +256,14 @@ extern void xip83_session_on_topic_row(Xip83Session *s, Xip83Topic *t, const Xip
 									   const unsigned char *packed, size_t packed_len);
 /* One whole SubscribeRequest from the client; false after a stream error. */
 extern bool xip83_session_request(Xip83Session *s, const unsigned char *msg, size_t len);
-/* A decoded Mutate (removes, then the wave of its adds); false after a stream error. */
-extern bool xip83_session_mutate(Xip83Session *s, const Xip83Request *req);
+/*
+ * A decoded Mutate (removes, then the wave of its adds), taking the
+ * request's contents: applied whole, or its first slice (mutate_slice);
+ * false after a stream error.
+ */
+extern bool xip83_session_mutate(Xip83Session *s, Xip83Request *req);
+/* The next slice of the Mutate being applied (none: true); false after a stream error. */
+extern bool xip83_session_apply(Xip83Session *s);
 /* Pings an idle client, fails a silent one; half_closed: the client sends nothing more. */
 extern bool xip83_session_keepalive(Xip83Session *s, bool half_closed);
 
@@ -224,8 +274,18 @@ extern bool xip83_session_fail(Xip83Session *s, const char *code, const char *fm
 /* A v3 row as a message; its topic is built in the session's scratch buffer. */
 extern bool xip83_msg_v3(Xip83Session *s, Xip83Msg *m, const Xip83V3Row *row);
 
-/* The wave lane (session_wave.c). */
-extern bool xip83_wave_start(Xip83Session *s, const Xip83Request *req);
+/*
+ * The wave lane (session_wave.c). A Mutate's wave: opened before its adds,
+ * which it gates one by one, and started (ceilings pinned, scans built)
+ * after the last; a Mutate that replays nothing is acked there at once.
+ */
+extern bool xip83_wave_open(Xip83Session *s, Xip83Apply *a);
+extern bool xip83_wave_add(Xip83Session *s, Xip83Apply *a, const Xip83Add *add);
+/* Pins and builds the scans' parameters of up to *budget adds; true when it is done (or failed). */
+extern bool xip83_wave_close(Xip83Session *s, Xip83Apply *a, size_t *budget);
+/* Keeps a copy of a message in an array of held ones, counted in pending_bytes. */
+extern bool xip83_msg_keep(Xip83Session *s, Xip83Folded **arr, size_t *n, size_t *cap,
+						   const Xip83Msg *m, bool late);
 /*
  * Sends a page query of wave w's pass p on the wave connection (binary
  * results); stmt (below XIP83_WAVE_STMTS) names sql for the prepared path.
