@@ -2,6 +2,11 @@
  * h2_conn.c: one client connection: its socket (plain or TLS), its nghttp2
  * server session, and the bytes between them.
  *
+ * What a connection speaks is told before any session starts: by ALPN over
+ * TLS, else by its first bytes (the HTTP/2 preface, h2c with prior
+ * knowledge; anything else is HTTP/1.1, h2_web.c, with the same output
+ * buffer, accounts and deadlines). Until then the server says nothing.
+ *
  * Reads feed nghttp2_session_mem_recv; writes take nghttp2_session_mem_send's
  * output, and the DATA frames its send_data callback writes (h2_stream.c),
  * into a small buffer (up to H2_OUT_FILL bytes at a time: one write or SSL_write
@@ -92,15 +97,14 @@ static bool
 SessionStart(H2Conn *c)
 {
 	Xip83H2Server *srv = c->srv;
-
-	c->proto = H2_PROTO_H2;
-	h2_conn_dirty(c);			/* the SETTINGS */
 	nghttp2_settings_entry iv[] = {
 		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, srv->cfg.max_streams},
 		{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
 		{NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 16384},
 	};
 
+	c->proto = H2_PROTO_H2;
+	h2_conn_dirty(c);			/* the SETTINGS */
 	c->alloc = (nghttp2_mem) {c, NgMalloc, NgFree, NgCalloc, NgRealloc};
 	if (nghttp2_session_server_new3(&c->session, srv->callbacks, c, srv->option, &c->alloc) != 0)
 		return false;

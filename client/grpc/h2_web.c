@@ -23,6 +23,8 @@
 /* A request's line and headers together, as HTTP/2's SETTINGS announce */
 #define MAX_HEAD_BYTES 16384
 #define MAX_REQUEST_HEADERS 66
+/* frames waiting in wslay's queue (its answers to pings) before a peer is cut off */
+#define WS_MAX_QUEUED 64
 
 static const char subprotocol[] = "xip83.v1";
 
@@ -74,7 +76,8 @@ Head(H2Conn *c, const char *status, const Xip83H2Header *hv, size_t n, const cha
 	}
 	if (framing)
 		Out(c, framing, strlen(framing));
-	if (c->h1_last || c->srv->draining)
+	/* a 101's Connection is Upgrade's */
+	if ((c->h1_last || c->srv->draining) && strcmp(status, "101") != 0)
 	{
 		c->h1_last = true;
 		Out(c, "Connection: close\r\n", 19);
@@ -282,9 +285,7 @@ WebSocket(Xip83H2Stream *s, const Xip83HttpRequest *req, const Xip83H2Header *hv
 	rh[1] = (Xip83H2Header) {"Connection", 10, "Upgrade", 7};
 	rh[2] = (Xip83H2Header) {"Sec-WebSocket-Accept", 20, accept, strlen(accept)};
 	rh[3] = (Xip83H2Header) {"Sec-WebSocket-Protocol", 22, subprotocol, sizeof(subprotocol) - 1};
-	c->h1_last = false;			/* no Connection: close on a 101 */
 	Head(c, "101", rh, 4, NULL);
-	c->h1_last = true;
 	s->web = H2_WEB_SOCKET;
 	s->headers_sent = true;
 	c->h1_done = true;
@@ -321,6 +322,12 @@ Request(void *arg, const Xip83HttpRequest *req)
 		WebSocket(s, req, hv, n);
 	else
 	{
+		size_t		len = 0;
+		const char *expect = Find(req, "expect", &len);
+
+		/* curl asks before a larger body, and would wait for this a second */
+		if (expect && len == 12 && strncasecmp(expect, "100-continue", 12) == 0)
+			Out(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 		h2_stream_request(s, hv, n);
 		/* the body to come: a request that stops short of its end times out */
 		if (s->method && !s->finishing)
@@ -474,6 +481,17 @@ h2_web_recv(H2Conn *c, const unsigned char *data, size_t len)
 			while (c->streams)
 				h2_stream_free(c->streams, true);
 			break;
+	}
+	/*
+	 * wslay answers pings and closes on its own queue, copied: a peer that
+	 * pings without reading would grow it, so past a few it is cut off, as
+	 * nghttp2 cuts off a flood of PINGs it must acknowledge.
+	 */
+	if (xip83_http_ws_queued(c->http) > WS_MAX_QUEUED && !c->closing)
+	{
+		h2_conn_limit(c, XIP83_H2_LIMIT_CONN_MEMORY);
+		while (c->streams)
+			h2_stream_free(c->streams, true);
 	}
 	h2_conn_dirty(c);
 	return true;

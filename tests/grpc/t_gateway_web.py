@@ -4,12 +4,13 @@ written, the response's head at once with subscribed: true), the trailer
 message on the same connection kept alive for a second call; CORS (a
 preflight allowed and one refused, the headers exposed, none for an origin
 not listed); UNIMPLEMENTED for an unknown path and for the bidirectional
-Subscribe (which says to use the WebSocket); an oversized request
-(RESOURCE_EXHAUSTED), headers over 16 KiB (431), a request whose body never
-completes (ended by --request-timeout-ms); gRPC-Web on an HTTP/2 stream (the
-trailer message in the body, END_STREAM on its DATA, no trailers HEADERS);
-h2c and HTTP/1.1 on one port;
-over TLS, ALPN http/1.1; and a drain that ends an open call UNAVAILABLE."""
+Subscribe (which says to use the WebSocket); a request answered at its head
+whose body comes later keeps its connection; Expect: 100-continue; an
+oversized request (RESOURCE_EXHAUSTED), headers over 16 KiB (431), a
+request whose body never completes (ended by --request-timeout-ms);
+gRPC-Web on an HTTP/2 stream (the trailer message in the body, END_STREAM
+on its DATA, no trailers HEADERS); h2c and HTTP/1.1 on one port; over TLS,
+ALPN http/1.1; and a drain that ends an open call UNAVAILABLE."""
 import base64
 import os
 import socket
@@ -132,6 +133,18 @@ def refusals(port):
         raise AssertionError("no error")
     except Exception as e:
         check(getattr(e, "status", None) == 12, "the next request on it: %r" % e)
+    conn.close()
+
+    # Expect: 100-continue (curl, before a larger body): asked, then answered
+    conn = Conn(port)
+    conn.sock.sendall(b"POST /nope/Nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/grpc-web\r\n"
+                      b"Expect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+    check(conn.head()[0] == 100, "100 Continue")
+    conn.sock.sendall(b"\x00\x00\x00\x00\x00")
+    call = WebCall.__new__(WebCall)
+    call.conn, call.text = conn, False
+    call.status, call.headers = conn.head()
+    check(call.status == 200 and b"grpc-status: 12" in list(call.frames())[-1][1], "after 100 Continue")
     conn.close()
 
     # headers over 16 KiB: 431, closed

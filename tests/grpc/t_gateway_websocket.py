@@ -6,7 +6,8 @@ ends the stream (no trailer, close 1000); refusals of the Upgrade (no
 subprotocol, an origin not listed, a path that is not a bidirectional
 method); protocol errors close the WebSocket (a text message 1003, two gRPC
 messages in one WebSocket message 1002, a message announced over the limit
-1009); a drain ends an open stream with the UNAVAILABLE trailer, then
+1009), a flood of pings from a client that reads none of the pongs is cut
+off; a drain ends an open stream with the UNAVAILABLE trailer, then
 close 1000."""
 import os
 import time
@@ -95,11 +96,29 @@ def refusals(port):
         check(payload == code, "%s: close %s, not %d" % (what, payload, code))
 
 
+def ping_flood(port):
+    ws = WebSocket(Conn(port), V3_SUBSCRIBE)
+    check(ws.status == 101, "the Upgrade")
+    mask = b"\x01\x02\x03\x04"
+    ping = bytes([0x89, 0x80 | 125]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(b"p" * 125))
+    t0 = time.monotonic()
+    ws.conn.sock.settimeout(10)
+    try:
+        for _ in range(100):
+            ws.conn.sock.sendall(ping * 1000)
+        raise AssertionError("13 MB of pings taken by a client that reads nothing")
+    except (ConnectionError, TimeoutError):
+        pass
+    check(time.monotonic() - t0 < 9, "cut off in %.1f s" % (time.monotonic() - t0))
+    ws.conn.close()
+
+
 def test():
     srv = gateway("--cors-origin", ORIGIN, "--keepalive-ms", "30000")
     port = srv.ports["h2c"]
     v3(port)
     refusals(port)
+    ping_flood(port)
     s = d14n(port)
     srv.proc.send_signal(15)
     err = expect_end(s, 14, "a drained WebSocket stream", close=1000)
