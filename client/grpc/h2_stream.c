@@ -706,13 +706,12 @@ h2_stream_take(Xip83H2Stream *s, H2Chunk *c)
 	Enqueue(s, c);
 }
 
-/* Queues c's bytes in base64 instead (gRPC-Web text: each message on its own). */
+/* Queues a message's bytes in base64 (gRPC-Web text: each message on its own). */
 static bool
-SendText(Xip83H2Stream *s, H2Chunk *c)
+QueueText(Xip83H2Stream *s, const unsigned char *data, size_t len)
 {
-	H2Chunk    *t = h2_web_text(s->conn->srv, c->data, c->len);
+	H2Chunk    *t = h2_web_text(s->conn->srv, data, len);
 
-	h2_chunk_free(s->conn->srv, c);
 	if (t == NULL || !OutputRoom(s, ChunkCost(t)))
 	{
 		if (t)
@@ -721,6 +720,16 @@ SendText(Xip83H2Stream *s, H2Chunk *c)
 	}
 	Enqueue(s, t);
 	return true;
+}
+
+/* Queues c's bytes in base64 instead, and frees c. */
+static bool
+SendText(Xip83H2Stream *s, H2Chunk *c)
+{
+	bool		ok = QueueText(s, c->data, c->len);
+
+	h2_chunk_free(s->conn->srv, c);
+	return ok;
 }
 
 /* ---------------------------------------------------------------- API */
@@ -784,18 +793,7 @@ xip83_h2_send_shared(Xip83H2Stream *s, Xip83H2Shared *m)
 	if (s->finishing || m->refs == UINT32_MAX)
 		return false;
 	if (s->web == H2_WEB_TEXT)
-	{
-		H2Chunk    *t = h2_web_text(s->conn->srv, m->data, m->len);
-
-		if (t == NULL || !OutputRoom(s, ChunkCost(t)))
-		{
-			if (t)
-				h2_chunk_free(s->conn->srv, t);
-			return false;
-		}
-		Enqueue(s, t);
-		return true;
-	}
+		return QueueText(s, m->data, m->len);
 	if (!OutputRoom(s, H2_CHUNK_COST(H2_CHUNK_SMALL)))
 		return false;
 	/* an entry only: a spare chunk's room goes unused */

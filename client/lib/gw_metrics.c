@@ -134,7 +134,7 @@ MakePage(GwMetrics *m, Xip83Gateway *gw, size_t *len)
 	for (int i = 0; i < XIP83_GATEWAY_METHODS; i++)
 		Add(&pg, "xip83_gateway_streams{method=\"%s\"} %zu\n", xip83_gateway_methods[i].path,
 			st.streams[i]);
-	One(&pg, "connections", "gauge", "Open HTTP/2 connections.", (double) hs.connections);
+	One(&pg, "connections", "gauge", "Open client connections (HTTP/2, HTTP/1.1 and WebSocket).", (double) hs.connections);
 	Add(&pg, "# HELP xip83_gateway_topics Distinct topics routed to at least one stream.\n"
 		"# TYPE xip83_gateway_topics gauge\n"
 		"xip83_gateway_topics{binding=\"v3\"} %zu\nxip83_gateway_topics{binding=\"d14n\"} %zu\n",
