@@ -18,7 +18,8 @@
 #   make installcheck-libpq  builds and runs the libpq programs tests/libpq/t_*.c
 #                        (and scripts t_*.sh) against PGHOST, and the gRPC
 #                        tests tests/grpc/t_*.py (the gateway's, t_gateway_*,
-#                        on a fresh database too)
+#                        on a fresh database too), and the browser tests
+#                        tests/browser/t_*.py (Chromium, Node; fresh database)
 #   make test            every test on a throwaway cluster (tests/driver.sh check)
 #   make demo            the main job end to end (tests/driver.sh demo)
 #   make cppcheck        static analysis of include/, src/, client/ (tests/cppcheck.sh)
@@ -27,7 +28,7 @@
 #
 # Every test is found by wildcard: sql/NAME.sql with expected/NAME.out,
 # specs/NAME.spec with expected/NAME.out, t/NNN_name.pl, tests/libpq/t_NAME.c,
-# tests/libpq/t_NAME.sh and tests/grpc/t_NAME.py.
+# tests/libpq/t_NAME.sh, tests/grpc/t_NAME.py and tests/browser/t_NAME.py.
 
 EXTVERSION   = 0.2.0
 PG_CONFIG   ?= pg_config
@@ -194,16 +195,22 @@ $(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,t
 # by tests/grpc/t_*.py through installcheck-libpq). Skipped when libnghttp2-dev
 # or libssl-dev is absent (those tests then fail); the driver installs both.
 GW_PKGS      = libnghttp2 openssl
-GW_OK        = $(shell pkg-config --exists $(GW_PKGS) && echo yes)
+# browsers' HTTP/1.1 and WebSocket (client/http): Debian's libhttp-parser-dev
+# and libwslay-dev, which ship no pkg-config files
+GW_HTTP_OK   = $(if $(wildcard /usr/include/http_parser.h),$(if $(wildcard /usr/include/wslay/wslay.h),yes))
+GW_OK        = $(if $(GW_HTTP_OK),$(shell pkg-config --exists $(GW_PKGS) && echo yes))
 GW_CFLAGS    = -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
-               -std=gnu11 -I$(S)client/grpc $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
+               -std=gnu11 -I$(S)client/grpc -I$(S)client $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
                $(SANITIZE_FLAGS)
-GW_LIBS      = $(shell pkg-config --libs $(GW_PKGS) 2>/dev/null)
-GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/grpc/*.c))
+GW_LIBS      = $(shell pkg-config --libs $(GW_PKGS) 2>/dev/null) -lhttp_parser -lwslay
+GW_LIB_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,client/grpc/*.c client/http/*.c))
 GW_ECHO      = $(if $(GW_OK),$(BUILD)/client/xip83-grpc-echo)
 # the transport's own units, no server (tests/grpc/t_*.c)
 GW_UNITS     = $(if $(GW_OK),$(patsubst tests/grpc/%.c,$(BUILD)/client/%,$(call srcfiles,tests/grpc/t_*.c)))
 GRPC_TESTS   = $(call srcfiles,tests/grpc/t_*.py)
+# the gateway from a browser and from Node (tests/browser: npm packages from
+# the cache tests/driver.sh fills, Debian's Chromium)
+BROWSER_TESTS = $(call srcfiles,tests/browser/t_*.py)
 # The gateway: its multiplexed core (client/gateway) joins the transport to
 # the session engine (libpq, protobuf-c), and its program client/bin/xip83_gateway.c.
 GW_CORE_SRC  = $(call srcfiles,client/gateway/*.c)
@@ -212,7 +219,7 @@ GATEWAY      = $(if $(GW_OK),$(if $(call srcfiles,client/bin/xip83_gateway.c),$(
 GW_BENCH     = $(if $(GATEWAY),$(if $(call srcfiles,tests/bench/bench_gateway.c),$(BUILD)/bench/bench_gateway))
 TOOLS       += $(GATEWAY)
 ifneq ($(GW_OK),yes)
-$(info xip83-gateway and xip83-grpc-echo are not built: libnghttp2-dev or libssl-dev is missing)
+$(info xip83-gateway and xip83-grpc-echo are not built: libnghttp2-dev, libssl-dev, libhttp-parser-dev or libwslay-dev is missing)
 endif
 
 all: $(GATEWAY)
@@ -221,7 +228,7 @@ test-programs: $(GW_ECHO) $(GATEWAY) $(GW_UNITS)
 
 bench: $(GW_BENCH)
 
-$(GW_CORE_OBJ): PQ_CFLAGS += -I$(S)client/grpc $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
+$(GW_CORE_OBJ): PQ_CFLAGS += -I$(S)client/grpc -I$(S)client $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
                              -Wno-unused-parameter -Wno-missing-field-initializers
 $(GW_CORE_OBJ): $(call srcfiles,client/grpc/*.h client/gateway/*.h)
 
@@ -232,7 +239,11 @@ $(BUILD)/xip83-gateway: client/bin/xip83_gateway.c $(GW_CORE_OBJ) $(GW_LIB_OBJ) 
 $(BUILD)/bench/bench_gateway: PQ_LIBS += $(GW_LIBS)
 $(BUILD)/bench/bench_gateway: PQ_CFLAGS += -Wno-unused-parameter
 
-$(BUILD)/client/grpc/%.o: client/grpc/%.c $(call srcfiles,client/grpc/*.h)
+$(BUILD)/client/grpc/%.o: client/grpc/%.c $(call srcfiles,client/grpc/*.h client/http/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(GW_CFLAGS) -c -o $@ $<
+
+$(BUILD)/client/http/%.o: client/http/%.c $(call srcfiles,client/http/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(GW_CFLAGS) -c -o $@ $<
 
@@ -298,6 +309,12 @@ $(BUILD)/fuzz/fuzz_gateway: tests/fuzz/fuzz_gateway.c $(FUZZ_GW_SRC) $(PROTO_C) 
 		-I$(shell $(PG_CONFIG) --includedir) $(PROTOBUF_CFLAGS) \
 		-o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
+# the HTTP/1.1 and WebSocket glue (client/http) and gRPC-Web's helpers
+$(BUILD)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c client/http/http.c client/http/http.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-I$(S)client/http -o $@ $(filter %.c,$^) -lhttp_parser -lwslay -lcrypto
+
 # The tools and their man pages (man/NAME.1, section 1) into PostgreSQL's
 # bindir and mandir, as the server's own programs are installed.
 MAN1         = $(addprefix $(S),$(call srcfiles,man/*.1))
@@ -344,7 +361,7 @@ installcheck-libpq: test-programs
 	PATH="$(bindir):$$PATH" XIP83_GRPC_ECHO=$(abspath $(BUILD)/client/xip83-grpc-echo) \
 		XIP83_GATEWAY=$(abspath $(BUILD)/xip83-gateway) \
 		XIP83_GO_GRPC_CLIENT=$(abspath $(BUILD)/xip83-go-grpc-client) \
-		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(GW_UNITS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS))
+		bash $(S)tests/libpq/run.sh $(LIBPQ_TESTS) $(GW_UNITS) $(LIBPQ_SCRIPTS) $(addprefix $(S),$(GRPC_TESTS) $(BROWSER_TESTS))
 
 test:
 	bash tests/driver.sh check

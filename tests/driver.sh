@@ -68,6 +68,9 @@ need_pkgs() {
 	# the gateway's gRPC transport (client/grpc) and its tests (tests/grpc)
 	[ -f /usr/include/nghttp2/nghttp2.h ] || missing+=(libnghttp2-dev)
 	[ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
+	# browsers' HTTP/1.1 (gRPC-Web) and WebSocket on the same listener (client/http)
+	[ -f /usr/include/http_parser.h ] || missing+=(libhttp-parser-dev)
+	[ -f /usr/include/wslay/wslay.h ] || missing+=(libwslay-dev)
 	command -v openssl >/dev/null || missing+=(openssl)
 	/usr/bin/python3 -c 'import grpc' 2>/dev/null || missing+=(python3-grpcio)
 	/usr/bin/python3 -c 'import h2, hpack, hyperframe' 2>/dev/null || missing+=(python3-h2)
@@ -77,6 +80,11 @@ need_pkgs() {
 	command -v runuser >/dev/null || missing+=(util-linux)
 	command -v prove >/dev/null || missing+=(perl)
 	perl -MIPC::Run -e1 2>/dev/null || missing+=(libipc-run-perl)
+	# the browser tests (tests/browser): Chromium driven by puppeteer-core, the
+	# client on Node.js, its npm packages by install_npm
+	[ -x /usr/bin/chromium ] || missing+=(chromium)
+	command -v node >/dev/null || missing+=(nodejs)
+	command -v npm >/dev/null || missing+=(npm)
 	# the bench run renders docs/performance.md (python3) and its charts (gnuplot)
 	[ -x /usr/bin/python3 ] || missing+=(python3)
 	if [ "$mode" = bench ]; then command -v gnuplot >/dev/null || missing+=(gnuplot-nox); fi
@@ -94,8 +102,31 @@ install_deps() {
 	apt-get install -y -q --no-install-recommends $pkgs >/dev/null || die "apt-get install failed"
 }
 
+# The npm packages of the browser tests, as tests/browser/package-lock.json
+# pins them, into a cache outside the checkout (XIP83_NPM_CACHE), installed
+# again only when the lock file changed; no package runs an install script
+# (puppeteer-core uses Debian's Chromium, it downloads no browser).
+install_npm() {
+	local lock=tests/browser/package-lock.json
+	if [ -z "${XIP83_NPM_CACHE:-}" ]; then
+		if [ "$(id -u)" = 0 ]; then XIP83_NPM_CACHE=/var/cache/xip83/npm
+		else XIP83_NPM_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/xip83/npm; fi
+	fi
+	export XIP83_NPM_CACHE
+	cmp -s "$lock" "$XIP83_NPM_CACHE/.xip83-lock" && [ -d "$XIP83_NPM_CACHE/node_modules" ] && return 0
+	log "installing the npm packages of tests/browser into $XIP83_NPM_CACHE"
+	mkdir -p "$XIP83_NPM_CACHE" || die "cannot create $XIP83_NPM_CACHE"
+	rm -f "$XIP83_NPM_CACHE/.xip83-lock"
+	cp tests/browser/package.json "$lock" "$XIP83_NPM_CACHE/" || die "cannot write $XIP83_NPM_CACHE"
+	npm ci --prefix "$XIP83_NPM_CACHE" --ignore-scripts --no-audit --no-fund --loglevel=error \
+		>"$XIP83_NPM_CACHE/install.log" 2>&1 \
+		|| { cat "$XIP83_NPM_CACHE/install.log"; die "npm ci failed"; }
+	cp "$lock" "$XIP83_NPM_CACHE/.xip83-lock"
+}
+
 # ------------------------------------------------------------------ paths
 install_deps
+case "$mode" in check|shell) install_npm ;; esac
 [ -x "$PG_CONFIG" ] || die "no pg_config at $PG_CONFIG"
 export PG_CONFIG
 PG_BINDIR=$($PG_CONFIG --bindir)
@@ -419,6 +450,8 @@ case "$mode" in
 		[ -f /usr/share/perl5/Debian/Debhelper/Sequence/pgxs.pm ] || pkgs+=(postgresql-server-dev-all)
 		pkg-config --exists libnghttp2 || pkgs+=(libnghttp2-dev)
 		pkg-config --exists openssl || pkgs+=(libssl-dev)
+		[ -f /usr/include/http_parser.h ] || pkgs+=(libhttp-parser-dev)
+		[ -f /usr/include/wslay/wslay.h ] || pkgs+=(libwslay-dev)
 		# man -w finds the package's pages (package_on_path)
 		command -v man >/dev/null || pkgs+=(man-db)
 		if [ ${#pkgs[@]} -gt 0 ]; then

@@ -8,6 +8,8 @@
  *                 [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]
  *                 [--max-conn-input BYTES] [--handshake-timeout-ms N]
  *                 [--idle-timeout-ms N] [--request-timeout-ms N]
+ *                 [--max-connection-topic-mib N] [--max-topic-mib N]
+ *                 [--cors-origin LIST]
  *
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
@@ -20,7 +22,11 @@
  * (65536), and each client connection may have 1024: a Mutate past either
  * ends its stream RESOURCE_EXHAUSTED.
  *
- * Serves h2c on --listen, or TLS (ALPN h2) with --tls-cert and --tls-key.
+ * Serves h2c on --listen, or TLS (ALPN h2) with --tls-cert and --tls-key;
+ * browsers on the same listener (HTTP/1.1, or ALPN http/1.1): gRPC-Web for
+ * the server streams, Subscribe over a WebSocket (subprotocol xip83.v1).
+ * --cors-origin lists the web origins whose pages may call (none by
+ * default; "*" any).
  * Prints "h2c PORT" or "tls PORT" (and "metrics PORT") once listening (port 0: a free
  * one), then "ready". SIGTERM or SIGINT drains: listeners close, every
  * stream ends UNAVAILABLE, connections get GOAWAY; exit 0. Exit 1 when the
@@ -46,6 +52,9 @@
 static Xip83H2Server *server;
 static Xip83Gateway *gateway;
 static GwMetrics *metrics;
+
+/* the bidirectional methods: a browser reaches them over a WebSocket only */
+static const char *websocket_paths[XIP83_GATEWAY_METHODS + 1];
 
 /*
  * A stream's state is a few small allocations spread over the heap, so with
@@ -94,7 +103,9 @@ Usage(void)
 			" [--drain-ms N] [--standby-dsn DSN] [--poll-ms N] [--fence-wait-ms N]"
 			" [--max-connections N] [--max-memory BYTES] [--max-conn-memory BYTES]"
 			" [--max-conn-input BYTES] [--handshake-timeout-ms N] [--idle-timeout-ms N]"
-			" [--request-timeout-ms N] [--max-waves N]\n");
+			" [--request-timeout-ms N] [--max-waves N]"
+			" [--max-connection-topic-mib N] [--max-topic-mib N]"
+			" [--cors-origin ORIGIN[,ORIGIN...]]\n");
 	exit(2);
 }
 
@@ -218,6 +229,9 @@ main(int argc, char **argv)
 		{"idle-timeout-ms", required_argument, NULL, 'L'},
 		{"request-timeout-ms", required_argument, NULL, 'R'},
 		{"max-waves", required_argument, NULL, 'W'},
+		{"max-connection-topic-mib", required_argument, NULL, 256},
+		{"max-topic-mib", required_argument, NULL, 257},
+		{"cors-origin", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -235,7 +249,10 @@ main(int argc, char **argv)
 	bool		ok;
 
 	HugePages(argv);
-	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:C:M:N:I:H:L:R:W:h", longopts, NULL)) != -1)
+	for (int i = 0, n = 0; i < XIP83_GATEWAY_METHODS; i++)
+		if (xip83_gateway_methods[i].kind == GW_SUBSCRIBE)
+			websocket_paths[n++] = xip83_gateway_methods[i].path;
+	while ((c = getopt_long(argc, argv, "d:l:p:c:k:m:K:D:s:P:F:C:M:N:I:H:L:R:W:O:h", longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -297,6 +314,16 @@ main(int argc, char **argv)
 			case 'W':
 				go.max_waves = Number("--max-waves", optarg, 1, 100000000);
 				break;
+			case 256:
+				go.max_connection_topic_bytes =
+					(size_t) Number("--max-connection-topic-mib", optarg, 1, 1 << 20) << 20;
+				break;
+			case 257:
+				go.max_topic_bytes = (size_t) Number("--max-topic-mib", optarg, 1, 1 << 20) << 20;
+				break;
+			case 'O':
+				cfg.cors_origins = optarg;
+				break;
 			default:
 				Usage();
 		}
@@ -307,6 +334,7 @@ main(int argc, char **argv)
 	if (cfg.max_connections == 0)
 		cfg.max_connections = DefaultConnections(go.pool);
 	cfg.on_drain = OnDrain;
+	cfg.websocket_paths = websocket_paths;
 	if ((server = xip83_h2_server_new(&cfg, err, sizeof(err))) == NULL
 		|| (cert && !xip83_h2_tls_files(server, cert, key, err, sizeof(err))))
 	{

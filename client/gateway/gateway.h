@@ -26,6 +26,9 @@
  * polled, and followed across its promotion (feed.h).
  * A fenced fetch waits (on the feed's thread) while replay is behind:
  * fence_wait_ms bounds that, and the round is retried on the next poll tick.
+ * A large Mutate is applied a slice at a time between the loop's other work,
+ * and what the streams' topics take in memory is bounded per connection and
+ * per process (gw_apply.c).
  * A slow client stops its waves (no page is read for it while more than
  * WAVE_PAUSE bytes wait to be sent to it) and, when its live rows pile up
  * past 64 MiB, its stream alone ends RESOURCE_EXHAUSTED.
@@ -65,6 +68,15 @@ typedef struct Xip83GatewayOptions
 	int			pool;			/* wave connections (4) */
 	int			keepalive_ms;	/* Subscribe's keepalive interval (30000) */
 	int			max_waves;		/* waves in flight, every stream (XIP83_GATEWAY_MAX_WAVES) */
+	/*
+	 * What the topics of one connection's streams, and of every stream, may
+	 * take in memory (topic sets, their index entries, waves' copies and scan
+	 * parameters); 0: the defaults (256 MiB; a quarter of the machine's or cgroup's
+	 * memory, the transport's --max-memory being half).
+	 * The stream whose Mutate goes past one ends RESOURCE_EXHAUSTED.
+	 */
+	size_t		max_connection_topic_bytes;
+	size_t		max_topic_bytes;
 } Xip83GatewayOptions;
 
 /*
@@ -92,6 +104,11 @@ typedef struct Xip83GatewayStats
 	size_t		pool;
 	size_t		db_connections; /* connected now: feed and pool */
 	size_t		pending;		/* bytes queued to clients and live rows held in waves */
+	size_t		topic_bytes;	/* what every stream's topics take (max_topic_bytes) */
+	size_t		max_connection_topic_bytes;
+	size_t		max_topic_bytes;
+	size_t		applying;		/* streams with a Mutate being applied or requests held */
+	uint64_t	topic_bound_ends;	/* streams ended for a topic memory bound */
 	uint64_t	rows_sent;
 	uint64_t	frames_sent;
 	uint64_t	errors[XIP83_GRPC_NCODES];		/* streams ended, by gRPC status code */

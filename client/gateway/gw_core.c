@@ -28,19 +28,22 @@
 
 static void gw_check(GwStream *st);
 static void gw_flush_dirty(Xip83Gateway *gw);
-static size_t gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row);
 static void gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail);
 static void gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc);
 static void gw_feed_started(Xip83Gateway *gw);
+static void gw_request(GwStream *st, const unsigned char *msg, size_t len);
+static void gw_stream_free(GwStream *st);
 
 /* What the feed's thread and the pool call back (GwCoreHooks). */
 static const GwCoreHooks core_hooks = {
 	.check = gw_check,
 	.flush_dirty = gw_flush_dirty,
-	.route_row = gw_route_row,
+	.route_row = gw_route_row,	/* gw_live.c */
 	.feed_status = gw_feed_status,
 	.seam_done = gw_seam_done,
 	.feed_started = gw_feed_started,
+	.request = gw_request,
+	.stream_free = gw_stream_free,
 };
 
 
@@ -73,11 +76,16 @@ Finish(GwStream *st, int code, const char *message)
 	if (st->finished)
 		return;
 	st->finished = true;
+	/* a bound of the transport ended it first: count what the client saw */
+	if (st->h2 && xip83_h2_status(st->h2) != XIP83_GRPC_OK)
+		code = xip83_h2_status(st->h2);
 	st->code = code < XIP83_GRPC_NCODES ? code : XIP83_GRPC_INTERNAL;
 	gw->stats.errors[st->code]++;
 	gw_unqueue(st);
+	gw_apply_unqueue(st);
 	xip83_h2_timer_stop(gw->srv, &st->keepalive);
-	xip83_topics_free(&st->s->topics);
+	gw_release_topics(st);
+	gw_count_topics(st);
 	if (st->h2)
 		xip83_h2_finish(st->h2, code, message);
 }
@@ -147,7 +155,8 @@ gw_check(GwStream *st)
 
 	if (st->finished)
 		return;
-	if (!s->failed && st->dirty && !xip83_batch_flush(&s->out, &s->live))
+	/* rows a Mutate deferred wait in the live batch: they go now */
+	if (!s->failed && !xip83_batch_flush(&s->out, &s->live))
 		xip83_session_fail(s, "CANCELLED", "the client went away");
 	/* a burst grew it: 100,000 idle streams do not each keep a large buffer */
 	if (s->live.cap > LIVE_KEEP)
@@ -159,13 +168,15 @@ gw_check(GwStream *st)
 		&& xip83_h2_pending(st->h2) + s->pending_bytes > XIP83_MAX_PENDING_BYTES)
 		xip83_session_fail(s, "RESOURCE_EXHAUSTED", "more than %d bytes pending: the client"
 						   " reads too slowly", XIP83_MAX_PENDING_BYTES);
+	gw_count_topics(st);
 	if (s->failed)
 	{
 		int			code = StatusCode(s->status, &message);
 
 		Finish(st, code, message);
 	}
-	else if (st->kind == GW_SUBSCRIBE && st->half_closed && s->n_waves == 0 && st->held == NULL)
+	else if (st->kind == GW_SUBSCRIBE && st->half_closed && s->n_waves == 0
+			 && s->applying == NULL && !gw_holding(st) && st->waiting == NULL)
 		Finish(st, XIP83_GRPC_OK, NULL);
 }
 
@@ -179,162 +190,6 @@ gw_flush_dirty(Xip83Gateway *gw)
 }
 
 /* ------------------------------------------------------------ the feed */
-
-/*
- * A v3 row packed once for all the streams it goes to; NULL when out of
- * memory: it is packed where it is needed then.
- */
-static const unsigned char *
-PackOnce(Xip83Gateway *gw, const Xip83V3Row *row, size_t *len)
-{
-	*len = xip83_v3_pack(row, NULL);
-	if (gw->cap_packed < *len)
-	{
-		unsigned char *p = realloc(gw->packed, *len);
-
-		if (p == NULL)
-			return NULL;
-		gw->packed = p;
-		gw->cap_packed = *len;
-	}
-	xip83_v3_pack(row, gw->packed);
-	return gw->packed;
-}
-
-/*
- * A live row's frames, by method: Subscribe's frame of the row's binding, or
- * a server stream's translation of it. Each is built once, when the first
- * stream of its method takes the row, and queued on every stream that takes
- * it by reference: what differs per stream (the gRPC prefix, the DATA
- * frame's header) the transport writes as it sends.
- */
-typedef struct RowFrames
-{
-	const Xip83FeedRow *row;
-	const unsigned char *packed;
-	size_t		packed_len;
-	Xip83H2Shared *frame[XIP83_GATEWAY_METHODS];	/* NULL: nothing to send */
-	bool		built[XIP83_GATEWAY_METHODS];
-	bool		failed[XIP83_GATEWAY_METHODS];
-} RowFrames;
-
-/* A writer that keeps the one message it is given, shared. */
-static bool
-KeepShared(void *arg, const unsigned char *msg, size_t len)
-{
-	Xip83H2Shared **keep = arg;
-
-	/* a row is one message of each method: a second is not the row's */
-	if (*keep != NULL)
-		return false;
-	return (*keep = xip83_h2_shared_new(msg, len)) != NULL;
-}
-
-static Xip83H2Shared *
-RowFrame(RowFrames *rf, int method)
-{
-	const Xip83GatewayMethod *m = &xip83_gateway_methods[method];
-	bool		ok = true;
-
-	if (rf->built[method])
-		return rf->frame[method];
-	rf->built[method] = true;
-	if (m->kind == GW_SUBSCRIBE)
-	{
-		Xip83Out	out = {.fd = -1, .write = KeepShared, .write_arg = &rf->frame[method],
-		.d14n = m->d14n};
-
-		ok = xip83_live_frame(&out, rf->row, rf->packed, rf->packed_len);
-	}
-	else
-	{
-		int			sub = 0;
-		const unsigned char *bytes;
-		size_t		len;
-
-		/* translated from the Subscribe frame of the same binding */
-		while (xip83_gateway_methods[sub].kind != GW_SUBSCRIBE
-			   || xip83_gateway_methods[sub].d14n != m->d14n)
-			sub++;
-		if (RowFrame(rf, sub) == NULL)
-			ok = false;
-		else
-		{
-			bytes = xip83_h2_shared_bytes(rf->frame[sub], &len);
-			ok = gw_frame_translate(m->kind, bytes, len, KeepShared, &rf->frame[method]);
-		}
-	}
-	if (!ok)
-	{
-		xip83_h2_shared_release(rf->frame[method]);
-		rf->frame[method] = NULL;
-		rf->failed[method] = true;
-	}
-	return rf->frame[method];
-}
-
-/* The row to one stream that takes it: its method's frame, by reference. */
-static void
-SendRow(GwStream *st, RowFrames *rf, int64_t now)
-{
-	Xip83Session *s = st->s;
-	Xip83H2Shared *f = RowFrame(rf, st->method);
-	bool		ok;
-
-	if (rf->failed[st->method])
-	{
-		xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
-		return;
-	}
-	st->gw->stats.rows_sent++;
-	st->gw->stats.frames_sent++;
-	ok = f == NULL || (st->h2 != NULL && xip83_h2_send_shared(st->h2, f));
-	xip83_out_sent(&s->out, ok, now);
-}
-
-static size_t
-gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
-{
-	const GwSubs *subs = gw_router_get(&gw->routers[row->kind == XIP83_FEED_ENVELOPE],
-									   row->topic, row->topic_len);
-	RowFrames	rf = {.row = row};
-	int64_t		now;
-
-	if (subs == NULL)
-		return 0;
-	if (row->v3 != NULL)
-		rf.packed = PackOnce(gw, row->v3, &rf.packed_len);
-	now = xip83_now_ms();
-	for (size_t i = 0; i < subs->n; i++)
-	{
-		GwStream   *st = subs->subs[i].sub;
-
-		/* the stream's own entry of the topic: no lookup in its table */
-		if (xip83_session_take_row(st->s, subs->subs[i].topic, row, rf.packed, rf.packed_len))
-			SendRow(st, &rf, now);
-		if (st->dirty)
-			continue;
-		if (gw->n_dirty == gw->cap_dirty)
-		{
-			size_t		cap = gw->cap_dirty ? gw->cap_dirty * 2 : 256;
-			GwStream  **d = realloc(gw->dirty, cap * sizeof(*d));
-
-			if (d == NULL)
-			{
-				xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
-				gw_check(st);
-				continue;
-			}
-			gw->dirty = d;
-			gw->cap_dirty = cap;
-		}
-		st->dirty = true;
-		gw->dirty[gw->n_dirty++] = st;
-	}
-	for (int m = 0; m < XIP83_GATEWAY_METHODS; m++)
-		xip83_h2_shared_release(rf.frame[m]);
-	return subs->n;
-}
 
 static void
 gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail)
@@ -508,16 +363,22 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 	so.d14n = xip83_gateway_methods[method].d14n;
 	so.keepalive_ms = gw->opt.keepalive_ms;
 	so.in_fd = so.out_fd = -1;
+	if ((st->client = gw_conn_get(gw, xip83_h2_conn_serial(h2))) == NULL)
+	{
+		free(st);
+		return XIP83_GRPC_RESOURCE_EXHAUSTED;
+	}
 	if ((st->s = xip83_session_new(&so)) == NULL)
 	{
+		gw_conn_release(gw, st->client);
 		free(st);
 		return XIP83_GRPC_RESOURCE_EXHAUSTED;
 	}
 	st->gw = gw;
 	st->h2 = h2;
-	st->conn_serial = xip83_h2_conn_serial(h2);
 	st->kind = kind;
 	st->method = method;
+	st->s->mutate_slice = GW_MUTATE_SLICE;
 	st->s->async_pages = true;
 	st->s->redo_lost_pages = true;
 	st->s->ceilings_from_feed = true;
@@ -553,12 +414,12 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
 }
 
 /*
- * Runs one request. A wave's start needs no connection (its ceilings are the
- * feed's cursors); a page in flight on a wave connection stays there,
- * untouched.
+ * Runs one request (msg) or the next slice of the Mutate being applied (msg
+ * NULL). A wave's start needs no connection (its ceilings are the feed's
+ * cursors); a page in flight on a wave connection stays there, untouched.
  */
 static void
-Request(GwStream *st, const unsigned char *msg, size_t len)
+gw_request(GwStream *st, const unsigned char *msg, size_t len)
 {
 	Xip83Session *s = st->s;
 	PGconn	   *conn = s->wave_conn;
@@ -567,10 +428,18 @@ Request(GwStream *st, const unsigned char *msg, size_t len)
 
 	s->wave_conn = NULL;
 	s->ahead = NULL;
-	(void) xip83_session_request(s, msg, len);
+	if (msg != NULL)
+		(void) xip83_session_request(s, msg, len);
+	else
+		(void) xip83_session_apply(s);
 	s->wave_conn = conn;
 	s->ahead = ahead;
 	s->ahead_pass = ahead_pass;
+	/* a Mutate made whole handed the rows it deferred to the live batch */
+	if (s->applying == NULL && !s->failed && !xip83_batch_flush(&s->out, &s->live))
+		xip83_session_fail(s, "CANCELLED", "the client went away");
+	if (s->applying != NULL || gw_holding(st))
+		gw_apply_queue(st);
 }
 
 /*
@@ -580,9 +449,9 @@ Request(GwStream *st, const unsigned char *msg, size_t len)
  * so the stream's keepalive goes on meanwhile.
  */
 static bool
-Hold(GwStream *st, const unsigned char *msg, size_t len)
+Wait(GwStream *st, const unsigned char *msg, size_t len)
 {
-	GwHeld	   *h;
+	GwWaiting  *w;
 
 	if (st->gw->feed_started)
 		return false;
@@ -600,45 +469,58 @@ Hold(GwStream *st, const unsigned char *msg, size_t len)
 		if (now)
 			return false;
 	}
-	if (st->n_held >= XIP83_MAX_WAVES || st->held_bytes + len > XIP83_MAX_REQUEST
-		|| (h = malloc(sizeof(GwHeld) + len)) == NULL)
+	if (st->n_waiting >= XIP83_MAX_WAVES || st->waiting_bytes + len > XIP83_MAX_REQUEST
+		|| (w = malloc(sizeof(GwWaiting) + len)) == NULL)
 	{
 		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "more than %d requests or %d bytes"
 						   " waiting for the live feed's start", XIP83_MAX_WAVES, XIP83_MAX_REQUEST);
 		return true;
 	}
-	h->next = NULL;
-	h->len = len;
-	memcpy(h->msg, msg, len);
-	*(st->held_tail ? &st->held_tail->next : &st->held) = h;
-	st->held_tail = h;
-	st->n_held++;
-	st->held_bytes += len;
+	w->next = NULL;
+	w->len = len;
+	memcpy(w->msg, msg, len);
+	*(st->waiting_tail ? &st->waiting_tail->next : &st->waiting) = w;
+	st->waiting_tail = w;
+	st->n_waiting++;
+	st->waiting_bytes += len;
 	return true;
 }
 
-/* Runs a request now, or keeps it for the feed's start. */
+/* Runs a request now, or after the Mutate being applied, in their order. */
 static void
-Run(GwStream *st, const unsigned char *msg, size_t len)
+Dispatch(GwStream *st, const unsigned char *msg, size_t len)
 {
-	if (!Hold(st, msg, len))
-		Request(st, msg, len);
+	if (st->s->applying != NULL || gw_holding(st))
+	{
+		if (gw_hold(st, msg, len))
+			gw_apply_queue(st);
+	}
+	else
+		gw_request(st, msg, len);
 	gw_count_waves(st, st->s->n_waves);
 }
 
+/* Runs a request, or keeps it for the feed's start. */
 static void
-FreeHeld(GwStream *st)
+Run(GwStream *st, const unsigned char *msg, size_t len)
 {
-	while (st->held != NULL)
-	{
-		GwHeld	   *h = st->held;
+	if (!Wait(st, msg, len))
+		Dispatch(st, msg, len);
+}
 
-		st->held = h->next;
-		free(h);
+static void
+FreeWaiting(GwStream *st)
+{
+	while (st->waiting != NULL)
+	{
+		GwWaiting  *w = st->waiting;
+
+		st->waiting = w->next;
+		free(w);
 	}
-	st->held_tail = NULL;
-	st->n_held = 0;
-	st->held_bytes = 0;
+	st->waiting_tail = NULL;
+	st->n_waiting = 0;
+	st->waiting_bytes = 0;
 }
 
 static void
@@ -646,19 +528,18 @@ gw_feed_started(Xip83Gateway *gw)
 {
 	for (GwStream *st = gw->streams; st; st = st->next)
 	{
-		while (st->held != NULL && !st->finished)
+		while (st->waiting != NULL && !st->finished)
 		{
-			GwHeld	   *h = st->held;
+			GwWaiting  *w = st->waiting;
 
-			st->held = h->next;
-			st->n_held--;
-			st->held_bytes -= h->len;
-			Request(st, h->msg, h->len);
-			free(h);
-			gw_count_waves(st, st->s->n_waves);
+			st->waiting = w->next;
+			st->n_waiting--;
+			st->waiting_bytes -= w->len;
+			Dispatch(st, w->msg, w->len);
+			free(w);
 			gw_check(st);
 		}
-		FreeHeld(st);
+		FreeWaiting(st);
 		gw_check(st);
 		gw_enqueue(st);
 	}
@@ -752,8 +633,18 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 		st->next->prev = st->prev;
 	gw->stats.streams[st->method]--;
 	gw_count_waves(st, 0);
-	FreeHeld(st);
+	gw_conn_release(gw, st->client);
+	free(st->held);
+	FreeWaiting(st);
 	st->s->ahead = NULL;
+	st->closed = true;
+	if (!st->reaping)
+		gw_stream_free(st);
+}
+
+static void
+gw_stream_free(GwStream *st)
+{
 	xip83_session_free(st->s);
 	free(st);
 }
@@ -788,6 +679,7 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 		gw->opt.keepalive_ms = 30000;
 	if (gw->opt.max_waves <= 0)
 		gw->opt.max_waves = XIP83_GATEWAY_MAX_WAVES;
+	gw_apply_defaults(&gw->opt);
 	gw->srv = srv;
 	if (!gw_pool_open(gw, err, errlen))
 		goto fail;
@@ -854,6 +746,11 @@ xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
 	for (int b = 0; b < 2; b++)
 		out->topics[b] = gw->routers[b].topics.count;
 	out->subscriptions = gw->routers[0].subscriptions + gw->routers[1].subscriptions;
+	out->topic_bytes = gw->topic_bytes;
+	out->max_connection_topic_bytes = gw->opt.max_connection_topic_bytes;
+	out->max_topic_bytes = gw->opt.max_topic_bytes;
+	for (GwStream *st = gw->a_head; st; st = st->a_next)
+		out->applying++;
 	for (GwStream *st = gw->streams; st; st = st->next)
 	{
 		out->waves += (size_t) st->s->n_waves;

@@ -16,20 +16,29 @@ typedef struct GwStream GwStream;
 typedef struct GwFeedThread GwFeedThread;
 typedef struct GwCoreHooks GwCoreHooks;
 
-/* A client connection's waves in flight (an entry of Xip83Gateway.conn_waves). */
-typedef struct GwConnWaves
-{
-	uint64_t	serial;
-	int			waves;			/* 0: a free slot */
-} GwConnWaves;
-
 /* A request that waits for the feed's start (its copy). */
-typedef struct GwHeld
+typedef struct GwWaiting
 {
-	struct GwHeld *next;
+	struct GwWaiting *next;
 	size_t		len;
 	unsigned char msg[];
-} GwHeld;
+} GwWaiting;
+
+/*
+ * A client connection's streams, by its serial (xip83_h2_conn_serial): what
+ * their topics take, against the per-connection bound, and their waves in
+ * flight. Freed with its last stream.
+ */
+typedef struct GwConn
+{
+	uint64_t	serial;
+	size_t		streams;
+	size_t		topic_bytes;
+	int			waves;			/* of its streams, against XIP83_GATEWAY_CONN_WAVES */
+	struct GwConn *next;		/* in its slot */
+} GwConn;
+
+#define GW_CONN_SLOTS 1024
 
 /* A wave connection of the pool. */
 typedef struct PoolConn
@@ -69,12 +78,21 @@ struct GwStream
 	bool		at_seam;		/* a wave waits for a seam round (in seam_waiters) */
 	uint64_t	seam_wait;		/* the lowest ticket its waves at the seam wait for */
 	PoolConn   *conn;			/* holding a wave connection */
-	GwHeld	   *held;			/* requests waiting for the feed's start, in order */
-	GwHeld	   *held_tail;
-	size_t		n_held;
-	size_t		held_bytes;
-	uint64_t	conn_serial;	/* its client connection's */
+	GwWaiting  *waiting;		/* requests waiting for the feed's start, in order */
+	GwWaiting  *waiting_tail;
+	size_t		n_waiting;
+	size_t		waiting_bytes;
 	int			waves;			/* its waves counted in the gateway's (gw_count_waves) */
+	GwConn	   *client;			/* its client connection */
+	size_t		topic_bytes;	/* what its topics take, as last counted there */
+	/* requests that came while a Mutate is applied, each a size_t length and its bytes */
+	unsigned char *held;
+	size_t		held_len;
+	size_t		held_off;		/* the next one */
+	bool		applying;		/* in the apply queue */
+	bool		reaping;		/* finished: its topics leave a slice at a time (apply queue) */
+	bool		closed;			/* its h2 stream is gone: freed once reaped */
+	GwStream   *a_next;			/* the apply queue */
 	Xip83Timer	keepalive;
 	GwStream   *q_prev,
 			   *q_next;			/* the wave queue */
@@ -96,13 +114,16 @@ struct Xip83Gateway
 	PoolConn   *pool;
 	PoolConn   *free_conns;
 	size_t		n_waves;		/* waves in flight, every stream */
-	GwConnWaves *conn_waves;	/* by client connection: open addressing, a power of 2 */
-	size_t		n_conn_waves;
-	size_t		cap_conn_waves;
 	GwRouter	routers[2];		/* v3, d14n: their topic bytes overlap */
 	GwStream   *streams;
 	GwStream   *q_head,
 			   *q_tail;
+	/* streams with a Mutate to apply or requests held, a slice each per loop turn */
+	GwStream   *a_head,
+			   *a_tail;
+	Xip83Timer	apply_timer;
+	GwConn	   *conns[GW_CONN_SLOTS];
+	size_t		topic_bytes;	/* every stream's topics */
 	GwStream  **dirty;
 	size_t		n_dirty;
 	size_t		cap_dirty;
@@ -116,9 +137,10 @@ struct Xip83Gateway
 };
 
 /*
- * What the feed's thread (gw_feed.c) and the pool (gw_pool.c) hand up to the
- * core: gw_core.c registers these (Xip83Gateway.up) before it starts either,
- * so the core calls down to them and they never call up by name.
+ * What the feed's thread (gw_feed.c), the pool (gw_pool.c) and the Mutates
+ * applied in slices (gw_apply.c) hand up to the core: gw_core.c registers
+ * these (Xip83Gateway.up) before it starts any, so the core calls down to
+ * them and they never call up by name.
  */
 struct GwCoreHooks
 {
@@ -134,7 +156,36 @@ struct GwCoreHooks
 	void		(*seam_done) (Xip83Gateway *gw, uint64_t ticket, int rc);
 	/* The feed started: the requests that waited for it run. */
 	void		(*feed_started) (Xip83Gateway *gw);
+	/* Runs one request (msg), or the next slice of the Mutate being applied (msg NULL). */
+	void		(*request) (GwStream *st, const unsigned char *msg, size_t len);
+	/* Frees a stream the transport closed. */
+	void		(*stream_free) (GwStream *st);
 };
+
+/* gw_live.c */
+/* A live row to the streams holding its topic; returns how many those are. */
+extern size_t gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row);
+
+/* gw_apply.c */
+/* Topics of a Mutate applied per slice. */
+#define GW_MUTATE_SLICE 2048
+/* The topic memory bounds' defaults where the options leave them 0. */
+extern void gw_apply_defaults(Xip83GatewayOptions *opt);
+/* Counts what the stream's topics take again: one that grew past a bound fails. */
+extern void gw_count_topics(GwStream *st);
+/* The record of a client connection, counting one more stream; NULL when out of memory. */
+extern GwConn *gw_conn_get(Xip83Gateway *gw, uint64_t serial);
+/* One stream fewer: the record goes with the last. */
+extern void gw_conn_release(Xip83Gateway *gw, GwConn *c);
+/* The stream has a Mutate to apply or requests held: a turn of its own soon. */
+extern void gw_apply_queue(GwStream *st);
+extern void gw_apply_unqueue(GwStream *st);
+/* Keeps a request that came while a Mutate is applied; false when too much waits. */
+extern bool gw_hold(GwStream *st, const unsigned char *msg, size_t len);
+/* Whether the stream holds requests. */
+extern bool gw_holding(const GwStream *st);
+/* A finished stream's topics leave the index: at once, or a slice per turn (reaping). */
+extern void gw_release_topics(GwStream *st);
 
 /* gw_feed.c */
 /*

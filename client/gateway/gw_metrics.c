@@ -134,7 +134,7 @@ MakePage(GwMetrics *m, Xip83Gateway *gw, size_t *len)
 	for (int i = 0; i < XIP83_GATEWAY_METHODS; i++)
 		Add(&pg, "xip83_gateway_streams{method=\"%s\"} %zu\n", xip83_gateway_methods[i].path,
 			st.streams[i]);
-	One(&pg, "connections", "gauge", "Open HTTP/2 connections.", (double) hs.connections);
+	One(&pg, "connections", "gauge", "Open client connections (HTTP/2, HTTP/1.1 and WebSocket).", (double) hs.connections);
 	Add(&pg, "# HELP xip83_gateway_topics Distinct topics routed to at least one stream.\n"
 		"# TYPE xip83_gateway_topics gauge\n"
 		"xip83_gateway_topics{binding=\"v3\"} %zu\nxip83_gateway_topics{binding=\"d14n\"} %zu\n",
@@ -161,6 +161,19 @@ MakePage(GwMetrics *m, Xip83Gateway *gw, size_t *len)
 	One(&pg, "pending_bytes", "gauge",
 		"Bytes queued to clients and not yet sent, plus live rows held in waves.",
 		(double) st.pending);
+	One(&pg, "topic_bytes", "gauge", "Memory the streams' topics take (topic sets, index, waves).",
+		(double) st.topic_bytes);
+	One(&pg, "topic_bytes_limit", "gauge", "The bound of topic_bytes (--max-topic-mib).",
+		(double) st.max_topic_bytes);
+	One(&pg, "connection_topic_bytes_limit", "gauge",
+		"The bound of one connection's streams' topics (--max-connection-topic-mib).",
+		(double) st.max_connection_topic_bytes);
+	One(&pg, "topic_bound_ends_total", "counter",
+		"Streams ended RESOURCE_EXHAUSTED by a topic memory bound.", (double) st.topic_bound_ends);
+	One(&pg, "mutates_applying", "gauge",
+		"Streams applying a large Mutate in slices (or holding requests until it is whole,"
+		" or freeing their topics in slices after their end).",
+		(double) st.applying);
 	One(&pg, "live_lag_seconds", "gauge",
 		"The last feed round that delivered rows: from its wake-up to the rows queued.",
 		st.live_lag_s);

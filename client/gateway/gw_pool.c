@@ -37,7 +37,7 @@ gw_enqueue(GwStream *st)
 	Xip83Gateway *gw = st->gw;
 
 	if (st->queued || st->finished || st->conn || st->at_seam || st->s->n_waves == 0
-		|| gw->draining)
+		|| st->s->applying != NULL || gw->draining)
 		return;
 	st->queued = true;
 	st->q_next = NULL;
@@ -60,98 +60,20 @@ gw_unqueue(GwStream *st)
 
 /* ------------------------------------------------------------ waves in flight */
 
-static size_t
-ConnHome(const Xip83Gateway *gw, uint64_t serial)
-{
-	return (size_t) ((serial * 0x9E3779B97F4A7C15u) >> 32) & (gw->cap_conn_waves - 1);
-}
-
-/* The slot of serial, or the free slot it would take. */
-static size_t
-ConnSlot(const Xip83Gateway *gw, uint64_t serial)
-{
-	size_t		i = ConnHome(gw, serial);
-
-	while (gw->conn_waves[i].waves != 0 && gw->conn_waves[i].serial != serial)
-		i = (i + 1) & (gw->cap_conn_waves - 1);
-	return i;
-}
-
-static bool
-ConnGrow(Xip83Gateway *gw)
-{
-	size_t		old_cap = gw->cap_conn_waves;
-	GwConnWaves *old = gw->conn_waves;
-
-	if ((gw->conn_waves = calloc(old_cap ? old_cap * 2 : 64, sizeof(GwConnWaves))) == NULL)
-	{
-		gw->conn_waves = old;
-		return false;
-	}
-	gw->cap_conn_waves = old_cap ? old_cap * 2 : 64;
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].waves != 0)
-			gw->conn_waves[ConnSlot(gw, old[i].serial)] = old[i];
-	free(old);
-	return true;
-}
-
-/* Adds delta to the waves of client connection serial; its count after (-1: out of memory). */
-static int
-ConnWaves(Xip83Gateway *gw, uint64_t serial, int delta)
-{
-	size_t		mask;
-	size_t		i;
-	GwConnWaves *e;
-
-	if (delta > 0 && (gw->n_conn_waves + 1) * 2 > gw->cap_conn_waves && !ConnGrow(gw))
-		return -1;
-	if (gw->cap_conn_waves == 0)
-		return 0;
-	mask = gw->cap_conn_waves - 1;
-	e = &gw->conn_waves[i = ConnSlot(gw, serial)];
-	if (e->waves == 0)
-	{
-		if (delta <= 0)
-			return 0;
-		e->serial = serial;
-		gw->n_conn_waves++;
-	}
-	if ((e->waves += delta) > 0)
-		return e->waves;
-	e->waves = 0;
-	gw->n_conn_waves--;
-	/* the entries after it in its run move up to where a lookup finds them */
-	for (size_t j = (i + 1) & mask; gw->conn_waves[j].waves != 0; j = (j + 1) & mask)
-	{
-		size_t		home = ConnHome(gw, gw->conn_waves[j].serial);
-
-		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
-			continue;
-		gw->conn_waves[i] = gw->conn_waves[j];
-		gw->conn_waves[j].waves = 0;
-		i = j;
-	}
-	return 0;
-}
-
 void
 gw_count_waves(GwStream *st, int n)
 {
 	Xip83Gateway *gw = st->gw;
 	int			delta = n - st->waves;
-	int			conn;
 
 	if (delta == 0)
 		return;
 	st->waves = n;
 	gw->n_waves = (size_t) ((int64_t) gw->n_waves + delta);
-	conn = ConnWaves(gw, st->conn_serial, delta);
+	st->client->waves += delta;
 	if (delta < 0 || st->s->failed)
 		return;
-	if (conn < 0)
-		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
-	else if (conn > XIP83_GATEWAY_CONN_WAVES)
+	if (st->client->waves > XIP83_GATEWAY_CONN_WAVES)
 		xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "more than %d waves in flight on one"
 						   " connection", XIP83_GATEWAY_CONN_WAVES);
 	else if (gw->n_waves > (size_t) gw->opt.max_waves)
@@ -662,6 +584,4 @@ gw_pool_close(Xip83Gateway *gw)
 		PQfinish(gw->pool[i].conn);
 	free(gw->pool);
 	gw->pool = NULL;
-	free(gw->conn_waves);
-	gw->conn_waves = NULL;
 }

@@ -2,6 +2,11 @@
  * h2_conn.c: one client connection: its socket (plain or TLS), its nghttp2
  * server session, and the bytes between them.
  *
+ * What a connection speaks is told before any session starts: by ALPN over
+ * TLS, else by its first bytes (the HTTP/2 preface, h2c with prior
+ * knowledge; anything else is HTTP/1.1, h2_web.c, with the same output
+ * buffer, accounts and deadlines). Until then the server says nothing.
+ *
  * Reads feed nghttp2_session_mem_recv; writes take nghttp2_session_mem_send's
  * output, and the DATA frames its send_data callback writes (h2_stream.c),
  * into a small buffer (up to H2_OUT_FILL bytes at a time: one write or SSL_write
@@ -39,6 +44,8 @@
 #define READ_CHUNK	16384		/* TLS's largest record: SSL_read leaves nothing behind */
 #define READ_BUDGET (16 * READ_CHUNK)
 #define ACCEPT_BUDGET 64
+
+static bool Recv(H2Conn *c, const unsigned char *buf, size_t n);
 
 /*
  * nghttp2's allocations, charged to their connection as malloc sized them:
@@ -85,7 +92,7 @@ NgRealloc(void *ptr, size_t size, void *arg)
 	return p;
 }
 
-/* Starts the HTTP/2 session of a new connection: our SETTINGS go first. */
+/* Starts the HTTP/2 session of a connection: our SETTINGS go first. */
 static bool
 SessionStart(H2Conn *c)
 {
@@ -96,6 +103,8 @@ SessionStart(H2Conn *c)
 		{NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 16384},
 	};
 
+	c->proto = H2_PROTO_H2;
+	h2_conn_dirty(c);			/* the SETTINGS */
 	c->alloc = (nghttp2_mem) {c, NgMalloc, NgFree, NgCalloc, NgRealloc};
 	if (nghttp2_session_server_new3(&c->session, srv->callbacks, c, srv->option, &c->alloc) != 0)
 		return false;
@@ -158,10 +167,10 @@ h2_conn_accept(Xip83H2Server *srv, H2Listener *l)
 		}
 		ev.events = EPOLLIN;
 		ev.data.ptr = &c->poll;
-		if (!SessionStart(c) || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+		/* what it speaks is told by ALPN or by its first bytes */
+		c->proto = H2_PROTO_SNIFF;
+		if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
 		{
-			nghttp2_session_del(c->session);
-			h2_mem_sub(c, c->mem);
 			SSL_free(c->ssl);
 			free(c);
 			close(fd);
@@ -173,7 +182,6 @@ h2_conn_accept(Xip83H2Server *srv, H2Listener *l)
 		srv->conns = c;
 		srv->n_conns++;
 		c->serial = ++srv->serial;
-		h2_conn_dirty(c);		/* the SETTINGS */
 		if (srv->draining)
 			h2_conn_goaway(c);
 	}
@@ -192,8 +200,8 @@ WantOut(H2Conn *c, bool on)
 }
 
 /*
- * Moves the TLS handshake on; false when it failed. On success without
- * "h2" agreed (a client that sent no ALPN) the connection is refused too.
+ * Moves the TLS handshake on; false when it failed. ALPN tells what the
+ * connection speaks; without it, its first bytes do.
  */
 static bool
 Handshake(H2Conn *c)
@@ -203,7 +211,15 @@ Handshake(H2Conn *c)
 	if (rc == 1)
 	{
 		c->handshaking = false;
-		return h2_tls_alpn_h2(c->ssl);
+		switch (h2_tls_alpn(c->ssl))
+		{
+			case 2:
+				return SessionStart(c);
+			case 1:
+				return h2_web_start(c);
+			default:
+				return true;
+		}
 	}
 	switch (SSL_get_error(c->ssl, rc))
 	{
@@ -314,7 +330,9 @@ h2_conn_out_reserve(H2Conn *c, size_t n)
 static bool
 OutFill(H2Conn *c)
 {
-	while (c->out_len < H2_OUT_FILL)
+	if (c->http)
+		return h2_web_fill(c);
+	while (c->session && c->out_len < H2_OUT_FILL)
 	{
 		const uint8_t *p;
 		unsigned char *dst;
@@ -418,7 +436,51 @@ h2_conn_flush(H2Conn *c)
 		c->out = NULL;
 		c->out_cap = 0;
 	}
+	if (c->http)
+		return h2_web_open(c);
+	if (c->session == NULL)
+		return !c->closing;
 	return nghttp2_session_want_read(c->session) || nghttp2_session_want_write(c->session);
+}
+
+/*
+ * Until a connection's first bytes tell, they are kept: the HTTP/2 preface
+ * (h2c with prior knowledge), or anything else, HTTP/1.1. False: close it.
+ */
+static bool
+Sniff(H2Conn *c, const unsigned char *buf, size_t n)
+{
+	static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+	size_t		take = sizeof(c->sniff) - c->n_sniff;
+	bool		h2;
+
+	if (take > n)
+		take = n;
+	memcpy(c->sniff + c->n_sniff, buf, take);
+	c->n_sniff += (uint8_t) take;
+	h2 = memcmp(c->sniff, preface, c->n_sniff) == 0;
+	if (h2 && c->n_sniff < sizeof(c->sniff))
+		return true;			/* so far, either */
+	if (!(h2 ? SessionStart(c) : h2_web_start(c)))
+		return false;
+	return Recv(c, c->sniff, c->n_sniff) && Recv(c, buf + take, n - take);
+}
+
+/* Bytes read, to the connection's protocol. False: close it. */
+static bool
+Recv(H2Conn *c, const unsigned char *buf, size_t n)
+{
+	if (n == 0)
+		return true;
+	switch (c->proto)
+	{
+		case H2_PROTO_H2:
+			return nghttp2_session_mem_recv(c->session, buf, n) >= 0;
+		case H2_PROTO_H1:
+			return h2_web_recv(c, buf, n);
+		default:
+			return Sniff(c, buf, n);
+	}
 }
 
 void
@@ -445,7 +507,7 @@ h2_conn_event(H2Conn *c, uint32_t events)
 				return h2_conn_close(c);
 			if (n == 0)
 				break;
-			if (nghttp2_session_mem_recv(c->session, buf, (size_t) n) < 0)
+			if (!Recv(c, buf, (size_t) n))
 				return h2_conn_close(c);
 			/* what nghttp2 took for itself: the connection goes, alone */
 			if (!c->closing && h2_mem_room(c, 0) >= 0)
@@ -470,6 +532,13 @@ h2_conn_event(H2Conn *c, uint32_t events)
 void
 h2_conn_goaway(H2Conn *c)
 {
+	if (c->session == NULL)
+	{
+		if (c->http)
+			return h2_web_goaway(c);
+		c->closing = true;		/* nothing said yet: closed at once */
+		return h2_conn_dirty(c);
+	}
 	nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
 						  nghttp2_session_get_last_proc_stream_id(c->session),
 						  NGHTTP2_NO_ERROR, NULL, 0);
@@ -491,8 +560,9 @@ h2_conn_limit(H2Conn *c, Xip83H2Limit why)
 	c->closing = true;
 	c->since_ms = xip83_loop_now_ms();
 	c->srv->reached[why]++;
-	nghttp2_session_terminate_session(c->session, why == XIP83_H2_LIMIT_IDLE ?
-									  NGHTTP2_NO_ERROR : NGHTTP2_ENHANCE_YOUR_CALM);
+	if (c->session)
+		nghttp2_session_terminate_session(c->session, why == XIP83_H2_LIMIT_IDLE ?
+										  NGHTTP2_NO_ERROR : NGHTTP2_ENHANCE_YOUR_CALM);
 	h2_conn_dirty(c);
 }
 
@@ -522,6 +592,12 @@ h2_conn_sweep(H2Conn *c, uint64_t now)
 		}
 		return;
 	}
+	/* an HTTP/1.1 request answered early, whose rest stopped coming */
+	if (c->h1_skip && now >= c->since_ms + srv->cfg.request_ms)
+	{
+		h2_conn_limit(c, XIP83_H2_LIMIT_REQUEST);
+		return;
+	}
 	if (c->streams == NULL && now >= c->since_ms + srv->cfg.idle_ms && !srv->draining)
 	{
 		h2_conn_limit(c, XIP83_H2_LIMIT_IDLE);
@@ -531,7 +607,8 @@ h2_conn_sweep(H2Conn *c, uint64_t now)
 	{
 		Xip83H2Stream *s = c->in_head;
 
-		if (s->method == NULL && !s->finishing)
+		/* HTTP/1.1 carries nothing past a request cut short: the connection goes */
+		if ((s->method == NULL && !s->finishing) || (c->http && s->finishing))
 		{
 			/* inside a header block nothing else can be sent: the connection goes */
 			h2_conn_limit(c, XIP83_H2_LIMIT_REQUEST);
@@ -561,10 +638,12 @@ h2_conn_close(H2Conn *c)
 	{
 		Xip83H2Stream *s = c->streams;
 
-		nghttp2_session_set_stream_user_data(c->session, s->id, NULL);
+		if (c->session)
+			nghttp2_session_set_stream_user_data(c->session, s->id, NULL);
 		h2_stream_free(s, !s->end_sent);
 	}
 	nghttp2_session_del(c->session);
+	h2_web_free(c);
 	if (c->ssl)
 	{
 		if (!c->handshaking)

@@ -16,6 +16,7 @@
 #include <openssl/ssl.h>
 
 #include "h2_server.h"
+#include "http/http.h"
 
 typedef enum H2PollKind
 {
@@ -73,7 +74,27 @@ struct Xip83H2Shared
 /* A connection's output buffer is filled up to about this much, then written. */
 #define H2_OUT_FILL 65536
 
+/* Requests of the largest size a connection may be receiving at once, by default. */
+#define H2_PARTIAL_REQUESTS 4
+
 typedef struct H2Conn H2Conn;
+
+/* What a connection speaks: told by its first bytes, or by ALPN */
+typedef enum H2Proto
+{
+	H2_PROTO_SNIFF,				/* nothing read yet */
+	H2_PROTO_H2,
+	H2_PROTO_H1					/* HTTP/1.1, perhaps a WebSocket after it */
+} H2Proto;
+
+/* What a stream's body carries */
+typedef enum H2Web
+{
+	H2_WEB_NONE,				/* gRPC */
+	H2_WEB_BINARY,				/* gRPC-Web: trailers as a last message */
+	H2_WEB_TEXT,				/* gRPC-Web, base64 both ways */
+	H2_WEB_SOCKET				/* a WebSocket: one message each, trailers last */
+} H2Web;
 
 struct Xip83H2Stream
 {
@@ -100,6 +121,11 @@ struct Xip83H2Stream
 	bool		over_low;		/* pending went over the low-water mark */
 	bool		remote_done;	/* the client sent END_STREAM */
 	bool		incomplete;		/* on the connection's incomplete list */
+	uint8_t		web;			/* H2Web */
+	bool		trailer_queued; /* a web stream's trailer message is in the queue */
+	char	   *origin;			/* a web stream's allowed Origin, echoed */
+	Xip83Base64 b64;			/* a text request's base64 state */
+	uint32_t	ws_messages;	/* gRPC messages in the WebSocket message under way */
 	uint64_t	progress_ms;	/* the last new byte of the part held */
 	/* streams holding part of a request, by progress_ms: oldest first */
 	Xip83H2Stream *in_prev;
@@ -118,7 +144,14 @@ struct H2Conn
 	bool		out_blocked;	/* EPOLLOUT registered */
 	bool		dirty;			/* on the server's dirty list: nghttp2 may have
 								 * something to send */
-	nghttp2_session *session;
+	uint8_t		proto;			/* H2Proto */
+	nghttp2_session *session;	/* HTTP/2 only */
+	Xip83Http  *http;			/* HTTP/1.1 only */
+	bool		h1_last;		/* HTTP/1.1: no request after this one */
+	bool		h1_done;		/* HTTP/1.1: the request under way is whole */
+	bool		h1_skip;		/* HTTP/1.1: answered; the rest of its request is read and dropped */
+	unsigned char sniff[24];	/* the first bytes, until they tell */
+	uint8_t		n_sniff;
 	unsigned char *out;			/* bytes from nghttp2 not yet written */
 	size_t		out_len;
 	size_t		out_off;
@@ -206,8 +239,44 @@ extern void h2_chunk_free(Xip83H2Server *srv, H2Chunk *c);
 extern void h2_stream_progress(Xip83H2Stream *s, bool incomplete);
 extern void h2_stream_limit(Xip83H2Stream *s, Xip83H2Limit why, const char *message);
 
+extern void h2_stream_finish(Xip83H2Stream *s, int status, const char *message,
+							 const char *accept_encoding);
+extern void h2_stream_reader_track(Xip83H2Stream *s, uint32_t cap_before);
+
+/* h2_request.c */
+extern void h2_stream_request(Xip83H2Stream *s, const Xip83H2Header *hv, size_t n);
+extern void h2_stream_open(Xip83H2Stream *s, const Xip83GrpcMethod *m, const Xip83H2Header *hv,
+						   size_t n);
+extern const Xip83GrpcMethod *h2_stream_find(Xip83H2Server *srv, const char *path, size_t len);
+extern bool h2_stream_bidi(Xip83H2Server *srv, const char *path, size_t len);
+extern void h2_stream_remote_end(Xip83H2Stream *s);
+extern size_t h2_stream_queue_take(Xip83H2Stream *s, uint8_t *buf, size_t len);
+extern Xip83H2Stream *h2_stream_new(H2Conn *c, int32_t id);
+extern void h2_stream_respond(Xip83H2Stream *s, const char *status, const Xip83H2Header *hv,
+							  size_t n, bool body);
+extern void h2_stream_take(Xip83H2Stream *s, H2Chunk *c);
+extern void h2_stream_incoming(Xip83H2Stream *s, const unsigned char *data, size_t len);
+extern size_t h2_stream_response_headers(Xip83H2Stream *s, Xip83H2Header *hv, const char *name,
+										 const char *value);
+
+/* h2_web.c */
+extern bool h2_web_start(H2Conn *c);
+extern bool h2_web_recv(H2Conn *c, const unsigned char *data, size_t len);
+extern bool h2_web_fill(H2Conn *c);
+extern bool h2_web_open(H2Conn *c);
+extern void h2_web_goaway(H2Conn *c);
+extern void h2_web_free(H2Conn *c);
+extern void h2_web_respond(Xip83H2Stream *s, const char *status, const Xip83H2Header *hv, size_t n,
+						   bool body);
+extern bool h2_web_trailer(Xip83H2Stream *s);
+extern H2Chunk *h2_web_text(Xip83H2Server *srv, const unsigned char *bytes, size_t len);
+extern void h2_web_preflight(Xip83H2Stream *s, const char *origin, size_t origin_len,
+							 const char *requested, size_t requested_len);
+extern void h2_web_cut(Xip83H2Stream *s);
+extern void h2_web_fail(Xip83H2Stream *s, uint16_t code);
+
 /* h2_tls.c */
 extern SSL_CTX *h2_tls_context(const char *cert_file, const char *key_file, char *err, size_t errlen);
-extern bool h2_tls_alpn_h2(SSL *ssl);
+extern int	h2_tls_alpn(SSL *ssl);
 
 #endif

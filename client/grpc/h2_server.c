@@ -62,24 +62,28 @@ FileNumber(const char *path, const char *key)
 	return v;
 }
 
-/*
- * max_memory's default: half of what the machine has, or of the cgroup's
- * memory.max when that is less ("max" reads as 0), so the transport's
- * clients cannot take the memory the rest of the process (and the database
- * beside it) needs.
- */
-static size_t
-DefaultMemory(void)
+size_t
+xip83_machine_memory(void)
 {
 	uint64_t	total = FileNumber("/proc/meminfo", "MemTotal:") * 1024;
 	uint64_t	cg = FileNumber("/sys/fs/cgroup/memory.max", NULL);
 
 	if (cg > 0 && (total == 0 || cg < total))
 		total = cg;
-	total /= 2;
-	if (total < ((uint64_t) 256 << 20))
-		total = (uint64_t) 256 << 20;
 	return total > SIZE_MAX ? SIZE_MAX : (size_t) total;
+}
+
+/*
+ * max_memory's default: half of the machine's (or the cgroup's) memory, so
+ * the transport's clients cannot take what the rest of the process (and the
+ * database beside it) needs.
+ */
+static size_t
+DefaultMemory(void)
+{
+	size_t		total = xip83_machine_memory() / 2;
+
+	return total < ((size_t) 256 << 20) ? (size_t) 256 << 20 : total;
 }
 
 /* max_connections' default: the descriptors this process may open, less a reserve. */
@@ -191,7 +195,7 @@ xip83_h2_server_new(const Xip83H2Config *cfg, char *err, size_t errlen)
 	if (srv->cfg.max_partial == 0)
 	{
 		srv->auto_partial = true;
-		srv->cfg.max_partial = srv->cfg.max_message;
+		srv->cfg.max_partial = (size_t) srv->cfg.max_message * H2_PARTIAL_REQUESTS;
 	}
 	if (srv->cfg.max_conn_memory == 0)
 		srv->cfg.max_conn_memory = (size_t) 128 << 20;
@@ -284,9 +288,11 @@ xip83_h2_register(Xip83H2Server *srv, const Xip83GrpcMethod *m)
 		return false;
 	srv->methods = p;
 	srv->methods[srv->n_methods++] = m;
-	/* a connection can always take one request of the largest size */
-	if (srv->auto_partial && (m->max_message ? m->max_message : srv->cfg.max_message) > srv->cfg.max_partial)
-		srv->cfg.max_partial = m->max_message ? m->max_message : srv->cfg.max_message;
+	/* a connection can always take a few requests of the largest size at once */
+	if (srv->auto_partial && (size_t) (m->max_message ? m->max_message : srv->cfg.max_message)
+		* H2_PARTIAL_REQUESTS > srv->cfg.max_partial)
+		srv->cfg.max_partial = (size_t) (m->max_message ? m->max_message : srv->cfg.max_message)
+			* H2_PARTIAL_REQUESTS;
 	return true;
 }
 

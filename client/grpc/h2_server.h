@@ -4,8 +4,13 @@
  *
  * The server listens on TCP sockets, plaintext HTTP/2 with prior knowledge
  * ("h2c", what gRPC clients speak without TLS; no HTTP/1.1 Upgrade) or TLS
- * (OpenSSL, ALPN "h2" required). The core registers methods by path; a
- * request for any other path is answered UNIMPLEMENTED, trailers only.
+ * (OpenSSL, ALPN "h2"). The core registers methods by path; a request for
+ * any other path is answered UNIMPLEMENTED, trailers only. Browsers reach
+ * the same methods on the same listeners (a connection that does not start
+ * with the HTTP/2 preface, or agrees ALPN "http/1.1", is HTTP/1.1):
+ * gRPC-Web over HTTP/1.1 or HTTP/2, and the methods named in
+ * websocket_paths over a WebSocket. Their streams are Xip83H2Streams like
+ * any other: the same callbacks, calls, bounds and drain.
  * Everything is non-blocking; callbacks run on the loop's thread, and the
  * calls below must be made from it too (except xip83_h2_drain_async).
  *
@@ -106,7 +111,7 @@ typedef struct Xip83H2Config
 	size_t		low_water;		/* writable fires when pending drops below (256 KiB) */
 	uint32_t	drain_ms;		/* drain's grace before hard closes (5000) */
 	size_t		max_partial;	/* bytes of partly received messages per connection
-								 * (max_conn_input; the largest max_message) */
+								 * (max_conn_input; 4 of the largest max_message) */
 	size_t		max_conn_memory;	/* all a connection holds (128 MiB) */
 	size_t		max_memory;		/* all connections together (half the machine's
 								 * or cgroup's memory, at least 256 MiB) */
@@ -115,6 +120,10 @@ typedef struct Xip83H2Config
 	uint32_t	handshake_ms;	/* TLS handshake and HTTP/2 preface (5000) */
 	uint32_t	idle_ms;		/* a connection without streams (300000) */
 	uint32_t	request_ms;		/* a partly received request with no new byte (10000) */
+	const char *cors_origins;	/* browsers' origins allowed, "a,b" or "*" (none) */
+	const char *const *websocket_paths;	/* bidirectional methods: served over
+										 * WebSocket, refused over gRPC-Web
+										 * (NULL ended; may be NULL) */
 	void		(*on_drain) (void *arg);	/* drain began (may be NULL) */
 	void	   *drain_arg;
 } Xip83H2Config;
@@ -172,6 +181,12 @@ extern int	xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *por
  */
 extern int	xip83_tcp_listen(const char *host, const char *port, int *bound, char *err,
 							 size_t errlen);
+
+/*
+ * The memory of the machine, or of the process's cgroup (memory.max) when
+ * that is less; 0 when neither can be read. Bounds' defaults derive from it.
+ */
+extern size_t xip83_machine_memory(void);
 
 /* Runs the loop until a drain has finished; false on an epoll failure. */
 extern bool xip83_h2_run(Xip83H2Server *srv);
@@ -282,6 +297,12 @@ extern bool xip83_h2_charge(Xip83H2Stream *s, size_t n);
 extern void xip83_h2_uncharge(Xip83H2Stream *s, size_t n);
 /* True once the stream was finished (by the method, a limit or a drain). */
 extern bool xip83_h2_finished(const Xip83H2Stream *s);
+/*
+ * The grpc-status it was finished with: the method's, a limit's or a
+ * drain's; OK while it is not finished, or when a reset or a lost connection
+ * ended it.
+ */
+extern int	xip83_h2_status(const Xip83H2Stream *s);
 
 extern const Xip83GrpcMethod *xip83_h2_method(const Xip83H2Stream *s);
 extern Xip83H2Server *xip83_h2_server(const Xip83H2Stream *s);

@@ -17,6 +17,11 @@
  * with all of it ("trailers-only"). Once the response is complete and the
  * client is still sending, RST_STREAM(NO_ERROR) tells it to stop (RFC 9113
  * 8.1): a refused over-limit message is not read to its end.
+ *
+ * A gRPC-Web call (h2_web.c) differs only in its content type and its end:
+ * the trailers are a last message in the body, and a text call's messages
+ * are queued in base64. The same stream calls serve HTTP/1.1's one stream
+ * at a time: its bytes are framed by h2_web.c rather than nghttp2.
  */
 #include "h2_internal.h"
 
@@ -33,8 +38,8 @@
 static const char grpc_type[] = "application/grpc";
 
 /* Counts the bytes a stream's reader holds towards its connection's budget. */
-static void
-ReaderTrack(Xip83H2Stream *s, uint32_t cap_before)
+void
+h2_stream_reader_track(Xip83H2Stream *s, uint32_t cap_before)
 {
 	H2Conn	   *c = s->conn;
 
@@ -104,7 +109,7 @@ ReaderRelease(Xip83H2Stream *s)
 	uint32_t	cap = s->reader.cap;
 
 	xip83_grpc_reader_free(&s->reader);
-	ReaderTrack(s, cap);
+	h2_stream_reader_track(s, cap);
 }
 
 static void
@@ -123,9 +128,12 @@ DropHeaders(Xip83H2Stream *s)
 	s->n_hdrs = 0;
 }
 
-/* Moves up to len queued bytes into buf; the provider's side of the queue. */
-static size_t
-QueueTake(Xip83H2Stream *s, uint8_t *buf, size_t len)
+/*
+ * Moves up to len queued bytes into buf (NULL: the caller took them from the
+ * head chunk itself); the provider's side of the queue.
+ */
+size_t
+h2_stream_queue_take(Xip83H2Stream *s, uint8_t *buf, size_t len)
 {
 	Xip83H2Server *srv = s->conn->srv;
 	size_t		n = 0;
@@ -137,7 +145,8 @@ QueueTake(Xip83H2Stream *s, uint8_t *buf, size_t len)
 
 		if (take > len - n)
 			take = len - n;
-		memcpy(buf + n, (c->shared ? c->shared->data : c->data) + c->off, take);
+		if (buf)
+			memcpy(buf + n, (c->shared ? c->shared->data : c->data) + c->off, take);
 		c->off += take;
 		n += take;
 		if (c->off == c->len)
@@ -199,8 +208,12 @@ DataRead(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t lengt
 		*data_flags |= NGHTTP2_DATA_FLAG_NO_COPY;
 	if (all && s->finishing)
 	{
-		*data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-		SubmitTrailers(s);
+		*data_flags |= NGHTTP2_DATA_FLAG_EOF;
+		if (s->web == H2_WEB_NONE)
+		{
+			*data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+			SubmitTrailers(s);
+		}
 		return (ssize_t) n;
 	}
 	if (n == 0)
@@ -224,7 +237,7 @@ SendData(nghttp2_session *session, nghttp2_frame *frame, const uint8_t *framehd,
 	if (frame->data.padlen > 0 || (out = h2_conn_out_reserve(c, 9 + length)) == NULL)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	memcpy(out, framehd, 9);
-	if (QueueTake(s, out + 9, length) != length)
+	if (h2_stream_queue_take(s, out + 9, length) != length)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	c->out_len += 9 + length;
 	/* the frame is out; nghttp2_session_mem_send returns, so the buffer stays near OUT_FILL */
@@ -236,6 +249,8 @@ static void
 Respond(Xip83H2Stream *s, const nghttp2_nv *nva, size_t n, const nghttp2_data_provider *prd)
 {
 	s->headers_sent = true;
+	if (prd == NULL)
+		s->finishing = true;
 	/* a response that cannot be started is not left half-made: the stream goes */
 	if (nghttp2_submit_response(s->conn->session, s->id, nva, n, prd) != 0)
 	{
@@ -243,6 +258,33 @@ Respond(Xip83H2Stream *s, const nghttp2_nv *nva, size_t n, const nghttp2_data_pr
 		nghttp2_submit_rst_stream(s->conn->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
 	}
 	MarkDirty(s);
+}
+
+/*
+ * A response with a bare HTTP status and the headers hv (body: a gRPC-Web
+ * body follows, from the queue), on either protocol.
+ */
+void
+h2_stream_respond(Xip83H2Stream *s, const char *status, const Xip83H2Header *hv, size_t n,
+				  bool body)
+{
+	nghttp2_nv	nva[8];
+	nghttp2_data_provider prd = {.source.ptr = s,.read_callback = DataRead};
+
+	if (s->conn->http)
+	{
+		s->headers_sent = true;
+		if (!body)
+			s->finishing = true;
+		h2_web_respond(s, status, hv, n, body);
+		MarkDirty(s);
+		return;
+	}
+	nva[0] = (nghttp2_nv) NV(":status", status, strlen(status));
+	for (size_t i = 0; i < n && i + 1 < sizeof(nva) / sizeof(nva[0]); i++)
+		nva[i + 1] = (nghttp2_nv) {(uint8_t *) hv[i].name, (uint8_t *) hv[i].value, hv[i].name_len,
+		hv[i].value_len, NGHTTP2_NV_FLAG_NONE};
+	Respond(s, nva, n + 1, body ? &prd : NULL);
 }
 
 /*
@@ -262,6 +304,14 @@ SubmitResponse(Xip83H2Stream *s, bool trailers, const char *accept_encoding, con
 	size_t		n = 2;
 	nghttp2_data_provider prd = {.source.ptr = s,.read_callback = DataRead};
 
+	if (s->web != H2_WEB_NONE)
+	{
+		/* gRPC-Web: the trailers are the body's last message */
+		Xip83H2Header hv[6];
+
+		return h2_stream_respond(s, "200", hv, h2_stream_response_headers(s, hv, name, value),
+								 true);
+	}
 	/* nghttp2 copies these */
 	if (name)
 		nva[n++] = (nghttp2_nv) {(uint8_t *) name, (uint8_t *) value, strlen(name), strlen(value),
@@ -283,6 +333,8 @@ SubmitResponse(Xip83H2Stream *s, bool trailers, const char *accept_encoding, con
 static void
 Resume(Xip83H2Stream *s)
 {
+	if (s->conn->http)
+		return MarkDirty(s);
 	if (!s->deferred)
 		return;
 	s->deferred = false;
@@ -291,8 +343,8 @@ Resume(Xip83H2Stream *s)
 }
 
 /* Finishes s; accept_encoding is for a refused grpc-encoding. */
-static void
-Finish(Xip83H2Stream *s, int status, const char *message, const char *accept_encoding)
+void
+h2_stream_finish(Xip83H2Stream *s, int status, const char *message, const char *accept_encoding)
 {
 	if (s->finishing)
 		return;
@@ -308,93 +360,28 @@ Finish(Xip83H2Stream *s, int status, const char *message, const char *accept_enc
 	}
 	ReaderRelease(s);
 	h2_stream_progress(s, false);
-	if (!s->headers_sent)
+	if (s->web != H2_WEB_NONE)
+	{
+		if (!s->headers_sent)
+			SubmitResponse(s, false, NULL, NULL, NULL);
+		if (!h2_web_trailer(s))
+			s->status = XIP83_GRPC_INTERNAL;	/* ended without it: the client sees a cut */
+		Resume(s);
+	}
+	else if (!s->headers_sent)
 		SubmitResponse(s, true, accept_encoding, NULL, NULL);
 	else
 		Resume(s);
-}
-
-/* Answers a request that is not a gRPC call with a bare HTTP status. */
-static void
-HttpRefuse(Xip83H2Stream *s, const char *status)
-{
-	nghttp2_nv	nva[1] = {NV(":status", status, strlen(status))};
-
-	s->finishing = true;
-	Respond(s, nva, 1, NULL);
-}
-
-/* The value of request header name, or NULL. */
-static const char *
-Header(Xip83H2Stream *s, const char *name, size_t *len)
-{
-	size_t		nlen = strlen(name);
-
-	for (uint32_t i = 0; i + 1 < s->n_hdrs; i += 2)
-	{
-		nghttp2_vec n = nghttp2_rcbuf_get_buf(s->hdrs[i]);
-
-		if (n.len == nlen && memcmp(n.base, name, nlen) == 0)
-		{
-			nghttp2_vec v = nghttp2_rcbuf_get_buf(s->hdrs[i + 1]);
-
-			*len = v.len;
-			return (const char *) v.base;
-		}
-	}
-	return NULL;
-}
-
-static const Xip83GrpcMethod *
-FindMethod(Xip83H2Server *srv, const char *path, size_t len)
-{
-	for (size_t i = 0; i < srv->n_methods; i++)
-		if (strlen(srv->methods[i]->path) == len && memcmp(srv->methods[i]->path, path, len) == 0)
-			return srv->methods[i];
-	return NULL;
 }
 
 /* The request's headers are whole: refuse it, or give it to its method. */
 static void
 Request(Xip83H2Stream *s)
 {
-	Xip83H2Server *srv = s->conn->srv;
-	size_t		len = 0;
-	const char *v;
-	const Xip83GrpcMethod *m;
-	Xip83H2Header *hv;
-	int			rc;
+	Xip83H2Header *hv = malloc((s->n_hdrs / 2) * sizeof(*hv) + 1);
 
-	v = Header(s, ":method", &len);
-	if (v == NULL || len != 4 || memcmp(v, "POST", 4) != 0)
-		return HttpRefuse(s, "405");
-	v = Header(s, "content-type", &len);
-	if (v == NULL || len < sizeof(grpc_type) - 1 || memcmp(v, grpc_type, sizeof(grpc_type) - 1) != 0 ||
-		(len > sizeof(grpc_type) - 1 && v[sizeof(grpc_type) - 1] != '+' && v[sizeof(grpc_type) - 1] != ';'))
-		return HttpRefuse(s, "415");
-	if (srv->draining)
-		return Finish(s, XIP83_GRPC_UNAVAILABLE, "server is shutting down", NULL);
-	v = Header(s, ":path", &len);
-	m = v ? FindMethod(srv, v, len) : NULL;
-	if (m == NULL)
-	{
-		char		text[300];
-
-		snprintf(text, sizeof(text), "unknown method %.*s", (int) (len > 256 ? 256 : len), v ? v : "");
-		return Finish(s, XIP83_GRPC_UNIMPLEMENTED, text, NULL);
-	}
-	v = Header(s, "grpc-encoding", &len);
-	if (v && !(len == 8 && memcmp(v, "identity", 8) == 0))
-	{
-		char		text[300];
-
-		snprintf(text, sizeof(text), "compression %.*s is not supported", (int) (len > 64 ? 64 : len), v);
-		return Finish(s, XIP83_GRPC_UNIMPLEMENTED, text, "identity");
-	}
-
-	hv = malloc((s->n_hdrs / 2) * sizeof(*hv) + 1);
 	if (hv == NULL)
-		return Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+		return h2_stream_respond(s, "503", NULL, 0, false);
 	for (uint32_t i = 0; i + 1 < s->n_hdrs; i += 2)
 	{
 		nghttp2_vec n = nghttp2_rcbuf_get_buf(s->hdrs[i]);
@@ -402,32 +389,9 @@ Request(Xip83H2Stream *s)
 
 		hv[i / 2] = (Xip83H2Header) {(const char *) n.base, n.len, (const char *) val.base, val.len};
 	}
-	xip83_grpc_reader_init(&s->reader, m->max_message ? m->max_message : srv->cfg.max_message);
-	s->method = m;
-	srv->n_streams++;
-	rc = m->open(s, hv, s->n_hdrs / 2);
+	h2_stream_request(s, hv, s->n_hdrs / 2);
 	free(hv);
 	DropHeaders(s);
-	if (rc != XIP83_GRPC_OK)
-	{
-		/* refused: no other callback for it */
-		s->method = NULL;
-		srv->n_streams--;
-		Finish(s, rc, NULL, NULL);
-	}
-}
-
-/* The client sent END_STREAM. */
-static void
-RemoteEnd(Xip83H2Stream *s)
-{
-	s->remote_done = true;
-	if (s->method == NULL || s->finishing)
-		return;
-	if (xip83_grpc_reader_partial(&s->reader))
-		Finish(s, XIP83_GRPC_INTERNAL, "the request ended inside a message", NULL);
-	else if (s->method->half_close)
-		s->method->half_close(s);
 }
 
 static int
@@ -438,24 +402,31 @@ OnBeginHeaders(nghttp2_session *session, const nghttp2_frame *frame, void *user_
 
 	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
-	s = calloc(1, sizeof(*s));
+	s = h2_stream_new(c, frame->hd.stream_id);
 	if (s == NULL)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;	/* resets this stream only */
-	s->conn = c;
-	s->id = frame->hd.stream_id;
 	if (nghttp2_session_set_stream_user_data(session, s->id, s) != 0)
-	{
-		free(s);
-		return 0;
-	}
+		h2_stream_free(s, false);
+	return 0;
+}
+
+/* A new stream on c, its request's head under way. */
+Xip83H2Stream *
+h2_stream_new(H2Conn *c, int32_t id)
+{
+	Xip83H2Stream *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->conn = c;
+	s->id = id;
 	s->next = c->streams;
 	if (c->streams)
 		c->streams->prev = s;
 	c->streams = s;
 	h2_mem_add(c, sizeof(*s));
-	/* its header block is under way */
 	h2_stream_progress(s, true);
-	return 0;
+	return s;
 }
 
 static int
@@ -509,63 +480,20 @@ OnFrameRecv(nghttp2_session *session, const nghttp2_frame *frame, void *user_dat
 		h2_stream_progress(s, false);
 	}
 	if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
-		RemoteEnd(s);
+		h2_stream_remote_end(s);
 	return 0;
 }
+
+static bool SendText(Xip83H2Stream *s, H2Chunk *c);
 
 static int
 OnDataChunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
 			const uint8_t *data, size_t len, void *user_data)
 {
-	H2Conn	   *c = user_data;
 	Xip83H2Stream *s = nghttp2_session_get_stream_user_data(session, stream_id);
 
-	while (s != NULL && s->method != NULL && !s->finishing && len > 0)
-	{
-		const unsigned char *msg = NULL;
-		size_t		msg_len = 0;
-		size_t		used;
-		uint32_t	cap = s->reader.cap;
-		Xip83GrpcRead rc = xip83_grpc_reader_feed(&s->reader, data, len, &used, &msg, &msg_len);
-		char		text[120];
-
-		ReaderTrack(s, cap);
-		data += used;
-		len -= used;
-		switch (rc)
-		{
-			case XIP83_GRPC_READ_MORE:
-				{
-					int			over = h2_mem_room(c, 0);
-
-					if (c->partial > c->srv->cfg.max_partial)
-						h2_stream_limit(s, XIP83_H2_LIMIT_CONN_INPUT,
-										"too many partly received messages on this connection");
-					else if (over >= 0)
-						h2_stream_limit(s, (Xip83H2Limit) over, over == XIP83_H2_LIMIT_MEMORY ?
-										"the server is short of memory" :
-										"this connection holds too much memory");
-				}
-				break;
-			case XIP83_GRPC_READ_MESSAGE:
-				s->method->message(s, msg, msg_len);
-				break;
-			case XIP83_GRPC_READ_TOO_LARGE:
-				snprintf(text, sizeof(text), "received message larger than max (%u vs. %u)",
-						 s->reader.announced, s->reader.limit);
-				Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, text, NULL);
-				break;
-			case XIP83_GRPC_READ_COMPRESSED:
-				Finish(s, XIP83_GRPC_INTERNAL, "compressed message without a grpc-encoding", NULL);
-				break;
-			case XIP83_GRPC_READ_NOMEM:
-				Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
-				break;
-		}
-	}
-	/* a new byte of a message now held, or none held: its deadline follows */
-	if (s != NULL && s->method != NULL && !s->finishing)
-		h2_stream_progress(s, xip83_grpc_reader_partial(&s->reader));
+	if (s != NULL)
+		h2_stream_incoming(s, data, len);
 	return 0;
 }
 
@@ -639,7 +567,8 @@ h2_stream_free(Xip83H2Stream *s, bool cancelled)
 	ReaderRelease(s);
 	h2_stream_progress(s, false);
 	DropHeaders(s);
-	h2_mem_sub(c, s->charged + sizeof(*s));
+	h2_mem_sub(c, s->charged + sizeof(*s) + (s->origin ? strlen(s->origin) + 1 : 0));
+	free(s->origin);
 	free(s->message);
 	free(s);
 	if (c->streams == NULL)
@@ -653,7 +582,7 @@ h2_stream_limit(Xip83H2Stream *s, Xip83H2Limit why, const char *message)
 	if (s->finishing)
 		return;
 	s->conn->srv->reached[why]++;
-	Finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, message, NULL);
+	h2_stream_finish(s, XIP83_GRPC_RESOURCE_EXHAUSTED, message, NULL);
 }
 
 /*
@@ -684,7 +613,11 @@ OutputRoom(Xip83H2Stream *s, size_t cost)
 	s->pending = 0;
 	ReaderRelease(s);
 	h2_stream_progress(s, false);
-	nghttp2_submit_rst_stream(s->conn->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_ENHANCE_YOUR_CALM);
+	if (s->conn->http)
+		h2_web_cut(s);			/* no way to end one stream alone: the connection goes */
+	else
+		nghttp2_submit_rst_stream(s->conn->session, NGHTTP2_FLAG_NONE, s->id,
+								  NGHTTP2_ENHANCE_YOUR_CALM);
 	MarkDirty(s);
 	return false;
 }
@@ -700,9 +633,10 @@ h2_stream_notify(H2Conn *c)
 	c->n_notify = c->cap_notify = 0;
 	for (size_t i = 0; i < n; i++)
 	{
-		Xip83H2Stream *s = nghttp2_session_get_stream_user_data(c->session, ids[i]);
+		Xip83H2Stream *s = c->session ? nghttp2_session_get_stream_user_data(c->session, ids[i])
+			: c->streams;
 
-		if (s && s->method && s->method->writable && !s->finishing)
+		if (s && s->id == ids[i] && s->method && s->method->writable && !s->finishing)
 			s->method->writable(s);
 	}
 	free(ids);
@@ -765,6 +699,39 @@ Enqueue(Xip83H2Stream *s, H2Chunk *c)
 		Resume(s);
 }
 
+/* Puts a chunk made here on s's queue (a web stream's trailer message). */
+void
+h2_stream_take(Xip83H2Stream *s, H2Chunk *c)
+{
+	Enqueue(s, c);
+}
+
+/* Queues a message's bytes in base64 (gRPC-Web text: each message on its own). */
+static bool
+QueueText(Xip83H2Stream *s, const unsigned char *data, size_t len)
+{
+	H2Chunk    *t = h2_web_text(s->conn->srv, data, len);
+
+	if (t == NULL || !OutputRoom(s, ChunkCost(t)))
+	{
+		if (t)
+			h2_chunk_free(s->conn->srv, t);
+		return false;
+	}
+	Enqueue(s, t);
+	return true;
+}
+
+/* Queues c's bytes in base64 instead, and frees c. */
+static bool
+SendText(Xip83H2Stream *s, H2Chunk *c)
+{
+	bool		ok = QueueText(s, c->data, c->len);
+
+	h2_chunk_free(s->conn->srv, c);
+	return ok;
+}
+
 /* ---------------------------------------------------------------- API */
 
 bool
@@ -782,6 +749,8 @@ xip83_h2_send(Xip83H2Stream *s, const void *msg, size_t len)
 	c->len = XIP83_GRPC_PREFIX + len;
 	xip83_grpc_prefix(c->data, (uint32_t) len);
 	memcpy(c->data + XIP83_GRPC_PREFIX, msg, len);
+	if (s->web == H2_WEB_TEXT)
+		return SendText(s, c);
 	Enqueue(s, c);
 	return true;
 }
@@ -823,6 +792,8 @@ xip83_h2_send_shared(Xip83H2Stream *s, Xip83H2Shared *m)
 
 	if (s->finishing || m->refs == UINT32_MAX)
 		return false;
+	if (s->web == H2_WEB_TEXT)
+		return QueueText(s, m->data, m->len);
 	if (!OutputRoom(s, H2_CHUNK_COST(H2_CHUNK_SMALL)))
 		return false;
 	/* an entry only: a spare chunk's room goes unused */
@@ -845,7 +816,7 @@ xip83_h2_send_headers(Xip83H2Stream *s, const char *name, const char *value)
 void
 xip83_h2_finish(Xip83H2Stream *s, int status, const char *message)
 {
-	Finish(s, status, message, NULL);
+	h2_stream_finish(s, status, message, NULL);
 }
 
 size_t
@@ -877,6 +848,12 @@ bool
 xip83_h2_finished(const Xip83H2Stream *s)
 {
 	return s->finishing;
+}
+
+int
+xip83_h2_status(const Xip83H2Stream *s)
+{
+	return s->status;
 }
 
 const Xip83GrpcMethod *

@@ -1,27 +1,30 @@
 /*
  * h2_tls.c: the TLS side of the transport: an OpenSSL context for the
- * listeners, which insists on ALPN "h2".
+ * listeners, which offers ALPN "h2" and, for browsers' gRPC-Web and
+ * WebSocket, "http/1.1".
  *
  * HTTP/2 over TLS needs TLS 1.2 or later with an AEAD cipher (RFC 9113
- * 9.2); a client that offers no "h2" is refused in the handshake
- * (no_application_protocol), so nothing but HTTP/2 is ever spoken on a TLS
- * socket.
+ * 9.2); a client whose ALPN list has neither is refused in the handshake
+ * (no_application_protocol); one that sends no ALPN is told by its first
+ * bytes, as on a plaintext socket.
  */
 #include "h2_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <openssl/err.h>
 
-static const unsigned char alpn_h2[] = "\x02h2";
+/* ours, preferred first */
+static const unsigned char alpn_ours[] = "\x02h2\x08http/1.1";
 
-/* Picks "h2" from the client's ALPN list, or refuses the handshake. */
+/* Picks "h2", else "http/1.1", from the client's ALPN list, or refuses the handshake. */
 static int
 SelectAlpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 		   const unsigned char *in, unsigned int inlen, void *arg)
 {
 	unsigned char *chosen;
 
-	if (SSL_select_next_proto(&chosen, outlen, alpn_h2, sizeof(alpn_h2) - 1, in, inlen)
+	if (SSL_select_next_proto(&chosen, outlen, alpn_ours, sizeof(alpn_ours) - 1, in, inlen)
 		!= OPENSSL_NPN_NEGOTIATED)
 		return SSL_TLSEXT_ERR_ALERT_FATAL;
 	*out = chosen;
@@ -74,12 +77,15 @@ h2_tls_context(const char *cert_file, const char *key_file, char *err, size_t er
 	return ctx;
 }
 
-bool
-h2_tls_alpn_h2(SSL *ssl)
+/* What ALPN agreed: 2 for "h2", 1 for "http/1.1", 0 for nothing. */
+int
+h2_tls_alpn(SSL *ssl)
 {
 	const unsigned char *p = NULL;
 	unsigned int len = 0;
 
 	SSL_get0_alpn_selected(ssl, &p, &len);
-	return len == 2 && p[0] == 'h' && p[1] == '2';
+	if (len == 2 && memcmp(p, "h2", 2) == 0)
+		return 2;
+	return len == 8 && memcmp(p, "http/1.1", 8) == 0 ? 1 : 0;
 }

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,24 +80,30 @@ RowMsg(Xip83Msg *m, const Xip83FeedRow *row, const unsigned char *packed, size_t
 
 /*
  * The live lane's rules for a row of topic t: true when the row goes out
- * live (its position taken); false when the client has seen it, a wave holds
- * it, or the session failed.
+ * live now (its position taken); false when the client has seen it, a wave
+ * holds it, a Mutate being applied defers it, or the session failed.
  */
 static bool
-LiveRow(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row, const Xip83Msg *m)
+LiveMsg(Xip83Session *s, Xip83Topic *t, const Xip83Msg *m, bool late)
 {
 	Xip83Wave  *w;
 	Xip83Line  *l;
 
 	if (s->failed)
 		return false;
+	/* a Mutate being applied may still remove or re-add it: after the Mutate */
+	if (t->live && s->applying != NULL)
+	{
+		(void) xip83_msg_keep(s, &s->deferred, &s->n_deferred, &s->cap_deferred, m, late);
+		return false;
+	}
 	/*
 	 * Rows at or below the floor the client gave are ones it has seen, unless
 	 * they are late writes (stored after the horizon passed them): those it
 	 * cannot have seen, and it gets them once.
 	 */
 	l = xip83_topic_line(t, m->node);
-	if (!row->late && m->position <= (l ? l->floor : XIP83_NOTHING_SEEN))
+	if (!late && m->position <= (l ? l->floor : XIP83_NOTHING_SEEN))
 		return false;
 	if (t->live)
 	{
@@ -112,6 +119,14 @@ LiveRow(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row, const Xip83Msg 
 	return false;
 }
 
+/* A row of topic t: delivered live, folded into t's wave, or deferred. */
+static void
+TopicMsg(Xip83Session *s, Xip83Topic *t, const Xip83Msg *m, bool late)
+{
+	if (LiveMsg(s, t, m, late) && !xip83_batch_add(&s->out, &s->live, m))
+		xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
+}
+
 void
 xip83_session_on_topic_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
 						   const unsigned char *packed, size_t packed_len)
@@ -119,8 +134,7 @@ xip83_session_on_topic_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *r
 	Xip83Msg	m;
 
 	RowMsg(&m, row, packed, packed_len);
-	if (LiveRow(s, t, row, &m) && !xip83_batch_add(&s->out, &s->live, &m))
-		xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
+	TopicMsg(s, t, &m, row->late);
 }
 
 bool
@@ -130,7 +144,17 @@ xip83_session_take_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
 	Xip83Msg	m;
 
 	RowMsg(&m, row, packed, packed_len);
-	return LiveRow(s, t, row, &m);
+	return LiveMsg(s, t, &m, row->late);
+}
+
+size_t
+xip83_session_wave_topics(const Xip83Session *s)
+{
+	size_t		n = 0;
+
+	for (int i = 0; i < s->n_waves; i++)
+		n += s->waves[i]->n_topics;
+	return n;
 }
 
 bool
@@ -169,22 +193,86 @@ xip83_session_on_status(void *arg, const char *status, const char *detail)
 						   " loss; the current ones would skip them");
 }
 
+/* The Mutate is whole: its request goes, the rows deferred meanwhile come now. */
+static void
+ApplyEnd(Xip83Session *s)
+{
+	Xip83Apply *a = s->applying;
+
+	xip83_request_free(&a->req);
+	free(a->chosen);
+	free(a);
+	s->applying = NULL;
+	for (size_t i = 0; i < s->n_deferred; i++)
+	{
+		Xip83Folded *f = &s->deferred[i];
+		Xip83Msg	m = f->msg;
+		Xip83Topic *t;
+
+		/* the array moved since the row was kept: point at the columns where they are now */
+		if (m.v3 != NULL)
+			m.v3 = &f->v3;
+		s->pending_bytes -= f->size;
+		if (!s->failed && (t = xip83_topics_get(&s->topics, m.topic, m.topic_len)) != NULL)
+			TopicMsg(s, t, &m, f->late);
+		free(f->mem);
+	}
+	free(s->deferred);
+	s->deferred = NULL;
+	s->n_deferred = s->cap_deferred = 0;
+}
+
 bool
-xip83_session_mutate(Xip83Session *s, const Xip83Request *req)
+xip83_session_apply(Xip83Session *s)
+{
+	Xip83Apply *a = s->applying;
+	const Xip83Request *req;
+	size_t		budget = s->mutate_slice > 0 ? (size_t) s->mutate_slice : SIZE_MAX;
+	bool		ok = true;
+
+	if (a == NULL)
+		return true;
+	req = &a->req;
+	/* removes first: a topic removed and added in one Mutate replays from its new cursor */
+	for (; ok && budget > 0 && a->removed < req->n_removes; budget--, a->removed++)
+		xip83_topics_del(&s->topics, req->removes[a->removed], req->remove_lens[a->removed]);
+	if (ok && !a->opened && a->removed == req->n_removes)
+		ok = xip83_wave_open(s, a);
+	for (; ok && a->w != NULL && budget > 0 && a->added < req->n_adds; budget--, a->added++)
+		ok = xip83_wave_add(s, a, &req->adds[a->added]);
+	/* checked as it grows: it can pass the limit by one slice at most */
+	if (ok && s->topics.bytes + s->held_by_waves > XIP83_MAX_TOPIC_BYTES)
+		ok = xip83_session_fail(s, "RESOURCE_EXHAUSTED", "the stream's topics take more than"
+								" %d bytes (identifiers, cursors and waves)",
+								XIP83_MAX_TOPIC_BYTES);
+	if (!ok)
+		return false;
+	if (a->removed < req->n_removes || (a->w != NULL && a->added < req->n_adds)
+		|| !xip83_wave_close(s, a, &budget))
+		return true;
+	/* acked now unless it started a wave: that one's CatchupComplete comes at its seam */
+	if (!s->failed && xip83_wave_find(s, req->mutate_id) == NULL)
+		(void) xip83_send_catchup_complete(&s->out, req->mutate_id);
+	ApplyEnd(s);
+	return !s->failed;
+}
+
+bool
+xip83_session_mutate(Xip83Session *s, Xip83Request *req)
 {
 	if (req->mutate_id != 0 && xip83_wave_find(s, req->mutate_id) != NULL)
 		return xip83_session_fail(s, "INVALID_ARGUMENT", "mutate_id %llu is a wave in flight",
 								  (unsigned long long) req->mutate_id);
-	/* removes first: a topic removed and added in one Mutate replays from its new cursor */
-	for (size_t i = 0; i < req->n_removes; i++)
-		xip83_topics_del(&s->topics, req->removes[i], req->remove_lens[i]);
-	if (!xip83_wave_start(s, req))
-		return false;
-	/* checked after the Mutate: it can pass the limit by one request at most */
-	if (s->topics.bytes + s->held_by_waves > XIP83_MAX_TOPIC_BYTES)
-		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "the stream's topics take more than"
-								  " %d bytes (identifiers, cursors and waves)",
-								  XIP83_MAX_TOPIC_BYTES);
+	if ((s->applying = calloc(1, sizeof(*s->applying))) == NULL)
+		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+	/* the request's bytes go with it */
+	s->applying->req = *req;
+	memset(req, 0, sizeof(*req));
+	do
+	{
+		if (!xip83_session_apply(s))
+			return false;
+	} while (s->mutate_slice == 0 && s->applying != NULL);
 	return true;
 }
 
@@ -323,6 +411,15 @@ xip83_session_free(Xip83Session *s)
 {
 	if (s == NULL)
 		return;
+	if (s->applying != NULL)
+	{
+		xip83_request_free(&s->applying->req);
+		free(s->applying->chosen);
+		free(s->applying);
+	}
+	for (size_t i = 0; i < s->n_deferred; i++)
+		free(s->deferred[i].mem);
+	free(s->deferred);
 	for (int i = 0; i < s->n_waves; i++)
 		xip83_wave_free(s->waves[i]);
 	xip83_batch_free(&s->live);

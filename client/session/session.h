@@ -52,11 +52,11 @@ extern int	xip83_session_run(const Xip83SessionOptions *options, char *status,
 #define XIP83_MAX_TOPICS 1000000
 #define XIP83_MAX_PENDING_BYTES (64 * 1024 * 1024)
 /*
- * The largest request. The 2 MiB frame limit is the delivery frames' (a
- * message never split); a Mutate of 100,000 adds with d14n cursors is larger
- * than that, so a request may be as large as the stream's pending bytes.
+ * The largest request: gRPC's default receive limit, which clients already
+ * keep to. A Mutate of 100,000 adds with long d14n cursors is larger: the
+ * client splits it into several Mutates.
  */
-#define XIP83_MAX_REQUEST (64 * 1024 * 1024)
+#define XIP83_MAX_REQUEST (4 * 1024 * 1024)
 /*
  * What the topics of a stream may hold: identifiers and cursor lines of the
  * topic set, and the waves' copies and scan parameters. Counting topics is
@@ -68,6 +68,8 @@ extern int	xip83_session_run(const Xip83SessionOptions *options, char *status,
 
 typedef struct Xip83Wave Xip83Wave;
 typedef struct Xip83WaveOps Xip83WaveOps;
+typedef struct Xip83Folded Xip83Folded;
+typedef struct Xip83Apply Xip83Apply;
 typedef struct Xip83Session Xip83Session;
 
 /* Ping after an idle interval; a Ping unanswered for another interval ends the stream. */
@@ -84,7 +86,6 @@ typedef struct Xip83Keepalive
 	int64_t		sent_ms;
 } Xip83Keepalive;
 
-/* What a binding's waves do. */
 struct Xip83Session
 {
 	Xip83SessionOptions opt;
@@ -158,6 +159,22 @@ struct Xip83Session
 	uint64_t	(*seam_ticket) (void *arg);
 	bool		(*seam_done) (void *arg, uint64_t ticket);
 	void	   *seam_arg;
+	/*
+	 * Topics per slice of a Mutate; 0: a Mutate is applied whole. A caller
+	 * serving many streams on one loop applies a large Mutate a slice at a
+	 * time (xip83_session_apply) between other work. Until it is whole its
+	 * stream's waves do not step, the caller holds back its next requests,
+	 * and the rows of its live topics are deferred and handled at the end
+	 * as rows that came after it: the client sees the Mutate applied at
+	 * once. A row of a topic gated already is folded as always; one of a
+	 * topic its adds have not reached yet lies below the ceilings, which are
+	 * pinned once every add is gated, so the scans read it.
+	 */
+	int			mutate_slice;
+	Xip83Apply *applying;
+	Xip83Folded *deferred;		/* counted in pending_bytes */
+	size_t		n_deferred;
+	size_t		cap_deferred;
 	/* the first stream error wins; later ones are consequences */
 	char		status[512];
 	bool		failed;
@@ -192,10 +209,18 @@ extern bool xip83_session_take_row(Xip83Session *s, Xip83Topic *t, const Xip83Fe
 /* Writes the live frame of row alone to out: what xip83_session_take_row's caller sends. */
 extern bool xip83_live_frame(Xip83Out *out, const Xip83FeedRow *row, const unsigned char *packed,
 							 size_t packed_len);
+/* The topics the session's waves started with, every wave together. */
+extern size_t xip83_session_wave_topics(const Xip83Session *s);
 /* One whole SubscribeRequest from the client; false after a stream error. */
 extern bool xip83_session_request(Xip83Session *s, const unsigned char *msg, size_t len);
-/* A decoded Mutate (removes, then the wave of its adds); false after a stream error. */
-extern bool xip83_session_mutate(Xip83Session *s, const Xip83Request *req);
+/*
+ * A decoded Mutate (removes, then the wave of its adds), taking the
+ * request's contents: applied whole, or its first slice (mutate_slice);
+ * false after a stream error.
+ */
+extern bool xip83_session_mutate(Xip83Session *s, Xip83Request *req);
+/* The next slice of the Mutate being applied (none: true); false after a stream error. */
+extern bool xip83_session_apply(Xip83Session *s);
 /* Pings an idle client, fails a silent one; half_closed: the client sends nothing more. */
 extern bool xip83_session_keepalive(Xip83Session *s, bool half_closed);
 
@@ -203,8 +228,6 @@ extern bool xip83_session_keepalive(Xip83Session *s, bool half_closed);
 extern bool xip83_session_fail(Xip83Session *s, const char *code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 
-/* The wave lane (session_wave.c). */
-extern bool xip83_wave_start(Xip83Session *s, const Xip83Request *req);
 /* Collects a page query in flight into its wave, so the wave connection can run another query. */
 extern void xip83_wave_conn_idle(Xip83Session *s);
 /*
@@ -215,4 +238,5 @@ extern void xip83_wave_conn_idle(Xip83Session *s);
 extern int	xip83_wave_prepare_send(Xip83Session *s, PGconn *conn);
 /* One page of one wave; finishes it when it is complete. false on a stream error. */
 extern bool xip83_wave_step(Xip83Session *s);
+
 #endif							/* XIP83_SESSION_H */

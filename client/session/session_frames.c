@@ -78,28 +78,51 @@ xip83_send_started(Xip83Out *out, uint32_t keepalive_ms)
 	return SendResponse(out, &v1);
 }
 
-bool
-xip83_send_topics_live(Xip83Out *out, const unsigned char *const *topics, const size_t *lens,
-					   size_t n)
+/* One TopicsLive of n topics. */
+static bool
+SendTopicsLive(Xip83Out *out, ProtobufCBinaryData *bin, size_t n)
 {
 	Xmtp__Mls__Api__V1__SubscribeResponse__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__INIT;
 	Xmtp__Mls__Api__V1__SubscribeResponse__V1__TopicsLive tl =
 		XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__TOPICS_LIVE__INIT;
-	ProtobufCBinaryData *bin = calloc(n ? n : 1, sizeof(*bin));
-	bool		ok;
 
-	if (bin == NULL)
-		return false;
-	for (size_t i = 0; i < n; i++)
-	{
-		bin[i].data = (uint8_t *) topics[i];
-		bin[i].len = lens[i];
-	}
 	tl.n_topics = n;
 	tl.topics = bin;
 	v1.response_case = XMTP__MLS__API__V1__SUBSCRIBE_RESPONSE__V1__RESPONSE_TOPICS_LIVE;
 	v1.topics_live = &tl;
-	ok = SendResponse(out, &v1);
+	return SendResponse(out, &v1);
+}
+
+/*
+ * As many TopicsLive as the frame limit takes: the topics of a large Mutate
+ * (100,000 of them are 3.4 MiB) would make a message clients refuse.
+ */
+bool
+xip83_send_topics_live(Xip83Out *out, const unsigned char *const *topics, const size_t *lens,
+					   size_t n)
+{
+	ProtobufCBinaryData *bin = calloc(n ? n : 1, sizeof(*bin));
+	size_t		first = 0;
+	size_t		size = 0;
+	bool		ok = true;
+
+	if (bin == NULL)
+		return false;
+	for (size_t i = 0; ok && i < n; i++)
+	{
+		size_t		need = 1 + 10 + lens[i];
+
+		if (i > first && size + need + FRAME_OVERHEAD > XIP83_MAX_FRAME)
+		{
+			ok = SendTopicsLive(out, bin + first, i - first);
+			first = i;
+			size = 0;
+		}
+		bin[i].data = (uint8_t *) topics[i];
+		bin[i].len = lens[i];
+		size += need;
+	}
+	ok = ok && SendTopicsLive(out, bin + first, n - first);
 	free(bin);
 	return ok;
 }

@@ -80,6 +80,7 @@ extern void xip83_batch_free(Xip83Batch *batch);
 extern bool xip83_out_sent(Xip83Out *out, bool ok, int64_t now_ms);
 
 extern bool xip83_send_started(Xip83Out *out, uint32_t keepalive_ms);
+/* In several TopicsLive when one would pass the frame limit (a topic is never split). */
 extern bool xip83_send_topics_live(Xip83Out *out, const unsigned char *const *topics,
 								   const size_t *lens, size_t n);
 extern bool xip83_send_catchup_complete(Xip83Out *out, uint64_t mutate_id);

@@ -1,7 +1,7 @@
 /*
  * session_internal.h: what the session engine's files share beyond its API
- * (session.h): the waves, and what each binding's waves do
- * (session_scan_v3.c, session_scan_d14n.c).
+ * (session.h): the waves, a Mutate being applied, and what each binding's
+ * waves do (session_scan_v3.c, session_scan_d14n.c).
  */
 #ifndef XIP83_SESSION_INTERNAL_H
 #define XIP83_SESSION_INTERNAL_H
@@ -12,19 +12,21 @@
 #include <libpq-fe.h>
 
 #include "session.h"
+#include "session_params.h"
 
 /*
  * A live message held back in a wave because its topic is gated (owns its
  * bytes). msg.v3 only marks a v3 row: its columns are in v3 (the array of
  * folded rows moves, so no pointer into it is kept).
  */
-typedef struct Xip83Folded
+struct Xip83Folded
 {
 	Xip83Msg	msg;
 	Xip83V3Row	v3;
 	unsigned char *mem;
 	size_t		size;			/* counted in the session's pending bytes */
-} Xip83Folded;
+	bool		late;			/* the feed's late write */
+};
 
 /*
  * One merged pass of a wave in position order, from its floors up to its
@@ -59,12 +61,39 @@ struct Xip83Wave
 	int			prefetched_pass;
 	int			pages_lost;		/* pages asked again after a lost connection */
 	uint64_t	seam;			/* the caller's fetch round it waits for (seam_ticket); 0: none */
+	/* the scans' parameters in the making (by pass), from the pin to the passes */
+	Xip83ArrayLit lit[2][5];
+	int32_t    *nodes;			/* d14n: the originators pinned */
+	int			n_nodes;
+	size_t		n_params;		/* its topics in lit so far */
+	bool		pinned;
 };
 
+/*
+ * A Mutate being applied a slice at a time (Xip83Session.applying): its
+ * removes, then its adds, then the start of its wave.
+ */
+struct Xip83Apply
+{
+	Xip83Request req;			/* owns the request's bytes */
+	size_t		removed;		/* removes applied so far */
+	size_t		added;			/* adds looked at so far */
+	bool		opened;			/* the wave of its adds is open (w, or none) */
+	Xip83Wave  *w;				/* that wave, in waves but not stepped; NULL: none */
+	const Xip83Add **chosen;	/* the adds it replays */
+};
+
+/* What a binding's waves do. */
 struct Xip83WaveOps
 {
-	/* Pins the ceilings and builds the passes from the adds the wave replays. */
-	bool		(*prepare) (Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n);
+	/*
+	 * A wave starts in three steps, so that a large one can take several
+	 * slices: pin the ceilings, append each add it replays to the scans'
+	 * parameters (lit), build the passes from them.
+	 */
+	bool		(*pin) (Xip83Session *s, Xip83Wave *w);
+	bool		(*param) (Xip83Session *s, Xip83Wave *w, const Xip83Add *add);
+	bool		(*passes) (Xip83Session *s, Xip83Wave *w);
 	/* Sends the query of pass p's next page (xip83_wave_send); false after a stream error. */
 	bool		(*page) (Xip83Session *s, Xip83Wave *w, int p);
 	/* The position of row r of a page of pass p. */
@@ -79,6 +108,18 @@ extern const Xip83WaveOps xip83_wave_d14n;
 /* A v3 row as a message; its topic is built in the session's scratch buffer. */
 extern bool xip83_msg_v3(Xip83Session *s, Xip83Msg *m, const Xip83V3Row *row);
 
+/*
+ * The wave lane (session_wave.c). A Mutate's wave: opened before its adds,
+ * which it gates one by one, and started (ceilings pinned, scans built)
+ * after the last; a Mutate that replays nothing is acked there at once.
+ */
+extern bool xip83_wave_open(Xip83Session *s, Xip83Apply *a);
+extern bool xip83_wave_add(Xip83Session *s, Xip83Apply *a, const Xip83Add *add);
+/* Pins and builds the scans' parameters of up to *budget adds; true when it is done (or failed). */
+extern bool xip83_wave_close(Xip83Session *s, Xip83Apply *a, size_t *budget);
+/* Keeps a copy of a message in an array of held ones, counted in pending_bytes. */
+extern bool xip83_msg_keep(Xip83Session *s, Xip83Folded **arr, size_t *n, size_t *cap,
+						   const Xip83Msg *m, bool late);
 /*
  * Sends a page query of wave w's pass p on the wave connection (binary
  * results); stmt (below XIP83_WAVE_STMTS) names sql for the prepared path.

@@ -4,7 +4,8 @@
  * checked against the rules that need no session state: one version arm (V1)
  * and one request arm; a Mutate with adds has a nonzero mutate_id; every
  * topic is kind-prefixed with a kind of the binding (v3: 0x00 group
- * messages, 0x01 welcomes; d14n: 0x00 to 0x05); at most XIP83_MAX_ADDS adds.
+ * messages, 0x01 welcomes; d14n: 0x00 to 0x05); at most XIP83_MAX_ADDS adds
+ * and XIP83_MAX_REMOVES removes, counted before anything is unpacked.
  *
  * Cursors are vectors of positions (session_topics.h): a v3 id_cursor is one
  * entry on the topic's kind line; a d14n last_seen is one entry per
@@ -22,6 +23,7 @@
 #include "session_topics.h"
 
 #define XIP83_MAX_ADDS 100000
+#define XIP83_MAX_REMOVES 100000
 
 typedef enum
 {
@@ -56,7 +58,8 @@ typedef struct Xip83Request
 	size_t	   *remove_lens;
 	size_t		n_removes;
 	Xip83Pos   *entries;		/* every add's cursor entries */
-	void	   *unpacked;		/* owns the bytes the pointers point into */
+	void	   *unpacked;		/* the pointers point into it */
+	void	   *arena;			/* owns it */
 	Xip83BindingKind binding;
 } Xip83Request;
 

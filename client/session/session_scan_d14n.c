@@ -61,34 +61,47 @@ Ceilings(Xip83Session *s, int32_t **nodes, int64_t **ceilings, int *n)
 	return true;
 }
 
+/* Pins the ceilings: the originators' go in the parameters, their nodes stay for the topics. */
 static bool
-Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
+Pin(Xip83Session *s, Xip83Wave *w)
 {
-	Xip83ArrayLit lit[5] = {{0}};	/* topics, nodes, floors, ceiling nodes, ceilings */
-	Xip83Pass  *pass = &w->pass[0];
-	int32_t    *nodes = NULL;
 	int64_t    *ceilings = NULL;
-	int			n_orig = 0;
 	bool		ok;
 
-	ok = Ceilings(s, &nodes, &ceilings, &n_orig);
-	for (int o = 0; ok && o < n_orig; o++)
-		ok = xip83_lit_int(&lit[3], nodes[o]) && xip83_lit_int(&lit[4], ceilings[o]);
-	for (size_t i = 0; ok && i < n; i++)
-		for (int o = 0; ok && o < n_orig; o++)
-			ok = xip83_lit_bytes(&lit[0], adds[i]->topic, adds[i]->len)
-				&& xip83_lit_int(&lit[1], nodes[o])
-				&& xip83_lit_int(&lit[2], xip83_cursor_at(adds[i]->cursor, adds[i]->n_cursor, nodes[o]));
-	free(nodes);
+	ok = Ceilings(s, &w->nodes, &ceilings, &w->n_nodes);
+	for (int o = 0; ok && o < w->n_nodes; o++)
+		ok = (xip83_lit_int(&w->lit[0][3], w->nodes[o]) && xip83_lit_int(&w->lit[0][4], ceilings[o]))
+			|| xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 	free(ceilings);
-	if (s->failed)
-		return false;
+	return ok;
+}
+
+/* One cursor entry per (topic, originator). */
+static bool
+Param(Xip83Session *s, Xip83Wave *w, const Xip83Add *add)
+{
+	Xip83ArrayLit *lit = w->lit[0];
+	bool		ok = true;
+
+	for (int o = 0; ok && o < w->n_nodes; o++)
+		ok = xip83_lit_bytes(&lit[0], add->topic, add->len)
+			&& xip83_lit_int(&lit[1], w->nodes[o])
+			&& xip83_lit_int(&lit[2], xip83_cursor_at(add->cursor, add->n_cursor, w->nodes[o]));
+	return ok || xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+}
+
+static bool
+Passes(Xip83Session *s, Xip83Wave *w)
+{
+	Xip83Pass  *pass = &w->pass[0];
+	bool		ok = true;
+
 	w->n_passes = 1;
-	pass->done = n_orig == 0;
+	pass->done = w->n_nodes == 0;
 	pass->scan.node = SCAN_START_NODE;
 	pass->scan.seq = SCAN_START_SEQ;
 	for (int i = 0; i < 5; i++)
-		ok = (pass->params[i] = xip83_lit_finish(&lit[i])) != NULL && ok;
+		ok = (pass->params[i] = xip83_lit_finish(&w->lit[0][i])) != NULL && ok;
 	return ok || xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 }
 
@@ -135,4 +148,4 @@ Row(Xip83Session *s, Xip83Wave *w, int p, const PGresult *res, int r)
 	return xip83_wave_scanned(s, w, &m);
 }
 
-const Xip83WaveOps xip83_wave_d14n = {Prepare, Page, Position, Row};
+const Xip83WaveOps xip83_wave_d14n = {Pin, Param, Passes, Page, Position, Row};

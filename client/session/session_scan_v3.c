@@ -16,31 +16,11 @@ static const char *const scan_sql[2] = {
 };
 
 static bool
-Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
+Pin(Xip83Session *s, Xip83Wave *w)
 {
-	Xip83ArrayLit keys[2] = {{0}};
-	Xip83ArrayLit floors[2] = {{0}};
 	PGresult   *res;
 	bool		ok = true;
 
-	for (size_t i = 0; ok && i < n; i++)
-	{
-		int			k = adds[i]->topic[0];
-
-		/* the scans take the identifier without the kind byte */
-		ok = xip83_lit_bytes(&keys[k], adds[i]->topic + 1, adds[i]->len - 1)
-			&& xip83_lit_int(&floors[k], adds[i]->cursor[0].seq);
-	}
-	w->n_passes = 2;
-	for (int k = 0; k < 2; k++)
-	{
-		w->pass[k].done = keys[k].n == 0;
-		w->pass[k].params[0] = xip83_lit_finish(&keys[k]);
-		w->pass[k].params[1] = xip83_lit_finish(&floors[k]);
-		ok = ok && w->pass[k].params[0] && w->pass[k].params[1];
-	}
-	if (!ok)
-		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 	if (s->ceilings_from_feed)
 	{
 		xip83_ceilings_from_feed(s);
@@ -58,6 +38,34 @@ Prepare(Xip83Session *s, Xip83Wave *w, const Xip83Add *const *adds, size_t n)
 			w->pass[k].ceiling = atoll(PQgetvalue(res, 0, k));
 	PQclear(res);
 	return ok;
+}
+
+/* The topic's identifier and floor, in its kind's pass. */
+static bool
+Param(Xip83Session *s, Xip83Wave *w, const Xip83Add *add)
+{
+	int			k = add->topic[0];
+
+	/* the scans take the identifier without the kind byte */
+	return (xip83_lit_bytes(&w->lit[k][0], add->topic + 1, add->len - 1)
+			&& xip83_lit_int(&w->lit[k][1], add->cursor[0].seq))
+		|| xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+}
+
+static bool
+Passes(Xip83Session *s, Xip83Wave *w)
+{
+	bool		ok = true;
+
+	w->n_passes = 2;
+	for (int k = 0; k < 2; k++)
+	{
+		w->pass[k].done = w->lit[k][0].n == 0;
+		w->pass[k].params[0] = xip83_lit_finish(&w->lit[k][0]);
+		w->pass[k].params[1] = xip83_lit_finish(&w->lit[k][1]);
+		ok = ok && w->pass[k].params[0] && w->pass[k].params[1];
+	}
+	return ok || xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 }
 
 static bool
@@ -93,4 +101,4 @@ Row(Xip83Session *s, Xip83Wave *w, int k, const PGresult *res, int r)
 	return xip83_msg_v3(s, &m, &row) && xip83_wave_scanned(s, w, &m);
 }
 
-const Xip83WaveOps xip83_wave_v3 = {Prepare, Page, Position, Row};
+const Xip83WaveOps xip83_wave_v3 = {Pin, Param, Passes, Page, Position, Row};

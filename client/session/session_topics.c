@@ -130,6 +130,27 @@ xip83_topics_free(Xip83Topics *set)
 	memset(set, 0, sizeof(*set));
 }
 
+bool
+xip83_topics_free_some(Xip83Topics *set, size_t n)
+{
+	for (; set->emptied < set->n_slots && n > 0; set->emptied++)
+		for (Xip83Topic *e = set->slots[set->emptied], *next; e; e = next, n -= n > 0)
+		{
+			next = e->next;
+			set->slots[set->emptied] = next;
+			if (set->watch)
+				set->watch(set->watch_arg, e, false);
+			set->bytes -= e->len + sizeof(Xip83Line) * (size_t) e->n_lines;
+			FreeLines(e);
+			free(e);
+			set->count--;
+		}
+	if (set->emptied < set->n_slots)
+		return false;
+	xip83_topics_free(set);
+	return true;
+}
+
 int64_t
 xip83_cursor_at(const Xip83Pos *cursor, size_t n, int32_t node)
 {

@@ -56,6 +56,7 @@ typedef struct Xip83Topics
 	 */
 	void		(*watch) (void *arg, Xip83Topic *topic, bool added);
 	void	   *watch_arg;
+	size_t		emptied;		/* slots xip83_topics_free_some emptied */
 } Xip83Topics;
 
 extern Xip83Topic *xip83_topics_get(const Xip83Topics *set, const unsigned char *t, size_t len);
@@ -65,6 +66,11 @@ extern Xip83Topic *xip83_topics_put(Xip83Topics *set, const unsigned char *t, si
 extern bool xip83_topics_reserve(Xip83Topics *set, size_t n);
 extern void xip83_topics_del(Xip83Topics *set, const unsigned char *t, size_t len);
 extern void xip83_topics_free(Xip83Topics *set);
+/*
+ * Frees up to about n topics of a set that takes no more (a large set is
+ * freed a part at a time); true when it is free (as xip83_topics_free).
+ */
+extern bool xip83_topics_free_some(Xip83Topics *set, size_t n);
 
 /* The value of a cursor for a line: its entry, or XIP83_NOTHING_SEEN. */
 extern int64_t xip83_cursor_at(const Xip83Pos *cursor, size_t n, int32_t node);

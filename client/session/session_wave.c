@@ -51,6 +51,10 @@ xip83_wave_free(Xip83Wave *w)
 	free(w->folded);
 	xip83_batch_free(&w->batch);
 	PQclear(w->prefetched);
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < 5; i++)
+			free(w->lit[p][i].s);
+	free(w->nodes);
 	free(w);
 }
 
@@ -88,89 +92,103 @@ Replays(const Xip83Topic *t, const Xip83Add *a)
 }
 
 bool
-xip83_wave_start(Xip83Session *s, const Xip83Request *req)
+xip83_wave_open(Xip83Session *s, Xip83Apply *a)
 {
+	const Xip83Request *req = &a->req;
 	Xip83Wave  *w = NULL;
-	const Xip83Add **chosen;
-	bool		ok = true;
 
+	a->opened = true;
 	if (req->n_adds == 0)
-		return xip83_send_catchup_complete(&s->out, req->mutate_id);
+		return true;
 	if (s->n_waves >= XIP83_MAX_WAVES)
 		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "%d waves in flight",
 								  XIP83_MAX_WAVES);
-	chosen = calloc(req->n_adds, sizeof(*chosen));
-	if (chosen == NULL || (w = calloc(1, sizeof(*w))) == NULL
+	a->chosen = calloc(req->n_adds, sizeof(*a->chosen));
+	if (a->chosen == NULL || (w = calloc(1, sizeof(*w))) == NULL
 		|| (w->topics = calloc(req->n_adds, sizeof(*w->topics))) == NULL
-		|| (w->topic_lens = calloc(req->n_adds, sizeof(size_t))) == NULL)
+		|| (w->topic_lens = calloc(req->n_adds, sizeof(size_t))) == NULL
+	/* the set grows once for the whole Mutate, not once per doubling */
+		|| (!req->history_only && !xip83_topics_reserve(&s->topics, req->n_adds)))
 	{
 		xip83_wave_free(w);
-		free(chosen);
 		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
 	}
 	w->mutate_id = req->mutate_id;
 	w->history_only = req->history_only;
-	/* the set grows once for the whole Mutate, not once per doubling */
-	if (!w->history_only && !xip83_topics_reserve(&s->topics, req->n_adds))
-	{
-		xip83_wave_free(w);
-		free(chosen);
-		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
-	}
 	w->batch.mutate_id = req->mutate_id;
-	for (size_t i = 0; ok && i < req->n_adds; i++)
-	{
-		const Xip83Add *a = &req->adds[i];
+	/* found by the rows its gated topics fold; not stepped until it starts */
+	s->waves[s->n_waves++] = w;
+	a->w = w;
+	return true;
+}
 
-		/* history_only replays without touching the topic set */
-		if (!w->history_only)
-		{
-			Xip83Topic *t = xip83_topics_get(&s->topics, a->topic, a->len);
+bool
+xip83_wave_add(Xip83Session *s, Xip83Apply *a, const Xip83Add *add)
+{
+	Xip83Wave  *w = a->w;
 
-			if (!Replays(t, a))
-				continue;
-			if (t == NULL && s->topics.count >= XIP83_MAX_TOPICS)
-			{
-				ok = xip83_session_fail(s, "RESOURCE_EXHAUSTED", "more than %d active topics",
-										XIP83_MAX_TOPICS);
-				break;
-			}
-			if ((t == NULL && (t = xip83_topics_put(&s->topics, a->topic, a->len)) == NULL)
-				|| !xip83_topic_reset(&s->topics, t, a->cursor, a->n_cursor))
-			{
-				ok = xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
-				break;
-			}
-			t->live = false;
-			t->wave = w->mutate_id;
-		}
-		if ((w->topics[w->n_topics] = malloc(a->len)) == NULL)
-		{
-			ok = xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
-			break;
-		}
-		memcpy(w->topics[w->n_topics], a->topic, a->len);
-		w->held += a->len;
-		w->topic_lens[w->n_topics] = a->len;
-		chosen[w->n_topics++] = a;
-	}
-	/* nothing to replay: acked at once, like a Mutate without adds */
-	if (ok && w->n_topics == 0)
-		ok = xip83_send_catchup_complete(&s->out, req->mutate_id);
-	else if (ok && s->ops->prepare(s, w, chosen, w->n_topics))
+	/* history_only replays without touching the topic set */
+	if (!w->history_only)
 	{
-		for (int p = 0; p < w->n_passes; p++)
-			for (int i = 0; i < 5; i++)
-				w->held += w->pass[p].params[i] ? strlen(w->pass[p].params[i]) : 0;
-		s->held_by_waves += w->held;
-		s->waves[s->n_waves++] = w;
-		w = NULL;
+		Xip83Topic *t = xip83_topics_get(&s->topics, add->topic, add->len);
+
+		if (!Replays(t, add))
+			return true;
+		if (t == NULL && s->topics.count >= XIP83_MAX_TOPICS)
+			return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "more than %d active topics",
+									  XIP83_MAX_TOPICS);
+		if ((t == NULL && (t = xip83_topics_put(&s->topics, add->topic, add->len)) == NULL)
+			|| !xip83_topic_reset(&s->topics, t, add->cursor, add->n_cursor))
+			return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+		t->live = false;
+		t->wave = w->mutate_id;
 	}
-	else
-		ok = false;
-	free(chosen);
-	xip83_wave_free(w);
-	return ok;
+	if ((w->topics[w->n_topics] = malloc(add->len)) == NULL)
+		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+	memcpy(w->topics[w->n_topics], add->topic, add->len);
+	w->held += add->len;
+	s->held_by_waves += add->len;
+	w->topic_lens[w->n_topics] = add->len;
+	a->chosen[w->n_topics++] = add;
+	return true;
+}
+
+bool
+xip83_wave_close(Xip83Session *s, Xip83Apply *a, size_t *budget)
+{
+	Xip83Wave  *w = a->w;
+	size_t		params = 0;
+
+	if (w == NULL)
+		return true;
+	/* nothing to replay: no wave */
+	if (w->n_topics == 0)
+	{
+		a->w = NULL;
+		for (int i = 0; i < s->n_waves; i++)
+			if (s->waves[i] == w)
+				s->waves[i] = s->waves[--s->n_waves];
+		s->held_by_waves -= w->held;
+		xip83_wave_free(w);
+		return true;
+	}
+	/* the wave stays in waves when this fails: freed with the session */
+	if (!w->pinned && !(w->pinned = s->ops->pin(s, w)))
+		return true;
+	for (; *budget > 0 && w->n_params < w->n_topics; (*budget)--)
+		if (!s->ops->param(s, w, a->chosen[w->n_params++]))
+			return true;
+	if (w->n_params < w->n_topics)
+		return false;
+	a->w = NULL;
+	if (!s->ops->passes(s, w))
+		return true;
+	for (int p = 0; p < w->n_passes; p++)
+		for (int i = 0; i < 5; i++)
+			params += w->pass[p].params[i] ? strlen(w->pass[p].params[i]) : 0;
+	w->held += params;
+	s->held_by_waves += params;
+	return true;
 }
 
 /* Orders positions: line, then position on it. */
@@ -481,7 +499,7 @@ xip83_wave_step(Xip83Session *s)
 	int			i;
 	int			rc;
 
-	if (s->n_waves == 0)
+	if (s->n_waves == 0 || s->applying != NULL)
 		return true;
 	i = s->next_wave++ % s->n_waves;
 	w = s->waves[i];
@@ -523,7 +541,8 @@ Keep(unsigned char **p, const unsigned char *src, size_t n)
 }
 
 bool
-xip83_wave_fold(Xip83Session *s, Xip83Wave *w, const Xip83Msg *m)
+xip83_msg_keep(Xip83Session *s, Xip83Folded **arr, size_t *n, size_t *cap, const Xip83Msg *m,
+			   bool late)
 {
 	const Xip83V3Row *r = m->v3;
 	size_t		size = m->topic_len + m->envelope_len
@@ -534,21 +553,22 @@ xip83_wave_fold(Xip83Session *s, Xip83Wave *w, const Xip83Msg *m)
 	if (s->pending_bytes + size > XIP83_MAX_PENDING_BYTES)
 		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "more than %d bytes of live rows pending",
 								  XIP83_MAX_PENDING_BYTES);
-	if (w->n_folded == w->cap_folded)
+	if (*n == *cap)
 	{
-		size_t		cap = w->cap_folded ? w->cap_folded * 2 : 64;
-		Xip83Folded *nf = realloc(w->folded, cap * sizeof(*nf));
+		size_t		nc = *cap ? *cap * 2 : 64;
+		Xip83Folded *nf = realloc(*arr, nc * sizeof(*nf));
 
 		if (nf == NULL)
 			return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
-		w->folded = nf;
-		w->cap_folded = cap;
+		*arr = nf;
+		*cap = nc;
 	}
 	if ((p = malloc(size ? size : 1)) == NULL)
 		return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
-	f = &w->folded[w->n_folded++];
+	f = &(*arr)[(*n)++];
 	f->mem = p;
 	f->size = size;
+	f->late = late;
 	f->msg = *m;
 	f->msg.packed = NULL;		/* the caller's buffer: packed again from the kept columns */
 	f->msg.topic = Keep(&p, m->topic, m->topic_len);
@@ -563,4 +583,10 @@ xip83_wave_fold(Xip83Session *s, Xip83Wave *w, const Xip83Msg *m)
 	}
 	s->pending_bytes += size;
 	return true;
+}
+
+bool
+xip83_wave_fold(Xip83Session *s, Xip83Wave *w, const Xip83Msg *m)
+{
+	return xip83_msg_keep(s, &w->folded, &w->n_folded, &w->cap_folded, m, false);
 }

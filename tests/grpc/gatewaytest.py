@@ -9,11 +9,13 @@ import tempfile
 import threading
 import time
 import queue
+import urllib.request
 
 import grpc
+import h2.settings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from grpctest import Failure, Requests, Server, TOP, check
+from grpctest import Failure, RawH2, Requests, Server, TOP, check
 
 GATEWAY = os.environ.get("XIP83_GATEWAY") or os.path.join(TOP, "build/xip83-gateway")
 V3_SUBSCRIBE = "/xmtp.mls.api.v1.MlsApi/Subscribe"
@@ -121,6 +123,44 @@ def db_connections():
 
 
 # ------------------------------------------------------------------ the gateway
+
+def metrics(g):
+    """The gateway's --metrics page as {"name{labels}": value}."""
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % g.ports["metrics"], timeout=10).read().decode()
+    return {k: float(v) for k, _, v in (line.rpartition(" ") for line in text.splitlines()
+                                        if line and not line.startswith("#"))}
+
+
+def grpc_message(m):
+    """m as one gRPC length-prefixed message."""
+    body = m.SerializeToString()
+    return b"\x00" + len(body).to_bytes(4, "big") + body
+
+
+def mutate(mutate_id, topics):
+    """A v3 Subscribe request (gRPC-framed) adding each topic (group ids, kind 0) from the start."""
+    sub = V3 + "SubscribeRequest.V1.Mutate.Subscription"
+    m = msg(V3 + "SubscribeRequest.V1.Mutate", mutate_id=mutate_id,
+            adds=[msg(sub, topic=b"\x00" + t, id_cursor=0) for t in topics])
+    return grpc_message(msg(V3 + "SubscribeRequest", v1=msg(V3 + "SubscribeRequest.V1", mutate=m)))
+
+
+class Stalled(RawH2):
+    """A client that grants no stream any window: nothing it is sent leaves."""
+
+    def __init__(self, port):
+        RawH2.__init__(self, port)
+        self.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+        self.flush()
+
+    def stream(self, data):
+        """A Subscribe stream whose requests (bytes of gRPC messages) go in one DATA frame."""
+        sid = self.request(V3_SUBSCRIBE)
+        # python3-h2 honours the server's window: the frame goes out as it is
+        self.conn.send_data(sid, data)
+        self.flush()
+        return sid
+
 
 def gateway(*args):
     """A gateway on a free port of 127.0.0.1 against the test database."""

@@ -7,23 +7,12 @@ Subscribe methods and a server stream; a Subscribe half-closed without a
 reset is the control, counted OK."""
 import os
 import time
-import urllib.request
 
-from gatewaytest import D14N_SUBSCRIBE, GROUP_MESSAGES, V3_SUBSCRIBE, gateway
+from gatewaytest import D14N_SUBSCRIBE, GROUP_MESSAGES, V3_SUBSCRIBE, gateway, metrics
 from grpctest import RawH2, check, run
 
 U = os.urandom(4).hex().encode()
 CANCEL = 8
-
-
-def metrics(g):
-    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % g.ports["metrics"], timeout=10).read().decode()
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            k, v = line.rsplit(" ", 1)
-            out[k] = float(v)
-    return out
 
 
 def ends(g, code):

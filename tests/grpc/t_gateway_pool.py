@@ -22,55 +22,13 @@ RESOURCE_EXHAUSTED alone
 (waves_refused_total 1); the well-behaved client's wave still completes."""
 import os
 import time
-import urllib.request
 
-import h2.settings
-
-from gatewaytest import V3, V3_SUBSCRIBE, Stream, gateway, msg, psql
-from grpctest import RawH2, check, run
+from gatewaytest import Stalled, Stream, gateway, metrics, mutate, psql
+from grpctest import check, run
 
 U = os.urandom(4).hex().encode()
 BIG = b"P" + U           # rows enough for pages that take a moment
 ROWS = 3000
-
-
-def metrics(g):
-    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % g.ports["metrics"], timeout=10).read().decode()
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            k, v = line.rsplit(" ", 1)
-            out[k] = float(v)
-    return out
-
-
-def grpc_message(m):
-    body = m.SerializeToString()
-    return b"\x00" + len(body).to_bytes(4, "big") + body
-
-
-def mutate(mutate_id, topics):
-    sub = V3 + "SubscribeRequest.V1.Mutate.Subscription"
-    m = msg(V3 + "SubscribeRequest.V1.Mutate", mutate_id=mutate_id,
-            adds=[msg(sub, topic=b"\x00" + t, id_cursor=0) for t in topics])
-    return grpc_message(msg(V3 + "SubscribeRequest", v1=msg(V3 + "SubscribeRequest.V1", mutate=m)))
-
-
-class Stalled(RawH2):
-    """A client that grants no stream any window: nothing it is sent leaves."""
-
-    def __init__(self, port):
-        RawH2.__init__(self, port)
-        self.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
-        self.flush()
-
-    def stream(self, data):
-        """A Subscribe stream whose requests (bytes of gRPC messages) go in one DATA frame."""
-        sid = self.request(V3_SUBSCRIBE)
-        # python3-h2 honours the server's window: the frame goes out as it is
-        self.conn.send_data(sid, data)
-        self.flush()
-        return sid
 
 
 def well_behaved(g, mutate_id, what):

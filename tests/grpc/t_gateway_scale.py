@@ -12,26 +12,16 @@
 - SIGTERM: every open stream ends UNAVAILABLE and the gateway exits 0."""
 import os
 import time
-import urllib.request
 
 import grpc
 
-from gatewaytest import (D14N, ENV, M, TOPICS, V3_SUBSCRIBE, Reader, Stream, db_connections, gateway, msg,
+from gatewaytest import (D14N, ENV, M, TOPICS, V3_SUBSCRIBE, Reader, Stream, db_connections, gateway, metrics,
+                         msg,
                          psql, put_group)
 from grpctest import Requests, check, run
 
 U = os.urandom(4).hex()
 POOL = 4
-
-
-def metrics(g):
-    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % g.ports["metrics"], timeout=10).read().decode()
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            k, v = line.rsplit(" ", 1)
-            out[k] = float(v)
-    return out
 
 
 def many(g):

@@ -12,17 +12,11 @@ after that come live. The notifier's idle time is lowered for the test
 (restored at the end)."""
 import re
 import time
-import urllib.request
 
 from standbytest import (BINDIR, DB, PGCTL, PRIMARY, STANDBY, Client, Writes, build_standby, gw,
                          remove_standby, sql, until)
+from gatewaytest import metrics
 from grpctest import check, run
-
-
-def metrics(g):
-    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % g.ports["metrics"], timeout=10).read().decode()
-    return dict((k, float(v)) for k, v in (line.rsplit(" ", 1) for line in text.splitlines()
-                                           if line and not line.startswith("#")))
 
 
 def notifier_running():

@@ -6,7 +6,8 @@
 # tests/driver.sh writes one); a server left down is started again through it.
 # Python tests (tests/grpc/t_*.py: the gateway and its gRPC transport) run
 # under /usr/bin/python3 (Debian's grpcio and h2): the transport's with no
-# database, the gateway's (t_gateway_*.py) with a fresh one like the others.
+# database, the gateway's (t_gateway_*.py) with a fresh one like the others,
+# and so the browser tests (tests/browser/t_browser_*.py).
 set -uo pipefail
 passed=0 failed=0
 # Counts one test by its exit status and prints its line.
@@ -20,7 +21,7 @@ report() {
 for t in "$@"; do
 	[ -x "$t" ] || [ "${t%.py}" != "$t" ] || continue
 	name=$(basename "$t" .sh)
-	case "$name" in t_gateway_*.py) ;; *.py)
+	case "$name" in t_gateway_*.py|t_browser_*.py) ;; *.py)
 		timeout "${XIP83_TEST_TIMEOUT:-900}" /usr/bin/python3 "$t"
 		report "$name" $?
 		continue ;;

@@ -6,7 +6,7 @@
  *    INVALID_ARGUMENT for the first one, the session's peak memory under
  *    100 MB.
  * 2. A 70 MiB file whose first prefix declares 70 MiB, and a file whose
- *    prefix declares one byte over the 64 MiB limit after a Ping: each ends
+ *    prefix declares one byte over the 4 MiB limit after a Ping: each ends
  *    with RESOURCE_EXHAUSTED having read nothing past that prefix (the file
  *    offset the test shares with the session says so); the Ping before it
  *    is answered.
@@ -14,10 +14,10 @@
  *    the stream by itself with RESOURCE_EXHAUSTED, not "malformed"; one of
  *    2^64 - 1 likewise; a varint longer than 10 bytes and one past 64 bits
  *    are malformed (INVALID_ARGUMENT).
- * 4. A request of exactly 64 MiB (a Mutate removing one long topic) is
+ * 4. A request of exactly 4 MiB (a Mutate removing one long topic) is
  *    accepted: acked, and the stream closes OK.
- * 5. What adds leave behind is bounded in bytes, not only in topics: three
- *    Mutates each adding one topic of 60 MiB end the stream with
+ * 5. What adds leave behind is bounded in bytes, not only in topics: 80
+ *    Mutates each adding one topic of 4 MiB end the stream with
  *    RESOURCE_EXHAUSTED.
  *
  * A watcher kills a session whose resident memory passes 400 MB (1.6 GB in
@@ -39,8 +39,9 @@
 #include "sessionproc.h"
 #include "testlib.h"
 
-#define XIP83_TEST_MAX_REQUEST (64 * 1024 * 1024)	/* the largest request the engine takes */
+#define XIP83_TEST_MAX_REQUEST (4 * 1024 * 1024)	/* the largest request the engine takes */
 #define PEAK_KB (100 * 1024)
+#define LONG_TOPICS 80
 #define WATCH_KB (400 * 1024)
 
 static const char *argv0;
@@ -273,7 +274,7 @@ TestPipes(void)
 	unsigned char over[10];
 	size_t		n = xip83_varint_put(over, XIP83_TEST_MAX_REQUEST + 1);
 
-	PipePrefix("one byte over the limit", over, n, "RESOURCE_EXHAUSTED", "request of 67108865 bytes");
+	PipePrefix("one byte over the limit", over, n, "RESOURCE_EXHAUSTED", "request of 4194305 bytes");
 	PipePrefix("2^64 - 1 bytes", bp_max64, sizeof(bp_max64), "RESOURCE_EXHAUSTED",
 			   "request of 18446744073709551615 bytes");
 	PipePrefix("an 11-byte varint", bp_eleven, sizeof(bp_eleven), "INVALID_ARGUMENT",
@@ -299,7 +300,7 @@ TestAtLimit(void)
 	size_t		n;
 	bool		acked = false;
 
-	/* a Mutate removing one topic of a kind-0 id that makes the request 64 MiB exactly */
+	/* a Mutate removing one topic of a kind-0 id that makes the request 4 MiB exactly */
 	req.version_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__VERSION_V1;
 	req.v1 = &v1;
 	v1.request_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_MUTATE;
@@ -360,10 +361,10 @@ LongTopicsWriter(void *arg)
 	v1.mutate = &m;
 	m.n_adds = 1;
 	m.adds = adds;
-	add.topic.len = 60 * 1024 * 1024;
+	add.topic.len = XIP83_TEST_MAX_REQUEST - 64;
 	add.topic.data = calloc(add.topic.len, 1);
 	buf = malloc(16 + xmtp__mls__api__v1__subscribe_request__get_packed_size(&req) + 16);
-	for (int i = 1; i <= 3; i++)
+	for (int i = 1; i <= LONG_TOPICS; i++)
 	{
 		size_t		size;
 		size_t		n;
@@ -383,10 +384,9 @@ LongTopicsWriter(void *arg)
 }
 
 /*
- * Topics are at most 1,000,000, but one may be as long as a request: three
- * Mutates each adding one topic of 60 MiB would leave 180 MiB of
- * identifiers in the topic set and as much again in their waves. The stream
- * ends with RESOURCE_EXHAUSTED instead.
+ * Topics are at most 1,000,000, but one may be as long as a request: 80
+ * Mutates each adding one topic of 4 MiB would leave 320 MiB of identifiers
+ * in the topic set. The stream ends with RESOURCE_EXHAUSTED instead.
  */
 static void
 TestLongTopics(void)
@@ -406,7 +406,7 @@ TestLongTopics(void)
 	pthread_join(lt.thread, NULL);
 	TL_CHECK(!WatchStop(&w) && p.exit_code == 1 && strncmp(p.status, "RESOURCE_EXHAUSTED", 18) == 0
 			 && strstr(p.status, "topics take more than") != NULL,
-			 "three topics of 60 MiB: STATUS %s, exit %d, peak memory %ld kB", p.status,
+			 "topics of 4 MiB: STATUS %s, exit %d, peak memory %ld kB", p.status,
 			 p.exit_code, p.maxrss_kb);
 }
 
