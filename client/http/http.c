@@ -54,6 +54,9 @@ struct Xip83Http
 	const unsigned char *in;	/* what wslay_event_recv reads from */
 	size_t		in_len;
 	uint8_t		opcode;			/* of the message being received */
+	bool		data_frame;		/* the frame being received carries message bytes */
+	uint64_t	max_message;	/* a message's bytes at most */
+	uint64_t	message;		/* bytes of the message being received so far */
 	bool		closed_told;
 };
 
@@ -335,7 +338,12 @@ WsFrameStart(wslay_event_context_ptr ctx, const struct wslay_event_on_frame_recv
 		return;
 	}
 	if (arg->opcode == WSLAY_BINARY_FRAME)
+	{
 		h->opcode = arg->opcode;
+		h->message = 0;
+	}
+	/* a control frame may come between a message's fragments: its payload is not the message's */
+	h->data_frame = arg->opcode == WSLAY_BINARY_FRAME || arg->opcode == WSLAY_CONTINUATION_FRAME;
 }
 
 static void
@@ -345,8 +353,17 @@ WsFrameChunk(wslay_event_context_ptr ctx, const struct wslay_event_on_frame_recv
 	Xip83Http  *h = user_data;
 
 	/* control frames come through here too; only a binary message's bytes go on */
-	if (h->opcode == WSLAY_BINARY_FRAME && wslay_event_get_read_enabled(ctx))
-		h->cb->ws_data(h->arg, arg->data, arg->data_length);
+	if (!h->data_frame || h->opcode != WSLAY_BINARY_FRAME || !wslay_event_get_read_enabled(ctx))
+		return;
+	/* wslay's own bound lets a fragmented message pass it without buffering: counted here */
+	if (arg->data_length > h->max_message - h->message)
+	{
+		wslay_event_queue_close(ctx, WSLAY_CODE_MESSAGE_TOO_BIG, NULL, 0);
+		wslay_event_shutdown_read(ctx);
+		return;
+	}
+	h->message += arg->data_length;
+	h->cb->ws_data(h->arg, arg->data, arg->data_length);
 }
 
 static void
@@ -357,6 +374,7 @@ WsMessage(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg 
 	if (arg->opcode == WSLAY_BINARY_FRAME && wslay_event_get_read_enabled(ctx))
 	{
 		h->opcode = 0;
+		h->message = 0;
 		h->cb->ws_end(h->arg);
 	}
 }
@@ -379,6 +397,7 @@ xip83_http_websocket(Xip83Http *h, uint64_t max_message)
 	/* payloads are handed on as they come: the transport assembles and bounds them */
 	wslay_event_config_set_no_buffering(h->ws, 1);
 	wslay_event_config_set_max_recv_msg_length(h->ws, max_message);
+	h->max_message = max_message;
 	return true;
 }
 
