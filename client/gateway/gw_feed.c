@@ -47,9 +47,13 @@
 #define STOP_WAIT_S 2
 /*
  * Deliveries a turn of the loop routes before it writes: ~4 ms of routing
- * here, so a burst's writes start while the rest of it is routed.
+ * here, so a burst's writes start while the rest of it is routed. A turn
+ * that leaves rows for the next doubles the next one's budget (up to
+ * ROUTE_BUDGET_MAX), and a turn that routes all resets it: a backlog is
+ * routed in larger turns, so each connection's write carries more of it.
  */
 #define ROUTE_BUDGET 4096
+#define ROUTE_BUDGET_MAX (1024 * 1024)
 /* The feed's start is tried again after this, doubling up to the max. */
 #define START_BACKOFF_MS 100
 #define START_BACKOFF_MAX_MS 5000
@@ -98,6 +102,7 @@ struct GwFeedThread
 	Event	   *tail;
 	Event	   *todo;			/* the loop's: taken, not yet handled (a turn's budget ran out) */
 	Event	   *todo_tail;
+	size_t		budget;			/* the loop's: deliveries the next turn routes (ROUTE_BUDGET) */
 	uint64_t	asked;			/* under lock: the last ticket handed out */
 	bool		stop;			/* under lock */
 	uint64_t	served;			/* the thread's: the last ticket a round served */
@@ -381,7 +386,7 @@ FeedMain(void *arg)
 
 /*
  * The events queued: rows routed, statuses passed on, seam rounds ended.
- * A turn routes rows until they went to ROUTE_BUDGET streams, then lets the
+ * A turn routes rows until they went to its budget of streams, then lets the
  * loop write what they queued before it routes the rest (the next turn,
  * at once): a burst's first rows leave while its later ones are routed,
  * and each connection still writes a turn's frames together.
@@ -406,7 +411,9 @@ Ready(void *arg, uint32_t events)
 	}
 	t->head = t->tail = NULL;
 	pthread_mutex_unlock(&t->lock);
-	while ((ev = t->todo) != NULL && routed < ROUTE_BUDGET)
+	if (t->budget < ROUTE_BUDGET)
+		t->budget = ROUTE_BUDGET;
+	while ((ev = t->todo) != NULL && routed < t->budget)
 	{
 		if ((t->todo = ev->next) == NULL)
 			t->todo_tail = NULL;
@@ -434,7 +441,13 @@ Ready(void *arg, uint32_t events)
 	}
 	/* the rest next turn: the signal makes the loop come back without sleeping */
 	if (t->todo != NULL)
+	{
+		if (t->budget < ROUTE_BUDGET_MAX)
+			t->budget *= 2;
 		Signal(t->ready_fd);
+	}
+	else
+		t->budget = ROUTE_BUDGET;
 	gw->up->flush_dirty(gw);
 }
 
