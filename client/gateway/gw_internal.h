@@ -48,6 +48,7 @@ typedef struct PoolConn
 	Xip83Watch	watch;
 	GwStream   *owner;			/* whose page query is in flight; NULL: none or orphaned */
 	bool		busy;			/* a query is in flight */
+	bool		writing;		/* libpq still holds some of it: EPOLLOUT watched too */
 	unsigned	prepared;		/* the session's wave_prepared while it runs here */
 	int			preparing;		/* the statement a prepare in flight is of */
 	Xip83PgStart reset;			/* reconnecting (reset.conn set): out of the pool */

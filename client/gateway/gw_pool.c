@@ -109,6 +109,45 @@ Discard(PoolConn *c)
 		PQclear(res);
 }
 
+/*
+ * Readies c for a query that must not block the loop: a wave page's
+ * parameters can be megabytes (100,000 topics), which a blocking send
+ * would push through the socket while every other stream waits.
+ */
+static void
+NonBlocking(PoolConn *c)
+{
+	if (!PQisnonblocking(c->conn))
+		(void) PQsetnonblocking(c->conn, 1);
+}
+
+/*
+ * Watches c's socket for fire: readable, and writable while libpq still
+ * holds some of the query, which then leaves as the socket takes it
+ * (Written), between other clients' work.
+ */
+static bool
+Await(PoolConn *c, Xip83WatchFn fire)
+{
+	c->writing = PQflush(c->conn) == 1;
+	return xip83_h2_watch(c->gw->srv, &c->watch, PQsocket(c->conn),
+						  EPOLLIN | (c->writing ? EPOLLOUT : 0), fire, c);
+}
+
+/* On a wake: more of the query written; false while some is left. */
+static bool
+Written(PoolConn *c, Xip83WatchFn fire)
+{
+	if (!c->writing)
+		return true;
+	if (PQflush(c->conn) == 1)
+		return false;
+	c->writing = false;
+	/* its result is all that is waited for now (a failed change only wakes it more) */
+	(void) xip83_h2_watch(c->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, fire, c);
+	return true;
+}
+
 static bool ResetBegin(PoolConn *c);
 
 /*
@@ -275,6 +314,7 @@ Step(GwStream *st, PoolConn *c)
 {
 	Xip83Session *s = st->s;
 
+	NonBlocking(c);
 	s->wave_conn = c->conn;
 	s->wave_prepared = &c->prepared;
 	(void) xip83_wave_step(s);
@@ -286,7 +326,7 @@ Step(GwStream *st, PoolConn *c)
 		c->owner = st;
 		c->busy = true;
 		st->conn = c;
-		if (!xip83_h2_watch(st->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, PoolReady, c))
+		if (!Await(c, PoolReady))
 		{
 			/* the page is waited for here, and dropped with its stream */
 			xip83_session_fail(s, "UNAVAILABLE", "cannot watch a database socket");
@@ -317,9 +357,10 @@ GateAsk(GwStream *st, PoolConn *c)
 	st->conn = c;
 	if (c->gate_since == 0)
 		c->gate_since = xip83_now_ms();
+	NonBlocking(c);
 	if (PQsendQuery(c->conn, "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()"))
 	{
-		if (xip83_h2_watch(c->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, GateReady, c))
+		if (Await(c, GateReady))
 			return;
 		Discard(c);
 	}
@@ -360,6 +401,8 @@ GateReady(void *arg, uint32_t events)
 	bool		asked;
 
 	(void) events;
+	if (!Written(c, GateReady))
+		return;
 	if (PQconsumeInput(c->conn) && PQisBusy(c->conn))
 		return;
 	res = PQgetResult(c->conn);
@@ -418,6 +461,8 @@ PoolReady(void *arg, uint32_t events)
 	GwStream   *st = c->owner;
 
 	(void) events;
+	if (!Written(c, PoolReady))
+		return;
 	/* a lost connection's page is asked again (redo_lost_pages) once it is back */
 	if (PQconsumeInput(c->conn) && PQisBusy(c->conn))
 		return;
@@ -463,12 +508,13 @@ PrepareBegin(GwStream *st, PoolConn *c)
 		st->s->unprepared_sql = NULL;
 		return false;
 	}
+	NonBlocking(c);
 	if ((stmt = xip83_wave_prepare_send(st->s, c->conn)) < 0)
 		return false;
 	c->owner = NULL;
 	c->busy = true;
 	c->preparing = stmt;
-	if (xip83_h2_watch(c->gw->srv, &c->watch, PQsocket(c->conn), EPOLLIN, PrepareReady, c))
+	if (Await(c, PrepareReady))
 		return true;
 	/* epoll refused the socket: the prepare's result is waited for here */
 	PrepareCollect(c);
@@ -498,6 +544,8 @@ PrepareReady(void *arg, uint32_t events)
 	PoolConn   *c = arg;
 
 	(void) events;
+	if (!Written(c, PrepareReady))
+		return;
 	if (PQconsumeInput(c->conn) && PQisBusy(c->conn))
 		return;
 	PrepareCollect(c);
