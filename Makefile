@@ -134,14 +134,17 @@ $(BUILD)/xip83--%--$(EXTVERSION).sql: control/xip83--%--$(EXTVERSION).sql $(INST
 	awk -v top='$(S)' '/^-- include: / { f = top $$3; while ((getline l < f) > 0) print l; close(f); next } { print }' $< > $@
 
 # ---------------------------------------------------------------- client side
-# libpq programs: the feed library under client/lib, tools, and test programs.
+# libpq programs: the live feed (client/feed), the session engine (client/session),
+# tools, and test programs. A folder's files include each other by name, other
+# floors by their API header ("feed/feed.h", with -Iclient).
 PQ_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu11 -I$(shell $(PG_CONFIG) --includedir) \
-               -I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
+               -I$(BUILD)/proto -I$(S)include -I$(S)client -I$(S)tests/libpq/lib $(PROTOBUF_CFLAGS) \
                $(SANITIZE_FLAGS) $(PQ_DEBUG)
 PQ_LIBS      = -L$(shell $(PG_CONFIG) --libdir) -lpq $(PROTOBUF_LIBS) -lm -lpthread
 CLIENT_MAINS = client/bin/xip83_tail.c client/bin/xip83_session.c
-# client/lib/gw_*.c is the gateway's core: it needs the gRPC transport (below)
-CLIENT_SRC   = $(filter-out $(CLIENT_MAINS) $(call srcfiles,client/lib/gw_*.c),$(call srcfiles,client/lib/*.c))
+# client/gateway is the gateway's core: it needs the gRPC transport (below)
+CLIENT_SRC   = $(call srcfiles,client/feed/*.c client/session/*.c)
+CLIENT_H     = $(call srcfiles,client/feed/*.h client/session/*.h)
 CLIENT_OBJ   = $(patsubst %.c,$(BUILD)/%.o,$(CLIENT_SRC)) $(patsubst %.c,$(BUILD)/client/%.o,$(PROTO_C))
 TESTLIB_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(call srcfiles,tests/libpq/lib/*.c))
 LIBPQ_TESTS  = $(patsubst tests/libpq/%.c,$(BUILD)/tests/%,$(call srcfiles,tests/libpq/t_*.c))
@@ -159,7 +162,7 @@ test-programs: $(LIBPQ_TESTS) go-example fuzzers
 
 bench: $(BENCHES)
 
-$(BUILD)/client/lib/%.o: client/lib/%.c $(PROTO_H) $(call srcfiles,client/lib/*.h include/xip83/*.h)
+$(BUILD)/client/%.o: client/%.c $(PROTO_H) $(CLIENT_H) $(call srcfiles,include/xip83/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
@@ -168,7 +171,7 @@ $(BUILD)/client/$(BUILD)/proto/%.o: $(BUILD)/proto/%.c $(PROTO_H)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/libpq/lib/%.o: tests/libpq/lib/%.c $(PROTO_H) $(call srcfiles,tests/libpq/lib/*.h) \
-                              $(call srcfiles,client/lib/*.h)
+                              $(CLIENT_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -c -o $@ $<
 
@@ -178,11 +181,11 @@ $(BUILD)/xip83-tail: client/bin/xip83_tail.c $(CLIENT_OBJ)
 $(BUILD)/xip83-session: client/bin/xip83_session.c $(CLIENT_OBJ)
 	$(CC) $(PQ_CFLAGS) -o $@ $^ $(PQ_LIBS)
 
-$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h client/lib/*.h)
+$(BUILD)/tests/%: tests/libpq/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h) $(CLIENT_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
-$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h client/lib/*.h)
+$(BUILD)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(CLIENT_OBJ) $(call srcfiles,tests/libpq/lib/*.h) $(CLIENT_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(PQ_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PQ_LIBS)
 
@@ -208,9 +211,9 @@ GRPC_TESTS   = $(call srcfiles,tests/grpc/t_*.py)
 # the gateway from a browser and from Node (tests/browser: npm packages from
 # the cache tests/driver.sh fills, Debian's Chromium)
 BROWSER_TESTS = $(call srcfiles,tests/browser/t_*.py)
-# The gateway: its multiplexed core (client/lib/gw_*.c) joins the transport to
+# The gateway: its multiplexed core (client/gateway) joins the transport to
 # the session engine (libpq, protobuf-c), and its program client/bin/xip83_gateway.c.
-GW_CORE_SRC  = $(call srcfiles,client/lib/gw_*.c)
+GW_CORE_SRC  = $(call srcfiles,client/gateway/*.c)
 GW_CORE_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(GW_CORE_SRC))
 GATEWAY      = $(if $(GW_OK),$(if $(call srcfiles,client/bin/xip83_gateway.c),$(BUILD)/xip83-gateway))
 GW_BENCH     = $(if $(GATEWAY),$(if $(call srcfiles,tests/bench/bench_gateway.c),$(BUILD)/bench/bench_gateway))
@@ -227,10 +230,10 @@ bench: $(GW_BENCH)
 
 $(GW_CORE_OBJ): PQ_CFLAGS += -I$(S)client/grpc -I$(S)client $(shell pkg-config --cflags $(GW_PKGS) 2>/dev/null) \
                              -Wno-unused-parameter -Wno-missing-field-initializers
-$(GW_CORE_OBJ): $(call srcfiles,client/grpc/*.h)
+$(GW_CORE_OBJ): $(call srcfiles,client/grpc/*.h client/gateway/*.h)
 
 $(BUILD)/xip83-gateway: client/bin/xip83_gateway.c $(GW_CORE_OBJ) $(GW_LIB_OBJ) $(CLIENT_OBJ) \
-                        $(call srcfiles,client/lib/*.h client/grpc/*.h)
+                        $(CLIENT_H) $(call srcfiles,client/gateway/*.h client/grpc/*.h)
 	$(CC) $(PQ_CFLAGS) -I$(S)client/grpc -o $@ $(filter %.c %.o,$^) $(GW_LIBS) $(PQ_LIBS)
 
 $(BUILD)/bench/bench_gateway: PQ_LIBS += $(GW_LIBS)
@@ -294,15 +297,16 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c src/frames/frames_json.c src/frames/frames_json.
 
 # the gateway's parsers: its own request and frame walks, the session
 # engine's request decoding and wire check, and both message readers
-FUZZ_GW_SRC  = client/lib/gw_frames.c client/lib/pb_check.c client/lib/session_request.c \
-               client/lib/session_topics.c client/lib/session_wire.c client/lib/frame_reader.c \
+FUZZ_GW_SRC  = client/gateway/gw_frames.c client/session/pb_check.c client/session/session_request.c \
+               client/session/session_topics.c client/session/session_wire.c client/session/frame_reader.c \
                client/grpc/grpc_frame.c
 
 $(BUILD)/fuzz/fuzz_gateway: tests/fuzz/fuzz_gateway.c $(FUZZ_GW_SRC) $(PROTO_C) $(PROTO_H) \
-                            $(call srcfiles,client/lib/*.h client/grpc/*.h)
+                            $(CLIENT_H) $(call srcfiles,client/gateway/*.h client/grpc/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-I$(BUILD)/proto -I$(S)include -I$(S)client/lib -I$(S)client/grpc $(PROTOBUF_CFLAGS) \
+		-I$(BUILD)/proto -I$(S)include -I$(S)client -I$(S)client/grpc \
+		-I$(shell $(PG_CONFIG) --includedir) $(PROTOBUF_CFLAGS) \
 		-o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
 # the HTTP/1.1 and WebSocket glue (client/http) and gRPC-Web's helpers

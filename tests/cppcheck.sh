@@ -37,7 +37,7 @@ cppcheck --error-exitcode=1 -q -j2 --std=c11 \
 	--enable=warning,style,performance,portability \
 	--max-configs=1 -D__GNUC__=12 -D__x86_64__ \
 	-DPROTOBUF_C_VERSION_NUMBER="$protobuf_version" \
-	-I include -I src -I client/lib -I client/grpc -I client -I client/http -I build/proto -I "$PGINC_SERVER" -I "$PGINC" \
+	-I include -I src -I client -I client/grpc -I client/http -I build/proto -I "$PGINC_SERVER" -I "$PGINC" \
 	--suppress=missingIncludeSystem \
 	--suppress="*:$PGINC_SERVER/*" \
 	--suppress="*:build/proto/*" \

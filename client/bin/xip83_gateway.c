@@ -46,8 +46,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "gw_core.h"
-#include "gw_metrics.h"
+#include "gateway/gateway.h"
 #include "h2_server.h"
 
 static Xip83H2Server *server;

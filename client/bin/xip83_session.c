@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "session/session.h"
 
 static void
 Usage(void)

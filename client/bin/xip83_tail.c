@@ -9,7 +9,7 @@
  * goes to stderr: "feed live", "feed offline (why)", "feed back". With
  * --standby the rows come from a hot standby, fenced; with --standby-only
  * --dbname is a standby and the feed polls it. Built on
- * client/lib/feed.c; see there for LISTEN, polling and reconnects.
+ * client/feed/feed.c; see there for LISTEN, polling and reconnects.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "feed.h"
+#include "feed/feed.h"
 
 /* Option limits: a day for intervals, the server's largest page setting. */
 #define MAX_MS		86400000

@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "feed.h"
+#include "feed/feed.h"
 #include "sessionproc.h"
 #include "testlib.h"
 

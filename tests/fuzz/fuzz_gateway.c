@@ -29,11 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frame_reader.h"
+#include "gateway/gateway.h"
 #include "grpc_frame.h"
-#include "gw_frames.h"
-#include "pb_check.h"
-#include "session_request.h"
+#include "session/session.h"
 #include "xip83/d14n_message_api.pb-c.h"
 #include "xip83/mls_api.pb-c.h"
 

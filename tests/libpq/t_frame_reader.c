@@ -1,5 +1,5 @@
 /*
- * t_frame_reader: the bounded frame reader (client/lib/frame_reader.h) on
+ * t_frame_reader: the bounded frame reader (client/session/frame_reader.h) on
  * its own, both ways in: bytes handed over in pieces (as a gateway's
  * transport would) and a pipe. No server is needed.
  *
@@ -21,8 +21,7 @@
 #include <unistd.h>
 
 #include "badprefix.h"
-#include "frame_reader.h"
-#include "session_wire.h"
+#include "session/session.h"
 #include "testlib.h"
 
 #define LIMIT 1000

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "badprefix.h"
-#include "session_wire.h"
+#include "session/session.h"
 #include "sessionproc.h"
 #include "testlib.h"
 

@@ -7,7 +7,7 @@
 
 #include <stdatomic.h>
 
-#include "feed.h"
+#include "feed/feed.h"
 
 typedef struct FeedRun
 {

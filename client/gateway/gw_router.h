@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "session_topics.h"
+#include "session/session.h"
 
 typedef struct GwRouter
 {

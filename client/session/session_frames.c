@@ -31,6 +31,21 @@ Send(Xip83Out *out, const unsigned char *frame, size_t len)
 	return true;
 }
 
+bool
+xip83_out_sent(Xip83Out *out, bool ok, int64_t now_ms)
+{
+	if (out->failed)
+		return false;
+	if (!ok)
+	{
+		out->failed = true;
+		return false;
+	}
+	out->last_send_ms = now_ms;
+	out->frames++;
+	return true;
+}
+
 static bool
 SendResponse(Xip83Out *out, Xmtp__Mls__Api__V1__SubscribeResponse__V1 *v1)
 {

@@ -1,20 +1,20 @@
 /*
  * gw_internal.h: what the gateway core's files share (gw_core.c: streams,
  * the feed, the seam; gw_pool.c: the wave queue and the pool of wave
- * connections). Not an API: gw_core.h is.
+ * connections). Not an API: gateway.h is.
  */
 #ifndef XIP83_GW_INTERNAL_H
 #define XIP83_GW_INTERNAL_H
 
-#include "gw_core.h"
+#include "gateway.h"
 #include "gw_router.h"
-#include "pgconn.h"
-#include "session_internal.h"
+#include "session/session.h"
 
 /* No wave page is read for a stream with more than this queued to its client. */
 #define WAVE_PAUSE (1024 * 1024)
 typedef struct GwStream GwStream;
 typedef struct GwFeedThread GwFeedThread;
+typedef struct GwCoreHooks GwCoreHooks;
 
 /* A request that waits for the feed's start (its copy). */
 typedef struct GwWaiting
@@ -73,7 +73,7 @@ struct GwStream
 	bool		finished;		/* ended by the core: nothing more is done for it */
 	int			code;			/* the status it was ended with, as counted */
 	bool		requested;		/* server streams: the filters came */
-	bool		dirty;			/* its live batch may hold rows */
+	bool		dirty;			/* took live rows this turn: checked after the turn's rows */
 	bool		queued;			/* in the wave queue */
 	bool		paused;			/* waves wait for the client to read */
 	bool		at_seam;		/* a wave waits for a seam round (in seam_waiters) */
@@ -104,6 +104,7 @@ struct GwStream
 struct Xip83Gateway
 {
 	Xip83GatewayOptions opt;
+	const GwCoreHooks *up;		/* the core, for the feed's thread and the pool */
 	Xip83H2Server *srv;
 	GwFeedThread *ft;			/* the live feed, on its thread (gw_feed.c) */
 	Xip83Feed  *view;			/* its cursors as of the rows routed: wave ceilings */
@@ -127,7 +128,7 @@ struct Xip83Gateway
 	GwStream  **dirty;
 	size_t		n_dirty;
 	size_t		cap_dirty;
-	unsigned char *packed;		/* the feed row being routed, encoded once */
+	unsigned char *packed;		/* the v3 feed row being routed, packed once */
 	size_t		cap_packed;
 	Xip83H2Shared *last[XIP83_GATEWAY_METHODS];	/* by method: the last small message sent */
 	bool		draining;
@@ -136,24 +137,35 @@ struct Xip83Gateway
 	Xip83GatewayStats stats;	/* the counters; the gauges are computed when asked */
 };
 
-/* gw_core.c */
-/* Ends the stream if the engine failed it, the client is done or too far behind. */
-extern void gw_check(GwStream *st);
-/* Flushes the live batches the feed wrote into, and checks their streams. */
-extern void gw_flush_dirty(Xip83Gateway *gw);
-/* A live row to the streams holding its topic. */
-extern void gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row);
-/* A status of the feed to every stream. */
-extern void gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail);
-/* A seam round ended (rc < -1: it failed): the waves that waited go on. */
-extern void gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc);
-/* The feed started: the requests that waited for it run. */
-extern void gw_feed_started(Xip83Gateway *gw);
+/*
+ * What the feed's thread (gw_feed.c), the pool (gw_pool.c) and the Mutates
+ * applied in slices (gw_apply.c) hand up to the core: gw_core.c registers
+ * these (Xip83Gateway.up) before it starts any, so the core calls down to
+ * them and they never call up by name.
+ */
+struct GwCoreHooks
+{
+	/* Ends the stream if the engine failed it, the client is done or too far behind. */
+	void		(*check) (GwStream *st);
+	/* Flushes the live batches the feed wrote into, and checks their streams. */
+	void		(*flush_dirty) (Xip83Gateway *gw);
+	/* A live row to the streams holding its topic; returns how many those are. */
+	size_t		(*route_row) (Xip83Gateway *gw, const Xip83FeedRow *row);
+	/* A status of the feed to every stream. */
+	void		(*feed_status) (Xip83Gateway *gw, const char *status, const char *detail);
+	/* A seam round ended (rc < -1: it failed): the waves that waited go on. */
+	void		(*seam_done) (Xip83Gateway *gw, uint64_t ticket, int rc);
+	/* The feed started: the requests that waited for it run. */
+	void		(*feed_started) (Xip83Gateway *gw);
+	/* Runs one request (msg), or the next slice of the Mutate being applied (msg NULL). */
+	void		(*request) (GwStream *st, const unsigned char *msg, size_t len);
+	/* Frees a stream the transport closed. */
+	void		(*stream_free) (GwStream *st);
+};
 
-/* Runs one request (msg), or the next slice of the Mutate being applied (msg NULL). */
-extern void gw_request(GwStream *st, const unsigned char *msg, size_t len);
-/* Frees a stream the transport closed. */
-extern void gw_stream_free(GwStream *st);
+/* gw_live.c */
+/* A live row to the streams holding its topic; returns how many those are. */
+extern size_t gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row);
 
 /* gw_apply.c */
 /* Topics of a Mutate applied per slice. */

@@ -1,5 +1,5 @@
 /*
- * gw_core.c: the gateway's multiplexed session core (see gw_core.h).
+ * gw_core.c: the gateway's multiplexed session core (see gateway.h).
  *
  * Threading: everything here runs on the transport's loop; the live feed
  * runs on a thread of its own and hands its rows over (gw_feed.c). A
@@ -7,7 +7,7 @@
  * (no query). Wave pages never block the loop (gw_pool.c), nor do their
  * statements' prepares.
  */
-#include "gw_core.h"
+#include "gateway.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +25,26 @@
 #define KEEPALIVE_SLACK 8
 /* connections' keepalive grids are phased in ticks of this many ms */
 #define KEEPALIVE_TICK_MS 50
+
+static void gw_check(GwStream *st);
+static void gw_flush_dirty(Xip83Gateway *gw);
+static void gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail);
+static void gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc);
+static void gw_feed_started(Xip83Gateway *gw);
+static void gw_request(GwStream *st, const unsigned char *msg, size_t len);
+static void gw_stream_free(GwStream *st);
+
+/* What the feed's thread and the pool call back (GwCoreHooks). */
+static const GwCoreHooks core_hooks = {
+	.check = gw_check,
+	.flush_dirty = gw_flush_dirty,
+	.route_row = gw_route_row,	/* gw_live.c */
+	.feed_status = gw_feed_status,
+	.seam_done = gw_seam_done,
+	.feed_started = gw_feed_started,
+	.request = gw_request,
+	.stream_free = gw_stream_free,
+};
 
 
 /* ------------------------------------------------------------ statuses */
@@ -84,11 +104,11 @@ ForgetShared(Xip83Gateway *gw)
 }
 
 /*
- * Sends one message. The streams a live row goes to are flushed one after
- * the other, and those that got only that row send the same bytes (per
- * method: a translated method's messages differ from Subscribe's): a message
- * equal to the last one of the stream's method is queued as a reference to
- * it, not a copy.
+ * Sends one message. Streams of one method often send the same bytes one
+ * after the other (Started, a server stream's status, a catch-up's
+ * frames of the same rows): a message equal to the last one of the
+ * stream's method is queued as a reference to it, not a copy. Live rows
+ * do not come this way (SendRow).
  */
 static bool
 SendRaw(void *arg, const unsigned char *msg, size_t len)
@@ -127,7 +147,7 @@ WriteFrame(void *arg, const unsigned char *frame, size_t len)
 
 /* ------------------------------------------------------------ after the engine */
 
-void
+static void
 gw_check(GwStream *st)
 {
 	Xip83Session *s = st->s;
@@ -135,7 +155,8 @@ gw_check(GwStream *st)
 
 	if (st->finished)
 		return;
-	if (!s->failed && st->dirty && !xip83_batch_flush(&s->out, &s->live))
+	/* rows a Mutate deferred wait in the live batch: they go now */
+	if (!s->failed && !xip83_batch_flush(&s->out, &s->live))
 		xip83_session_fail(s, "CANCELLED", "the client went away");
 	/* a burst grew it: 100,000 idle streams do not each keep a large buffer */
 	if (s->live.cap > LIVE_KEEP)
@@ -159,7 +180,7 @@ gw_check(GwStream *st)
 		Finish(st, XIP83_GRPC_OK, NULL);
 }
 
-void
+static void
 gw_flush_dirty(Xip83Gateway *gw)
 {
 	for (size_t i = 0; i < gw->n_dirty; i++)
@@ -170,70 +191,7 @@ gw_flush_dirty(Xip83Gateway *gw)
 
 /* ------------------------------------------------------------ the feed */
 
-/*
- * A v3 row packed once for all the streams it goes to (each copies the bytes
- * into its batch); NULL when out of memory: each packs it then.
- */
-static const unsigned char *
-PackOnce(Xip83Gateway *gw, const Xip83V3Row *row, size_t *len)
-{
-	*len = xip83_v3_pack(row, NULL);
-	if (gw->cap_packed < *len)
-	{
-		unsigned char *p = realloc(gw->packed, *len);
-
-		if (p == NULL)
-			return NULL;
-		gw->packed = p;
-		gw->cap_packed = *len;
-	}
-	xip83_v3_pack(row, gw->packed);
-	return gw->packed;
-}
-
-void
-gw_route_row(Xip83Gateway *gw, const Xip83FeedRow *row)
-{
-	const GwSubs *subs = gw_router_get(&gw->routers[row->kind == XIP83_FEED_ENVELOPE],
-									   row->topic, row->topic_len);
-	const unsigned char *packed = NULL;
-	size_t		packed_len = 0;
-
-	if (subs == NULL)
-		return;
-	if (row->v3 != NULL && subs->n > 1)
-		packed = PackOnce(gw, row->v3, &packed_len);
-	for (size_t i = 0; i < subs->n; i++)
-	{
-		GwStream   *st = subs->subs[i].sub;
-
-		/* its topics leave the index a slice at a time */
-		if (st->finished)
-			continue;
-		/* the stream's own entry of the topic: no lookup in its table */
-		xip83_session_on_topic_row(st->s, subs->subs[i].topic, row, packed, packed_len);
-		if (st->dirty)
-			continue;
-		if (gw->n_dirty == gw->cap_dirty)
-		{
-			size_t		cap = gw->cap_dirty ? gw->cap_dirty * 2 : 256;
-			GwStream  **d = realloc(gw->dirty, cap * sizeof(*d));
-
-			if (d == NULL)
-			{
-				xip83_session_fail(st->s, "RESOURCE_EXHAUSTED", "out of memory");
-				gw_check(st);
-				continue;
-			}
-			gw->dirty = d;
-			gw->cap_dirty = cap;
-		}
-		st->dirty = true;
-		gw->dirty[gw->n_dirty++] = st;
-	}
-}
-
-void
+static void
 gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail)
 {
 	fprintf(stderr, "xip83-gateway: feed %s%s%s\n", status, detail ? ": " : "", detail ? detail : "");
@@ -283,7 +241,7 @@ SeamWait(GwStream *st, uint64_t ticket)
 	st->seam_wait = ticket;
 }
 
-void
+static void
 gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc)
 {
 	size_t		n = 0;
@@ -460,7 +418,7 @@ Open(Xip83H2Stream *h2, const Xip83H2Header *headers, size_t n_headers)
  * NULL). A wave's start needs no connection (its ceilings are the feed's
  * cursors); a page in flight on a wave connection stays there, untouched.
  */
-void
+static void
 gw_request(GwStream *st, const unsigned char *msg, size_t len)
 {
 	Xip83Session *s = st->s;
@@ -565,7 +523,7 @@ FreeWaiting(GwStream *st)
 	st->waiting_bytes = 0;
 }
 
-void
+static void
 gw_feed_started(Xip83Gateway *gw)
 {
 	for (GwStream *st = gw->streams; st; st = st->next)
@@ -684,7 +642,7 @@ Closed(Xip83H2Stream *h2, bool cancelled)
 		gw_stream_free(st);
 }
 
-void
+static void
 gw_stream_free(GwStream *st)
 {
 	xip83_session_free(st->s);
@@ -714,6 +672,7 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 		return NULL;
 	}
 	gw->opt = *opt;
+	gw->up = &core_hooks;
 	if (gw->opt.pool <= 0)
 		gw->opt.pool = 4;
 	if (gw->opt.keepalive_ms <= 0)

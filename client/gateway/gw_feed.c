@@ -45,6 +45,15 @@
 #define FEED_TICK_MS 50
 /* How long the end waits for the thread, which may be in a query that never ends. */
 #define STOP_WAIT_S 2
+/*
+ * Deliveries a turn of the loop routes before it writes: ~4 ms of routing
+ * here, so a burst's writes start while the rest of it is routed. A turn
+ * that leaves rows for the next doubles the next one's budget (up to
+ * ROUTE_BUDGET_MAX), and a turn that routes all resets it: a backlog is
+ * routed in larger turns, so each connection's write carries more of it.
+ */
+#define ROUTE_BUDGET 4096
+#define ROUTE_BUDGET_MAX (1024 * 1024)
 /* The feed's start is tried again after this, doubling up to the max. */
 #define START_BACKOFF_MS 100
 #define START_BACKOFF_MAX_MS 5000
@@ -91,6 +100,9 @@ struct GwFeedThread
 	pthread_mutex_t lock;
 	Event	   *head;			/* under lock */
 	Event	   *tail;
+	Event	   *todo;			/* the loop's: taken, not yet handled (a turn's budget ran out) */
+	Event	   *todo_tail;
+	size_t		budget;			/* the loop's: deliveries the next turn routes (ROUTE_BUDGET) */
 	uint64_t	asked;			/* under lock: the last ticket handed out */
 	bool		stop;			/* under lock */
 	uint64_t	served;			/* the thread's: the last ticket a round served */
@@ -372,50 +384,71 @@ FeedMain(void *arg)
 
 /* ------------------------------------------------------------ the loop */
 
-/* The events queued: rows routed, statuses passed on, seam rounds ended. */
+/*
+ * The events queued: rows routed, statuses passed on, seam rounds ended.
+ * A turn routes rows until they went to its budget of streams, then lets the
+ * loop write what they queued before it routes the rest (the next turn,
+ * at once): a burst's first rows leave while its later ones are routed,
+ * and each connection still writes a turn's frames together.
+ */
 static void
 Ready(void *arg, uint32_t events)
 {
 	Xip83Gateway *gw = arg;
 	GwFeedThread *t = gw->ft;
 	uint64_t	n;
+	size_t		routed = 0;
 	Event	   *ev;
 
 	(void) events;
 	if (read(t->ready_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		fprintf(stderr, "xip83-gateway: the feed's signal: %s\n", strerror(errno));
 	pthread_mutex_lock(&t->lock);
-	ev = t->head;
+	if (t->head != NULL)
+	{
+		*(t->todo_tail ? &t->todo_tail->next : &t->todo) = t->head;
+		t->todo_tail = t->tail;
+	}
 	t->head = t->tail = NULL;
 	pthread_mutex_unlock(&t->lock);
-	while (ev != NULL)
+	if (t->budget < ROUTE_BUDGET)
+		t->budget = ROUTE_BUDGET;
+	while ((ev = t->todo) != NULL && routed < t->budget)
 	{
-		Event	   *next = ev->next;
-
+		if ((t->todo = ev->next) == NULL)
+			t->todo_tail = NULL;
 		switch (ev->type)
 		{
 			case EV_ROW:
 				xip83_feed_follow_row(gw->view, &ev->row, ev->replay_lsn);
-				gw_route_row(gw, &ev->row);
+				routed += gw->up->route_row(gw, &ev->row);
 				break;
 			case EV_STATUS:
-				gw_feed_status(gw, ev->status, ev->detail);
+				gw->up->feed_status(gw, ev->status, ev->detail);
 				break;
 			case EV_ROUND:
-				gw_flush_dirty(gw);
-				gw_seam_done(gw, ev->ticket, ev->rc);
+				gw->up->flush_dirty(gw);
+				gw->up->seam_done(gw, ev->ticket, ev->rc);
 				break;
 			case EV_STARTED:
 				xip83_feed_follow(gw->view, ev->start);
 				xip83_feed_free(ev->start);
 				gw->feed_started = true;
-				gw_feed_started(gw);
+				gw->up->feed_started(gw);
 				break;
 		}
 		free(ev);
-		ev = next;
 	}
-	gw_flush_dirty(gw);
+	/* the rest next turn: the signal makes the loop come back without sleeping */
+	if (t->todo != NULL)
+	{
+		if (t->budget < ROUTE_BUDGET_MAX)
+			t->budget *= 2;
+		Signal(t->ready_fd);
+	}
+	else
+		t->budget = ROUTE_BUDGET;
+	gw->up->flush_dirty(gw);
 }
 
 bool
@@ -527,15 +560,16 @@ gw_feed_stop(Xip83Gateway *gw)
 		}
 	}
 	/* the server may be gone (it is freed first): closing ready_fd leaves its epoll */
-	for (ev = t->head; ev != NULL;)
-	{
-		Event	   *next = ev->next;
+	for (int list = 0; list < 2; list++)
+		for (ev = list ? t->todo : t->head; ev != NULL;)
+		{
+			Event	   *next = ev->next;
 
-		if (ev->type == EV_STARTED)
-			xip83_feed_free(ev->start);
-		free(ev);
-		ev = next;
-	}
+			if (ev->type == EV_STARTED)
+				xip83_feed_free(ev->start);
+			free(ev);
+			ev = next;
+		}
 	if (t->wake_fd >= 0)
 		close(t->wake_fd);
 	if (t->ready_fd >= 0)

@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pb_check.h"
-#include "session_wire.h"
+#include "session/session.h"
 #include "xip83/d14n_message_api.pb-c.h"
 #include "xip83/mls_api.pb-c.h"
 

@@ -24,7 +24,6 @@
 #include <string.h>
 
 #include "frame_reader.h"
-#include "pgconn.h"
 #include "session_internal.h"
 
 /* Longest wait for the feed while idle: how late a request may be noticed. */
@@ -60,64 +59,116 @@ xip83_session_on_row(void *arg, const Xip83FeedRow *row)
 		xip83_session_on_topic_row(s, t, row, NULL, 0);
 }
 
-/* A row of topic t: delivered live, folded into t's wave, or deferred. */
+/* A feed row as a message; packed: the v3 message already packed, or NULL. */
 static void
-TopicMsg(Xip83Session *s, Xip83Topic *t, const Xip83Msg *msg, bool late)
+RowMsg(Xip83Msg *m, const Xip83FeedRow *row, const unsigned char *packed, size_t packed_len)
 {
-	Xip83Msg	m = *msg;
+	memset(m, 0, sizeof(*m));
+	m->node = row->v3 ? row->v3->kind : row->originator_node_id;
+	m->position = row->position;
+	m->topic = row->topic;
+	m->topic_len = row->topic_len;
+	m->v3 = row->v3;
+	m->packed = row->v3 ? packed : NULL;
+	m->packed_len = packed_len;
+	if (row->v3 == NULL)
+	{
+		m->envelope = row->data;
+		m->envelope_len = row->data_len;
+	}
+}
+
+/*
+ * The live lane's rules for a row of topic t: true when the row goes out
+ * live now (its position taken); false when the client has seen it, a wave
+ * holds it, a Mutate being applied defers it, or the session failed.
+ */
+static bool
+LiveMsg(Xip83Session *s, Xip83Topic *t, const Xip83Msg *m, bool late)
+{
 	Xip83Wave  *w;
 	Xip83Line  *l;
 
+	if (s->failed)
+		return false;
 	/* a Mutate being applied may still remove or re-add it: after the Mutate */
 	if (t->live && s->applying != NULL)
 	{
-		(void) xip83_msg_keep(s, &s->deferred, &s->n_deferred, &s->cap_deferred, &m, late);
-		return;
+		(void) xip83_msg_keep(s, &s->deferred, &s->n_deferred, &s->cap_deferred, m, late);
+		return false;
 	}
 	/*
 	 * Rows at or below the floor the client gave are ones it has seen, unless
 	 * they are late writes (stored after the horizon passed them): those it
 	 * cannot have seen, and it gets them once.
 	 */
-	l = xip83_topic_line(t, m.node);
-	if (!late && m.position <= (l ? l->floor : XIP83_NOTHING_SEEN))
-		return;
+	l = xip83_topic_line(t, m->node);
+	if (!late && m->position <= (l ? l->floor : XIP83_NOTHING_SEEN))
+		return false;
 	if (t->live)
 	{
-		if ((l = xip83_topic_line_put(&s->topics, t, m.node)) == NULL)
-			xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
-		else if (m.position > l->position)
-			l->position = m.position;
-		if (!xip83_batch_add(&s->out, &s->live, &m))
-			xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
-		return;
+		if ((l = xip83_topic_line_put(&s->topics, t, m->node)) == NULL)
+			return xip83_session_fail(s, "RESOURCE_EXHAUSTED", "out of memory");
+		if (m->position > l->position)
+			l->position = m->position;
+		return true;
 	}
 	/* gated: held for the wave, which replays above the floors up to its ceilings itself */
 	if ((w = xip83_wave_find(s, t->wave)) != NULL)
-		(void) xip83_wave_fold(s, w, &m);
+		(void) xip83_wave_fold(s, w, m);
+	return false;
+}
+
+/* A row of topic t: delivered live, folded into t's wave, or deferred. */
+static void
+TopicMsg(Xip83Session *s, Xip83Topic *t, const Xip83Msg *m, bool late)
+{
+	if (LiveMsg(s, t, m, late) && !xip83_batch_add(&s->out, &s->live, m))
+		xip83_session_fail(s, "UNAVAILABLE", "live frame not sent");
 }
 
 void
 xip83_session_on_topic_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
 						   const unsigned char *packed, size_t packed_len)
 {
-	Xip83Msg	m = {0};
+	Xip83Msg	m;
 
-	if (s->failed)
-		return;
-	m.node = row->v3 ? row->v3->kind : row->originator_node_id;
-	m.position = row->position;
-	m.topic = row->topic;
-	m.topic_len = row->topic_len;
-	m.v3 = row->v3;
-	m.packed = row->v3 ? packed : NULL;
-	m.packed_len = packed_len;
-	if (row->v3 == NULL)
-	{
-		m.envelope = row->data;
-		m.envelope_len = row->data_len;
-	}
+	RowMsg(&m, row, packed, packed_len);
 	TopicMsg(s, t, &m, row->late);
+}
+
+bool
+xip83_session_take_row(Xip83Session *s, Xip83Topic *t, const Xip83FeedRow *row,
+					   const unsigned char *packed, size_t packed_len)
+{
+	Xip83Msg	m;
+
+	RowMsg(&m, row, packed, packed_len);
+	return LiveMsg(s, t, &m, row->late);
+}
+
+size_t
+xip83_session_wave_topics(const Xip83Session *s)
+{
+	size_t		n = 0;
+
+	for (int i = 0; i < s->n_waves; i++)
+		n += s->waves[i]->n_topics;
+	return n;
+}
+
+bool
+xip83_live_frame(Xip83Out *out, const Xip83FeedRow *row, const unsigned char *packed,
+				 size_t packed_len)
+{
+	Xip83Batch	b = {0};
+	Xip83Msg	m;
+	bool		ok;
+
+	RowMsg(&m, row, packed, packed_len);
+	ok = xip83_batch_add(out, &b, &m) && xip83_batch_flush(out, &b);
+	xip83_batch_free(&b);
+	return ok;
 }
 
 /*

@@ -15,8 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clock.h"
-#include "v3row.h"
+#include "feed/feed.h"
 
 /* One message either lane delivers, of either binding. */
 typedef struct Xip83Msg
@@ -74,6 +73,11 @@ extern bool xip83_batch_add(Xip83Out *out, Xip83Batch *batch, const Xip83Msg *ms
 /* Sends the batch as one delivery frame tagged batch->mutate_id, if it holds rows. */
 extern bool xip83_batch_flush(Xip83Out *out, Xip83Batch *batch);
 extern void xip83_batch_free(Xip83Batch *batch);
+/*
+ * A frame the caller sent on out's behalf (a shared one, written once for
+ * many sessions): counted as Send counts its own, or out fails (ok false).
+ */
+extern bool xip83_out_sent(Xip83Out *out, bool ok, int64_t now_ms);
 
 extern bool xip83_send_started(Xip83Out *out, uint32_t keepalive_ms);
 /* In several TopicsLive when one would pass the frame limit (a topic is never split). */

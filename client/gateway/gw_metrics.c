@@ -1,5 +1,5 @@
 /*
- * gw_metrics.c: Prometheus text metrics over HTTP (see gw_metrics.h).
+ * gw_metrics.c: Prometheus text metrics over HTTP (see gateway.h).
  *
  * A scrape is served on the loop without ever waiting on its socket: the
  * request is read as it arrives (until its blank line, REQUEST_MAX bytes at
@@ -12,7 +12,7 @@
  * real scraper out. The loop, not a thread of its
  * own, because the page reads the core's counters, which only the loop may.
  */
-#include "gw_metrics.h"
+#include "gateway.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -49,6 +49,7 @@
 
 #include <libpq-fe.h>
 
+#include "pgconn.h"
 #include "v3row.h"
 
 #define XIP83_FEED_GROUP	1

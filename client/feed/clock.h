@@ -1,5 +1,5 @@
 /*
- * clock.h: the clock of every timeout and deadline in client/lib.
+ * clock.h: the clock of every timeout and deadline in the client programs.
  */
 #ifndef XIP83_CLOCK_H
 #define XIP83_CLOCK_H

@@ -320,7 +320,7 @@ Step(GwStream *st, PoolConn *c)
 	(void) xip83_wave_step(s);
 	gw_count_waves(st, s->n_waves);
 	/* a wave that ended fetched the feed: other streams got live rows */
-	gw_flush_dirty(st->gw);
+	st->gw->up->flush_dirty(st->gw);
 	if (s->ahead != NULL)
 	{
 		c->owner = st;
@@ -338,7 +338,7 @@ Step(GwStream *st, PoolConn *c)
 	}
 	else
 		Release(c);
-	gw_check(st);
+	st->gw->up->check(st);
 }
 
 /* ---------------------------------------------------------------- replay gate */
@@ -387,7 +387,7 @@ GateEnd(PoolConn *c, const char *failure)
 	st->conn = NULL;
 	if (failure)
 		xip83_session_fail(st->s, "UNAVAILABLE", "%s", failure);
-	gw_check(st);
+	st->gw->up->check(st);
 	gw_enqueue(st);
 }
 
@@ -480,7 +480,7 @@ PoolReady(void *arg, uint32_t events)
 		Release(c);
 	if (st)
 	{
-		gw_check(st);
+		st->gw->up->check(st);
 		gw_enqueue(st);
 	}
 	gw_schedule(c->gw);

@@ -56,12 +56,9 @@ gw_apply_defaults(Xip83GatewayOptions *opt)
 static size_t
 TopicBytes(const Xip83Session *s)
 {
-	size_t		bytes = s->topics.bytes + s->topics.count * TOPIC_COST
-		+ s->topics.n_slots * sizeof(void *) + s->held_by_waves;
-
-	for (int i = 0; i < s->n_waves; i++)
-		bytes += s->waves[i]->n_topics * WAVE_TOPIC_COST;
-	return bytes;
+	return s->topics.bytes + s->topics.count * TOPIC_COST
+		+ s->topics.n_slots * sizeof(void *) + s->held_by_waves
+		+ xip83_session_wave_topics(s) * WAVE_TOPIC_COST;
 }
 
 /*
@@ -231,20 +228,20 @@ ApplyTurn(void *arg)
 			{
 				st->reaping = false;
 				if (st->closed)
-					gw_stream_free(st);
+					gw->up->stream_free(st);
 			}
 		}
 		else
 		{
 			if (st->s->applying != NULL)
-				gw_request(st, NULL, 0);
+				gw->up->request(st, NULL, 0);
 			else if (gw_holding(st))
 			{
 				size_t		len;
 
 				memcpy(&len, st->held + st->held_off, sizeof(len));
 				st->held_off += sizeof(len) + len;
-				gw_request(st, st->held + st->held_off - len, len);
+				gw->up->request(st, st->held + st->held_off - len, len);
 				if (!gw_holding(st))
 				{
 					free(st->held);
@@ -253,7 +250,7 @@ ApplyTurn(void *arg)
 				}
 			}
 			gw_count_waves(st, st->s->n_waves);
-			gw_check(st);
+			gw->up->check(st);
 			gw_enqueue(st);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);

@@ -1,8 +1,8 @@
 /*
- * gw_core.h: the gateway's multiplexed session core: many XIP-83 streams of
+ * gateway.h: the gateway's multiplexed session core: many XIP-83 streams of
  * both bindings in one process, on the transport's loop (h2_server.h).
  *
- * Each gRPC stream runs the session engine's rules (session_internal.h:
+ * Each gRPC stream runs the session engine's rules (session/session.h:
  * waves, the seam, cursors, keepalive) on a session with no connection of
  * its own. Database connections do not grow with streams:
  * - one live feed for the process (one LISTEN connection, one fetch per
@@ -33,8 +33,8 @@
  * WAVE_PAUSE bytes wait to be sent to it) and, when its live rows pile up
  * past 64 MiB, its stream alone ends RESOURCE_EXHAUSTED.
  */
-#ifndef XIP83_GW_CORE_H
-#define XIP83_GW_CORE_H
+#ifndef XIP83_GATEWAY_H
+#define XIP83_GATEWAY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -131,5 +131,22 @@ extern void xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out);
 extern Xip83H2Server *xip83_gateway_server(Xip83Gateway *gw);
 /* After xip83_h2_run returned and the server was freed. */
 extern void xip83_gateway_free(Xip83Gateway *gw);
+
+/*
+ * The Prometheus metrics (text exposition format 0.0.4) over plain HTTP on
+ * a listener of their own, on the gateway's loop. Any request gets the page;
+ * a scrape costs one pass over the streams (gw_metrics.c).
+ */
+typedef struct GwMetrics GwMetrics;
+
+
+/* Listens on host:port for scrapes; *bound: the port. NULL with err set. */
+extern GwMetrics *gw_metrics_listen(Xip83H2Server *srv, Xip83Gateway *gw, const char *host,
+									const char *port, int *bound, char *err, size_t errlen);
+/* Stops listening (on drain). */
+extern void gw_metrics_close(GwMetrics *m);
+extern void gw_metrics_free(GwMetrics *m);
+/* The page, malloc'd (NULL when out of memory). */
+extern char *gw_metrics_page(Xip83Gateway *gw, size_t *len);
 
 #endif
