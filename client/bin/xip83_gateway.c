@@ -19,7 +19,7 @@
  * same: requests wait until the feed has them.
  *
  * --max-waves bounds the waves (catch-ups) in flight of all streams together
- * (65536), and each client connection may have 1024: a Mutate past either
+ * (1048576), and each client connection may have 1024: a Mutate past either
  * ends its stream RESOURCE_EXHAUSTED.
  *
  * Serves h2c on --listen, or TLS (ALPN h2) with --tls-cert and --tls-key;

@@ -82,9 +82,11 @@ typedef struct Xip83GatewayOptions
 /*
  * Waves in flight: the process's default bound, and each client
  * connection's, so that no client holds them all. A Mutate that starts a
- * wave past either ends its stream RESOURCE_EXHAUSTED.
+ * wave past either ends its stream RESOURCE_EXHAUSTED. The process's is
+ * far above a reconnect storm's (100,000 streams, a wave each); the memory
+ * waves take is bounded by the topics' (--max-topic-mib).
  */
-#define XIP83_GATEWAY_MAX_WAVES 65536
+#define XIP83_GATEWAY_MAX_WAVES 1048576
 #define XIP83_GATEWAY_CONN_WAVES 1024
 
 typedef struct Xip83Gateway Xip83Gateway;
