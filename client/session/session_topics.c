@@ -97,15 +97,10 @@ xip83_topics_reserve(Xip83Topics *set, size_t n)
 	return set->count + n <= set->n_slots || Grow(set, set->count + n);
 }
 
-void
-xip83_topics_del(Xip83Topics *set, const unsigned char *t, size_t len)
+/* Frees e, out of its slot already. */
+static void
+Drop(Xip83Topics *set, Xip83Topic *e)
 {
-	Xip83Topic **p;
-	Xip83Topic *e;
-
-	if (set->n_slots == 0 || (e = *(p = Slot(set, t, len))) == NULL)
-		return;
-	*p = e->next;
 	if (set->watch)
 		set->watch(set->watch_arg, e, false);
 	set->bytes -= e->len + sizeof(Xip83Line) * (size_t) e->n_lines;
@@ -115,16 +110,25 @@ xip83_topics_del(Xip83Topics *set, const unsigned char *t, size_t len)
 }
 
 void
+xip83_topics_del(Xip83Topics *set, const unsigned char *t, size_t len)
+{
+	Xip83Topic **p;
+	Xip83Topic *e;
+
+	if (set->n_slots == 0 || (e = *(p = Slot(set, t, len))) == NULL)
+		return;
+	*p = e->next;
+	Drop(set, e);
+}
+
+void
 xip83_topics_free(Xip83Topics *set)
 {
 	for (size_t i = 0; i < set->n_slots; i++)
 		for (Xip83Topic *e = set->slots[i], *next; e; e = next)
 		{
 			next = e->next;
-			if (set->watch)
-				set->watch(set->watch_arg, e, false);
-			FreeLines(e);
-			free(e);
+			Drop(set, e);
 		}
 	free(set->slots);
 	memset(set, 0, sizeof(*set));
@@ -138,12 +142,7 @@ xip83_topics_free_some(Xip83Topics *set, size_t n)
 		{
 			next = e->next;
 			set->slots[set->emptied] = next;
-			if (set->watch)
-				set->watch(set->watch_arg, e, false);
-			set->bytes -= e->len + sizeof(Xip83Line) * (size_t) e->n_lines;
-			FreeLines(e);
-			free(e);
-			set->count--;
+			Drop(set, e);
 		}
 	if (set->emptied < set->n_slots)
 		return false;
