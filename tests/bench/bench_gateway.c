@@ -1610,6 +1610,9 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 		tl_result("bench_gateway", "%s", "live_p50_ms", lat[n_lat / 2], "ms", lcs);
 		tl_result("bench_gateway", "%s", "live_p99_ms", lat[(size_t) (n_lat * 0.99)], "ms", lcs);
 	}
+	/* the rate the writer kept (its commits wait for fsync): the case names the rate asked */
+	tl_result("bench_gateway", "%s", "live_rows_per_s", (double) atomic_load(&written) / seconds,
+			  "rows/s", lcs);
 	tl_result("bench_gateway", "%s", "live_cpu_share", (cpu1 - cpu0) / wall, "", lcs);
 	tl_result("bench_gateway", "%s", "live_db_cpu_share", db0 / wall, "", lcs);
 	*db_share = db0 / wall;
