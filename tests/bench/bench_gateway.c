@@ -4,7 +4,7 @@
  *
  *   bench_gateway [--streams N] [--conns C] [--topics T] [--universe K]
  *                 [--rate R] [--seconds S] [--pool P] [--compare M] [--own]
- *                 [--storm [--rows R] [--fresh PCT]]
+ *                 [--storm [--rows R] [--fresh PCT]] [--proto h2|grpc-web|ws[,...]]
  *
  * Starts build/xip83-gateway (XIP83_GATEWAY) on the database of PGDATABASE,
  * opens N bidirectional v3 Subscribe streams over C HTTP/2 connections (one
@@ -39,7 +39,19 @@
  * node's query (per topic a LATERAL ... ORDER BY id LIMIT 64, topics in
  * chunks of 256, a max(id) ceiling first) on P connections in parallel, with
  * its wall time, its database CPU and the ratios.
+ *
+ * --proto: the same streams and live phase as a browser opens them, one
+ * protocol after another in one run, each on a gateway of its own (its RSS
+ * is theirs alone): h2 as above; grpc-web, N SubscribeGroupMessages calls
+ * over HTTP/1.1, one connection each (binary gRPC-Web, the response
+ * chunked), open and caught up once every call's headers arrived and the
+ * gateway's metrics show no wave left (the server streams have no
+ * CatchupComplete); ws, N v3 Subscribe streams over WebSocket (subprotocol
+ * xip83.v1), one connection each. Connections open at most --window at a
+ * time, as the gateway's listen backlog takes them. The figures' cases then
+ * name the protocol and the rate, so each protocol is one row of a table.
  */
+#define _GNU_SOURCE				/* memmem */
 #include <dirent.h>
 #include <endian.h>
 #include <errno.h>
@@ -55,18 +67,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
+#include <openssl/evp.h>
 
 #include "testlib.h"
 #include "xip83/mls_api.pb-c.h"
 
 typedef struct Conn Conn;
+
+/* how the streams reach the gateway (--proto) */
+typedef enum Proto
+{
+	PROTO_H2,					/* gRPC over HTTP/2, many streams a connection */
+	PROTO_WEB,					/* gRPC-Web over HTTP/1.1, one call a connection */
+	PROTO_WS					/* Subscribe over a WebSocket, one a connection */
+} Proto;
+
+static const char *const proto_names[] = {"h2", "grpc-web", "ws"};
+
+/* where an HTTP/1.1 connection's response is */
+typedef enum H1State
+{
+	H1_HEAD,					/* the status line and headers */
+	H1_SIZE,					/* a chunk's size line */
+	H1_DATA,					/* a chunk's bytes */
+	H1_CRLF,					/* the CRLF after them */
+	H1_WS,						/* WebSocket frames */
+	H1_DONE						/* the last chunk came: nothing more is read */
+} H1State;
 
 typedef struct Call
 {
@@ -93,6 +129,15 @@ struct Conn
 	size_t		out_off;
 	size_t		out_cap;
 	bool		want_out;
+	bool		connected;		/* its connect() completed: writes may start */
+	/* HTTP/1.1 (grpc-web, ws): its one call and the response read so far */
+	Call	   *call;
+	unsigned char *in;
+	size_t		in_len;
+	size_t		in_cap;
+	H1State		state;
+	size_t		chunk_left;
+	char		ws_accept[32];	/* the Sec-WebSocket-Accept owed to its key */
 };
 
 static int	n_streams = 10000,
@@ -104,6 +149,16 @@ static int	n_streams = 10000,
 			pool = 4,
 			compare = 0;
 static int	n_open;				/* streams submitted so far */
+static int	n_target;			/* streams asked of SubmitStreams */
+static Proto proto;
+static int	window = 500;		/* HTTP/1.1 connections opening at once */
+static int	opening;			/* HTTP/1.1 connections not answered yet */
+static int	gw_port;
+static int	metrics_port;
+static Call *phase_calls;		/* the phase's streams, n_streams */
+static Conn *phase_conns;		/* its connections, n_conns */
+static int	ep;
+static unsigned int draw_seed;	/* the streams' topics: seed 7 each phase */
 static bool storm;
 static bool own;				/* each stream's topics its own (--own) */
 static long storm_rows = 1000000;
@@ -129,7 +184,77 @@ NowMs(clockid_t clock)
 	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
 }
 
-/* Answers a keepalive Ping: a Pong joins what the stream's request body sends. */
+/* A gRPC length-prefixed message of len bytes: the prefix written, the bytes to pack after it. */
+static unsigned char *
+Prefixed(size_t len)
+{
+	unsigned char *m = malloc(len + 5);
+
+	if (m == NULL)
+		tl_fatal("out of memory");
+	m[0] = 0;
+	m[1] = (unsigned char) (len >> 24);
+	m[2] = (unsigned char) (len >> 16);
+	m[3] = (unsigned char) (len >> 8);
+	m[4] = (unsigned char) len;
+	return m;
+}
+
+/* Bytes for an HTTP/1.1 connection to send, after those it has not sent yet. */
+static void
+OutAppend(Conn *k, const void *p, size_t len)
+{
+	if (k->out_len + len > k->out_cap)
+	{
+		k->out_cap = (k->out_len + len) * 2;
+		if ((k->out = realloc(k->out, k->out_cap)) == NULL)
+			tl_fatal("out of memory");
+	}
+	memcpy(k->out + k->out_len, p, len);
+	k->out_len += len;
+	k->want_out = true;
+}
+
+/* One WebSocket frame, final, masked as every client's frame must be (RFC 6455 5.3). */
+static void
+WsSend(Conn *k, int opcode, const unsigned char *p, size_t len)
+{
+	unsigned char h[14];
+	size_t		n = 0;
+	uint32_t	key = (uint32_t) random();
+	unsigned char *masked = malloc(len + 1);
+
+	if (masked == NULL)
+		tl_fatal("out of memory");
+
+	h[n++] = (unsigned char) (0x80 | opcode);
+	if (len < 126)
+		h[n++] = (unsigned char) (0x80 | len);
+	else if (len < 65536)
+	{
+		h[n++] = 0x80 | 126;
+		h[n++] = (unsigned char) (len >> 8);
+		h[n++] = (unsigned char) len;
+	}
+	else
+	{
+		h[n++] = 0x80 | 127;
+		for (int b = 7; b >= 0; b--)
+			h[n++] = (unsigned char) ((uint64_t) len >> (8 * b));
+	}
+	memcpy(h + n, &key, 4);
+	for (size_t i = 0; i < len; i++)
+		masked[i] = p[i] ^ h[n + i % 4];
+	n += 4;
+	OutAppend(k, h, n);
+	OutAppend(k, masked, len);
+	free(masked);
+}
+
+/*
+ * Answers a keepalive Ping: over HTTP/2 a Pong joins what the stream's
+ * request body sends, over a WebSocket it is a message of its own.
+ */
 static void
 Pong(Call *c, uint64_t nonce)
 {
@@ -137,6 +262,7 @@ Pong(Call *c, uint64_t nonce)
 	Xmtp__Mls__Api__V1__SubscribeRequest__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__INIT;
 	Xmtp__Mls__Api__V1__Pong pong = XMTP__MLS__API__V1__PONG__INIT;
 	size_t		len;
+	unsigned char *m;
 
 	pong.nonce = nonce;
 	v1.request_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_PONG;
@@ -144,15 +270,18 @@ Pong(Call *c, uint64_t nonce)
 	req.version_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__VERSION_V1;
 	req.v1 = &v1;
 	len = xmtp__mls__api__v1__subscribe_request__get_packed_size(&req);
-	c->req = realloc(c->req, c->req_len + 5 + len);
-	c->req[c->req_len] = 0;
-	c->req[c->req_len + 1] = (unsigned char) (len >> 24);
-	c->req[c->req_len + 2] = (unsigned char) (len >> 16);
-	c->req[c->req_len + 3] = (unsigned char) (len >> 8);
-	c->req[c->req_len + 4] = (unsigned char) len;
-	xmtp__mls__api__v1__subscribe_request__pack(&req, c->req + c->req_len + 5);
-	c->req_len += 5 + len;
-	nghttp2_session_resume_data(c->conn->h2, c->id);
+	m = Prefixed(len);
+	xmtp__mls__api__v1__subscribe_request__pack(&req, m + 5);
+	if (c->conn->h2 == NULL)
+		WsSend(c->conn, 0x2, m, len + 5);
+	else
+	{
+		c->req = realloc(c->req, c->req_len + 5 + len);
+		memcpy(c->req + c->req_len, m, len + 5);
+		c->req_len += 5 + len;
+		nghttp2_session_resume_data(c->conn->h2, c->id);
+	}
+	free(m);
 }
 
 /* A varint at p: the byte after it, or NULL past end. */
@@ -208,6 +337,24 @@ Field(const unsigned char *p, const unsigned char *end, uint64_t num, const unsi
 	return false;
 }
 
+/* A row received; its data is its insert time, so while measuring, a latency. */
+static void
+Delivered(const unsigned char *data, size_t len, double now)
+{
+	double		sent;
+
+	received++;
+	if (!measuring || len < sizeof(double))
+		return;
+	memcpy(&sent, data, sizeof(double));
+	if (n_lat == cap_lat)
+	{
+		cap_lat = cap_lat ? cap_lat * 2 : 65536;
+		lat = realloc(lat, cap_lat * sizeof(double));
+	}
+	lat[n_lat++] = now - sent;
+}
+
 /*
  * A live Messages frame read at the wire level, without unpacking it into
  * objects: at 200,000 deliveries/s the client's own parsing would be what
@@ -227,24 +374,30 @@ LiveMessages(const unsigned char *msg, size_t len, double now)
 	for (end = m + m_len; Field(m, end, 1, &v1, &v1_len); m = v1 + v1_len)
 	{
 		const unsigned char *gv1,
-				   *data;
+				   *data = NULL;
 		size_t		gv1_len,
-					data_len;
-		double		sent;
+					data_len = 0;
 
-		received++;
-		if (!measuring || !Field(v1, v1 + v1_len, 1, &gv1, &gv1_len)
-			|| !Field(gv1, gv1 + gv1_len, 4, &data, &data_len) || data_len < sizeof(double))
-			continue;
-		memcpy(&sent, data, sizeof(double));
-		if (n_lat == cap_lat)
-		{
-			cap_lat = cap_lat ? cap_lat * 2 : 65536;
-			lat = realloc(lat, cap_lat * sizeof(double));
-		}
-		lat[n_lat++] = now - sent;
+		if (Field(v1, v1 + v1_len, 1, &gv1, &gv1_len))
+			Field(gv1, gv1 + gv1_len, 4, &data, &data_len);
+		Delivered(data, data_len, now);
 	}
 	return true;
+}
+
+/* A gRPC-Web SubscribeGroupMessages response: one GroupMessage, V1 (1), its data (4). */
+static void
+WebFrame(const unsigned char *msg, size_t len)
+{
+	const unsigned char *v1,
+			   *data = NULL;
+	size_t		v1_len,
+				data_len = 0;
+
+	if (!Field(msg, msg + len, 1, &v1, &v1_len))
+		tl_fatal("a gRPC-Web response that is not a GroupMessage");
+	Field(v1, v1 + v1_len, 4, &data, &data_len);
+	Delivered(data, data_len, NowMs(CLOCK_REALTIME));
 }
 
 static void
@@ -275,18 +428,11 @@ Frame(Call *c, const unsigned char *msg, size_t len)
 			for (size_t i = 0; i < r->v1->messages->n_group_messages; i++)
 			{
 				Xmtp__Mls__Api__V1__GroupMessage *g = r->v1->messages->group_messages[i];
-				double		sent;
 
-				received++;
-				if (!measuring || g->v1 == NULL || g->v1->data.len < sizeof(double))
-					continue;
-				memcpy(&sent, g->v1->data.data, sizeof(double));
-				if (n_lat == cap_lat)
-				{
-					cap_lat = cap_lat ? cap_lat * 2 : 65536;
-					lat = realloc(lat, cap_lat * sizeof(double));
-				}
-				lat[n_lat++] = now - sent;
+				if (g->v1 == NULL)
+					Delivered(NULL, 0, now);
+				else
+					Delivered(g->v1->data.data, g->v1->data.len, now);
 			}
 			break;
 		default:
@@ -313,13 +459,25 @@ ReadRequest(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t len, uint32_t 
 	return (ssize_t) n;
 }
 
-static int
-OnData(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *arg)
+/* A call ended: its trailers (HTTP/2), trailer frame (gRPC-Web, WebSocket) or reset. */
+static void
+CallClosed(Call *c)
 {
-	Call	   *c = nghttp2_session_get_stream_user_data(h2, id);
+	if (!c->closed)
+	{
+		c->closed = true;
+		closed_calls++;
+	}
+}
 
-	if (c == NULL)
-		return 0;
+/*
+ * Response bytes of a call, gRPC length-prefixed messages in any cut: each
+ * whole one to Frame (WebFrame for gRPC-Web); a trailer frame (flag 0x80,
+ * gRPC-Web and the WebSocket subprotocol) ends the call.
+ */
+static void
+GrpcData(Call *c, const uint8_t *data, size_t len)
+{
 	if (c->in_cap - c->in_len < len)
 	{
 		while (c->in_cap - c->in_len < len)
@@ -338,12 +496,26 @@ OnData(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data, size
 
 			if (c->in_len - off - 5 < n)
 				break;
-			Frame(c, c->in + off + 5, n);
+			if (c->in[off] & 0x80)
+				CallClosed(c);
+			else if (proto == PROTO_WEB)
+				WebFrame(c->in + off + 5, n);
+			else
+				Frame(c, c->in + off + 5, n);
 			off += 5 + n;
 		}
 		memmove(c->in, c->in + off, c->in_len - off);
 		c->in_len -= off;
 	}
+}
+
+static int
+OnData(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *arg)
+{
+	Call	   *c = nghttp2_session_get_stream_user_data(h2, id);
+
+	if (c != NULL)
+		GrpcData(c, data, len);
 	return 0;
 }
 
@@ -352,11 +524,8 @@ OnClose(nghttp2_session *h2, int32_t id, uint32_t error, void *arg)
 {
 	Call	   *c = nghttp2_session_get_stream_user_data(h2, id);
 
-	if (c && !c->closed)
-	{
-		c->closed = true;
-		closed_calls++;
-	}
+	if (c)
+		CallClosed(c);
 	return 0;
 }
 
@@ -368,6 +537,8 @@ OnClose(nghttp2_session *h2, int32_t id, uint32_t error, void *arg)
 static void
 Flush(Conn *k)
 {
+	if (!k->connected)
+		return;
 	for (;;)
 	{
 		if (k->out_off == k->out_len)
@@ -376,7 +547,7 @@ Flush(Conn *k)
 			ssize_t		n;
 
 			k->out_off = k->out_len = 0;
-			while (k->out_len < 65536 && (n = nghttp2_session_mem_send(k->h2, &p)) != 0)
+			while (k->h2 && k->out_len < 65536 && (n = nghttp2_session_mem_send(k->h2, &p)) != 0)
 			{
 				if (n < 0)
 					tl_fatal("nghttp2: %s", nghttp2_strerror((int) n));
@@ -405,6 +576,273 @@ Flush(Conn *k)
 	k->want_out = k->out_off < k->out_len;
 }
 
+/* ------------------------------------------------------------ HTTP/1.1 */
+
+/* The value of header name in a response head, trimmed, or NULL; *len its length. */
+static const char *
+Header(const char *p, const char *end, const char *name, size_t *len)
+{
+	size_t		nl = strlen(name);
+
+	while (p < end)
+	{
+		const char *eol = memmem(p, (size_t) (end - p), "\r\n", 2);
+
+		if (eol == NULL)
+			eol = end;
+		if ((size_t) (eol - p) > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0)
+		{
+			const char *v = p + nl + 1,
+					   *e = eol;
+
+			while (v < e && (*v == ' ' || *v == '\t'))
+				v++;
+			while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+				e--;
+			*len = (size_t) (e - v);
+			return v;
+		}
+		p = eol + 2;
+	}
+	return NULL;
+}
+
+static bool
+HeaderIs(const char *head, const char *end, const char *name, const char *want)
+{
+	size_t		len;
+	const char *v = Header(head, end, name, &len);
+
+	return v != NULL && len == strlen(want) && strncasecmp(v, want, len) == 0;
+}
+
+/*
+ * The response's head: gRPC-Web's 200, chunked (the call is open; its
+ * catch-up is the gateway's waves, AllCaughtUp), or the WebSocket's 101 with the accept
+ * its key is owed and the subprotocol, after which the Subscribe request
+ * leaves as the first message.
+ */
+static void
+H1Head(Conn *k, const char *head, size_t len)
+{
+	const char *end = head + len;
+	int			status = 0;
+	Call	   *c = k->call;
+
+	if (sscanf(head, "HTTP/1.1 %d", &status) != 1)
+		tl_fatal("not an HTTP/1.1 response: %.40s", head);
+	opening--;
+	if (proto == PROTO_WEB)
+	{
+		if (status != 200 || !HeaderIs(head, end, "transfer-encoding", "chunked")
+			|| !HeaderIs(head, end, "subscribed", "true"))
+			tl_fatal("gRPC-Web: not a streamed 200 with subscribed: true: %.*s", (int) len, head);
+		c->started = c->caught_up = true;
+		started++;
+		caught_up++;
+		k->state = H1_SIZE;
+	}
+	else
+	{
+		if (status != 101 || !HeaderIs(head, end, "sec-websocket-accept", k->ws_accept)
+			|| !HeaderIs(head, end, "sec-websocket-protocol", "xip83.v1"))
+			tl_fatal("WebSocket: not a 101 for xip83.v1 with its accept: %.*s", (int) len, head);
+		k->state = H1_WS;
+		WsSend(k, 0x2, c->req, c->req_len);
+	}
+}
+
+/*
+ * One WebSocket frame from the server at p, when all of it is there: its
+ * size in *used. Each binary message holds one gRPC length-prefixed message,
+ * so fragments join in GrpcData as any cut of the bytes would.
+ */
+static bool
+WsFrame(Conn *k, const unsigned char *p, size_t avail, size_t *used)
+{
+	uint64_t	len;
+	size_t		h = 2;
+
+	if (avail < 2)
+		return false;
+	if (p[1] & 0x80)
+		tl_fatal("WebSocket: a masked frame from the server");
+	len = p[1] & 0x7f;
+	if (len == 126)
+	{
+		if (avail < 4)
+			return false;
+		len = (uint64_t) p[2] << 8 | p[3];
+		h = 4;
+	}
+	else if (len == 127)
+	{
+		if (avail < 10)
+			return false;
+		len = 0;
+		for (int i = 0; i < 8; i++)
+			len = len << 8 | p[2 + i];
+		h = 10;
+	}
+	if (avail - h < len)
+		return false;
+	*used = h + (size_t) len;
+	switch (p[0] & 0x0f)
+	{
+		case 0x0:				/* continuation */
+		case 0x2:
+			GrpcData(k->call, p + h, (size_t) len);
+			break;
+		case 0x8:
+			/* the close answered with its code; nothing more is read */
+			WsSend(k, 0x8, p + h, len >= 2 ? 2 : 0);
+			k->state = H1_DONE;
+			CallClosed(k->call);
+			break;
+		case 0x9:
+			WsSend(k, 0xA, p + h, (size_t) len);
+			break;
+		case 0xA:
+			break;
+		default:
+			tl_fatal("WebSocket: opcode %d from the server", p[0] & 0x0f);
+	}
+	return true;
+}
+
+/* An HTTP/1.1 connection's bytes: the head, then chunks (gRPC-Web) or WebSocket frames. */
+static void
+H1Read(Conn *k, const unsigned char *buf, size_t len)
+{
+	size_t		off = 0;
+
+	if (k->in_cap - k->in_len < len)
+	{
+		while (k->in_cap - k->in_len < len)
+			k->in_cap = k->in_cap ? k->in_cap * 2 : 4096;
+		if ((k->in = realloc(k->in, k->in_cap)) == NULL)
+			tl_fatal("out of memory");
+	}
+	memcpy(k->in + k->in_len, buf, len);
+	k->in_len += len;
+	for (;;)
+	{
+		const unsigned char *p = k->in + off;
+		size_t		avail = k->in_len - off,
+					n;
+		const unsigned char *e;
+
+		if (k->state == H1_HEAD)
+		{
+			if ((e = memmem(p, avail, "\r\n\r\n", 4)) == NULL)
+				break;
+			H1Head(k, (const char *) p, (size_t) (e + 4 - p));
+			off += (size_t) (e + 4 - p);
+		}
+		else if (k->state == H1_SIZE)
+		{
+			char	   *digits_end;
+			unsigned long size;
+
+			if ((e = memmem(p, avail, "\r\n", 2)) == NULL)
+				break;
+			size = strtoul((const char *) p, &digits_end, 16);
+			if (digits_end == (const char *) p)
+				tl_fatal("gRPC-Web: a chunk without its size");
+			off += (size_t) (e + 2 - p);
+			/* the last chunk: its trailers (none) are not read */
+			k->state = size == 0 ? H1_DONE : H1_DATA;
+			k->chunk_left = size;
+		}
+		else if (k->state == H1_DATA && avail > 0)
+		{
+			n = avail < k->chunk_left ? avail : k->chunk_left;
+			GrpcData(k->call, p, n);
+			off += n;
+			if ((k->chunk_left -= n) == 0)
+				k->state = H1_CRLF;
+		}
+		else if (k->state == H1_CRLF && avail >= 2)
+		{
+			if (p[0] != '\r' || p[1] != '\n')
+				tl_fatal("gRPC-Web: a chunk longer than its size");
+			off += 2;
+			k->state = H1_SIZE;
+		}
+		else if (k->state == H1_WS && WsFrame(k, p, avail, &n))
+			off += n;
+		else
+		{
+			if (k->state == H1_DONE)
+				off = k->in_len;
+			break;
+		}
+	}
+	if (k->in_len - off > 65536 && k->state == H1_HEAD)
+		tl_fatal("a response head over 64 KB");
+	memmove(k->in, k->in + off, k->in_len - off);
+	k->in_len -= off;
+}
+
+/*
+ * A connection of its own for call c: connect() started (epoll says when it
+ * is done), and its request queued: the gRPC-Web POST with its body, or the
+ * WebSocket Upgrade, with a fresh key whose accept the 101 must carry.
+ */
+static void
+OpenH1(Conn *k, Call *c)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) gw_port),
+	.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.ptr = k};
+	char		head[512];
+	int			one = 1,
+				n;
+
+	if ((k->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0)) < 0)
+		tl_fatal("socket: %s", strerror(errno));
+	setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(k->fd, (struct sockaddr *) &sa, sizeof(sa)) != 0 && errno != EINPROGRESS)
+		tl_fatal("connect: %s", strerror(errno));
+	k->call = c;
+	c->conn = k;
+	k->state = H1_HEAD;
+	opening++;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, k->fd, &ev) != 0)
+		tl_fatal("epoll_ctl: %s", strerror(errno));
+	if (proto == PROTO_WEB)
+	{
+		n = snprintf(head, sizeof(head),
+					 "POST /xmtp.mls.api.v1.MlsApi/SubscribeGroupMessages HTTP/1.1\r\n"
+					 "Host: 127.0.0.1:%d\r\nContent-Type: application/grpc-web+proto\r\n"
+					 "X-Grpc-Web: 1\r\nContent-Length: %zu\r\n\r\n", gw_port, c->req_len);
+		OutAppend(k, head, (size_t) n);
+		OutAppend(k, c->req, c->req_len);
+	}
+	else
+	{
+		unsigned char nonce[16],
+					md[EVP_MAX_MD_SIZE];
+		char		key[32],
+					keyguid[96];
+		unsigned int md_len;
+
+		for (int i = 0; i < 16; i++)
+			nonce[i] = (unsigned char) random();
+		EVP_EncodeBlock((unsigned char *) key, nonce, 16);
+		snprintf(keyguid, sizeof(keyguid), "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
+		if (!EVP_Digest(keyguid, strlen(keyguid), md, &md_len, EVP_sha1(), NULL))
+			tl_fatal("SHA-1");
+		EVP_EncodeBlock((unsigned char *) k->ws_accept, md, (int) md_len);
+		n = snprintf(head, sizeof(head),
+					 "GET /xmtp.mls.api.v1.MlsApi/Subscribe HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+					 "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+					 "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: xip83.v1\r\n\r\n",
+					 gw_port, key);
+		OutAppend(k, head, (size_t) n);
+	}
+}
+
 /* ------------------------------------------------------------ the gateway */
 
 static pid_t gw_pid;
@@ -429,7 +867,8 @@ StartGateway(void)
 	{
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
-		execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s, (char *) NULL);
+		execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s,
+			  "--metrics", "127.0.0.1:0", (char *) NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -438,12 +877,58 @@ StartGateway(void)
 	{
 		if (strncmp(line, "h2c ", 4) == 0)
 			port = atoi(line + 4);
+		if (strncmp(line, "metrics ", 8) == 0)
+			metrics_port = atoi(line + 8);
 		if (strncmp(line, "ready", 5) == 0)
 			break;
 	}
 	if (port < 0)
 		tl_fatal("%s did not start", prog);
+	gw_port = port;
 	return port;
+}
+
+/*
+ * The gateway's waves not finished (in flight and queued), from its metrics:
+ * a gRPC-Web call's headers leave before its catch-up, which says nothing
+ * when it ends, so the phase counts as caught up once none is left.
+ */
+static long
+WavesLeft(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) metrics_port),
+	.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+	char	   *page = NULL;
+	size_t		len = 0;
+	ssize_t		r;
+	long		left = 0;
+	int			found = 0;
+	int			fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) != 0
+		|| write(fd, req, sizeof(req) - 1) != (ssize_t) sizeof(req) - 1)
+		tl_fatal("the gateway's metrics: %s", strerror(errno));
+	do
+	{
+		if ((page = realloc(page, len + 65537)) == NULL)
+			tl_fatal("out of memory");
+		r = read(fd, page + len, 65536);
+		len += r > 0 ? (size_t) r : 0;
+	} while (r > 0);
+	close(fd);
+	page[len] = 0;
+	for (const char *l = page; l != NULL; l = (l = strchr(l, '\n')) ? l + 1 : NULL)
+		if (strncmp(l, "xip83_gateway_waves_in_flight ", 30) == 0
+			|| strncmp(l, "xip83_gateway_wave_queue ", 25) == 0)
+		{
+			left += atol(strchr(l, ' ') + 1);
+			found++;
+		}
+	free(page);
+	if (found != 2)
+		tl_fatal("the gateway's metrics lack waves_in_flight and wave_queue");
+	return left;
 }
 
 static long
@@ -831,8 +1316,11 @@ Cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Streams due and not open yet: HTTP/1.1 ones open --window connections at a time. */
+static void TopUp(void);
+
 static void
-Loop(int ep, Conn *conns, double until_ms, bool (*done) (void))
+Loop(double until_ms, bool (*done) (void))
 {
 	struct epoll_event ev[256];
 
@@ -844,79 +1332,121 @@ Loop(int ep, Conn *conns, double until_ms, bool (*done) (void))
 		{
 			Conn	   *k = ev[i].data.ptr;
 
+			if (ev[i].events & EPOLLOUT)
+				k->connected = true;
 			if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
 			{
 				unsigned char buf[65536];
 				ssize_t		r;
 
 				while ((r = read(k->fd, buf, sizeof(buf))) > 0)
-					if (nghttp2_session_mem_recv(k->h2, buf, (size_t) r) < 0)
+				{
+					if (k->h2 == NULL)
+						H1Read(k, buf, (size_t) r);
+					else if (nghttp2_session_mem_recv(k->h2, buf, (size_t) r) < 0)
 						tl_fatal("nghttp2 recv");
-				if (r == 0)
+				}
+				if (r == 0 && k->state != H1_DONE)
 					tl_fatal("the gateway closed a connection");
+				if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+					tl_fatal("read: %s", strerror(errno));
 			}
 			Flush(k);
 		}
-		for (int i = 0; i < n_conns; i++)
-			if (nghttp2_session_want_write(conns[i].h2) || conns[i].want_out)
-				Flush(&conns[i]);
+		/*
+		 * HTTP/2: a stream's Pong may be for another connection than the one
+		 * read. HTTP/1.1 writes only on its own events (and TopUp): a scan of
+		 * 10,000 connections a wakeup would be the client's load.
+		 */
+		for (int i = 0; proto == PROTO_H2 && i < n_conns; i++)
+			if (nghttp2_session_want_write(phase_conns[i].h2) || phase_conns[i].want_out)
+				Flush(&phase_conns[i]);
+		TopUp();
 	}
 }
 
 static bool
 AllCaughtUp(void)
 {
-	return caught_up + closed_calls >= n_open;
+	static double next_scrape;
+
+	if (n_open < n_target || caught_up + closed_calls < n_open)
+		return false;
+	if (proto != PROTO_WEB)
+		return true;
+	/* gRPC-Web: every call answered; then its waves, scraped every 20 ms */
+	if (NowMs(CLOCK_MONOTONIC) < next_scrape)
+		return false;
+	next_scrape = NowMs(CLOCK_MONOTONIC) + 20;
+	return WavesLeft() == 0;
 }
 
 /*
- * Submits streams n_open..to-1: one v3 Subscribe each, with one Mutate adding
- * T topics (drawn in order from seed 7, which LivePhase draws again) from
- * id cursor `after`.
+ * Call c's request: a v3 Subscribe with one Mutate adding T topics (drawn
+ * in order from seed 7, which LivePhase draws again) from id cursor
+ * `after`, or for gRPC-Web a SubscribeGroupMessages with those filters.
  */
 static void
-SubmitStreams(Call *calls, Conn *conns, int to, int64_t after)
+BuildRequest(Call *c, int64_t after)
 {
-	static unsigned int seed = 7;
+	Xmtp__Mls__Api__V1__SubscribeRequest req = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__INIT;
+	Xmtp__Mls__Api__V1__SubscribeRequest__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__INIT;
+	Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate m =
+		XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__MUTATE__INIT;
+	Xmtp__Mls__Api__V1__SubscribeGroupMessagesRequest web =
+		XMTP__MLS__API__V1__SUBSCRIBE_GROUP_MESSAGES_REQUEST__INIT;
+	Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate__Subscription *subs =
+		calloc((size_t) n_topics, sizeof(*subs));
+	Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate__Subscription **ps =
+		calloc((size_t) n_topics, sizeof(*ps));
+	Xmtp__Mls__Api__V1__SubscribeGroupMessagesRequest__Filter *filters =
+		calloc((size_t) n_topics, sizeof(*filters));
+	Xmtp__Mls__Api__V1__SubscribeGroupMessagesRequest__Filter **pf =
+		calloc((size_t) n_topics, sizeof(*pf));
+	char	  (*names)[32] = calloc((size_t) n_topics, 32);
+	size_t		len,
+				n_adds = 0;
 
-	for (; n_open < to; n_open++)
+	c->topics = calloc((size_t) n_topics, sizeof(int));
+	for (int t = 0; t < n_topics; t++)
 	{
-		Call	   *c = &calls[n_open];
-		Xmtp__Mls__Api__V1__SubscribeRequest req = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__INIT;
-		Xmtp__Mls__Api__V1__SubscribeRequest__V1 v1 = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__INIT;
-		Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate m =
-			XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__MUTATE__INIT;
-		Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate__Subscription *subs =
-			calloc((size_t) n_topics, sizeof(*subs));
-		Xmtp__Mls__Api__V1__SubscribeRequest__V1__Mutate__Subscription **ps =
-			calloc((size_t) n_topics, sizeof(*ps));
-		char	  (*names)[32] = calloc((size_t) n_topics, 32);
-		size_t		len;
-		const nghttp2_nv hdrs[] = {
-			{(uint8_t *) ":method", (uint8_t *) "POST", 7, 4, 0},
-			{(uint8_t *) ":scheme", (uint8_t *) "http", 7, 4, 0},
-			{(uint8_t *) ":path", (uint8_t *) "/xmtp.mls.api.v1.MlsApi/Subscribe", 5, 33, 0},
-			{(uint8_t *) ":authority", (uint8_t *) "127.0.0.1", 10, 9, 0},
-			{(uint8_t *) "content-type", (uint8_t *) "application/grpc", 12, 16, 0},
-			{(uint8_t *) "te", (uint8_t *) "trailers", 2, 8, 0},
-		};
-		nghttp2_data_provider dp;
+		uint64_t	cursor;
+		bool		dup;
 
-		c->topics = calloc((size_t) n_topics, sizeof(int));
-		for (int t = 0; t < n_topics; t++)
+		xmtp__mls__api__v1__subscribe_request__v1__mutate__subscription__init(&subs[t]);
+		xmtp__mls__api__v1__subscribe_group_messages_request__filter__init(&filters[t]);
+		c->topics[t] = own ? n_open * n_topics + t : (int) (rand_r(&draw_seed) % (unsigned) universe);
+		/* the storm's streams come back at the last ids they were sent */
+		cursor = floors ? (uint64_t) floors[c->topics[t]] : (uint64_t) after;
+		subs[t].id_cursor = filters[t].id_cursor = cursor;
+		/* kind byte 0x00, then the group id "t<k>"; SubscribeGroupMessages takes the group id */
+		names[t][0] = 0;
+		len = (size_t) snprintf(names[t] + 1, 31, "t%d", c->topics[t]);
+		subs[t].topic.data = (uint8_t *) names[t];
+		subs[t].topic.len = len + 1;
+		filters[t].group_id.data = (uint8_t *) names[t] + 1;
+		filters[t].group_id.len = len;
+		/* a topic drawn twice is asked once (LivePhase counts it once) */
+		dup = false;
+		for (int u = 0; u < t; u++)
+			dup |= c->topics[u] == c->topics[t];
+		if (!dup)
 		{
-			xmtp__mls__api__v1__subscribe_request__v1__mutate__subscription__init(&subs[t]);
-			c->topics[t] = own ? n_open * n_topics + t : (int) (rand_r(&seed) % (unsigned) universe);
-			/* the storm's streams come back at the last ids they were sent */
-			subs[t].id_cursor = floors ? (uint64_t) floors[c->topics[t]] : (uint64_t) after;
-			/* kind byte 0x00, then the group id "t<k>" */
-			names[t][0] = 0;
-			len = (size_t) snprintf(names[t] + 1, 31, "t%d", c->topics[t]);
-			subs[t].topic.data = (uint8_t *) names[t];
-			subs[t].topic.len = len + 1;
-			ps[t] = &subs[t];
+			ps[n_adds] = &subs[t];
+			pf[n_adds++] = &filters[t];
 		}
-		m.n_adds = (size_t) n_topics;
+	}
+	if (proto == PROTO_WEB)
+	{
+		web.n_filters = n_adds;
+		web.filters = pf;
+		len = xmtp__mls__api__v1__subscribe_group_messages_request__get_packed_size(&web);
+		c->req = Prefixed(len);
+		xmtp__mls__api__v1__subscribe_group_messages_request__pack(&web, c->req + 5);
+	}
+	else
+	{
+		m.n_adds = n_adds;
 		m.adds = ps;
 		m.mutate_id = 1;
 		v1.request_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__V1__REQUEST_MUTATE;
@@ -924,26 +1454,65 @@ SubmitStreams(Call *calls, Conn *conns, int to, int64_t after)
 		req.version_case = XMTP__MLS__API__V1__SUBSCRIBE_REQUEST__VERSION_V1;
 		req.v1 = &v1;
 		len = xmtp__mls__api__v1__subscribe_request__get_packed_size(&req);
-		c->req = malloc(len + 5);
-		c->req[0] = 0;
-		c->req[1] = (unsigned char) (len >> 24);
-		c->req[2] = (unsigned char) (len >> 16);
-		c->req[3] = (unsigned char) (len >> 8);
-		c->req[4] = (unsigned char) len;
+		c->req = Prefixed(len);
 		xmtp__mls__api__v1__subscribe_request__pack(&req, c->req + 5);
-		c->req_len = len + 5;
-		free(subs);
-		free(ps);
-		free(names);
-		c->conn = &conns[n_open % n_conns];
-		dp.source.ptr = c;
-		dp.read_callback = ReadRequest;
-		c->id = nghttp2_submit_request(c->conn->h2, NULL, hdrs, 6, &dp, c);
-		if (c->id < 0)
-			tl_fatal("submit: %s", nghttp2_strerror(c->id));
 	}
-	for (int i = 0; i < n_conns; i++)
-		Flush(&conns[i]);
+	c->req_len = len + 5;
+	free(subs);
+	free(ps);
+	free(filters);
+	free(pf);
+	free(names);
+}
+
+static int64_t submit_after;
+
+static void
+TopUp(void)
+{
+	static const nghttp2_nv hdrs[] = {
+		{(uint8_t *) ":method", (uint8_t *) "POST", 7, 4, 0},
+		{(uint8_t *) ":scheme", (uint8_t *) "http", 7, 4, 0},
+		{(uint8_t *) ":path", (uint8_t *) "/xmtp.mls.api.v1.MlsApi/Subscribe", 5, 33, 0},
+		{(uint8_t *) ":authority", (uint8_t *) "127.0.0.1", 10, 9, 0},
+		{(uint8_t *) "content-type", (uint8_t *) "application/grpc", 12, 16, 0},
+		{(uint8_t *) "te", (uint8_t *) "trailers", 2, 8, 0},
+	};
+
+	if (n_open >= n_target)
+		return;
+	for (; n_open < n_target && (proto == PROTO_H2 || opening < window); n_open++)
+	{
+		Call	   *c = &phase_calls[n_open];
+
+		BuildRequest(c, submit_after);
+		if (proto == PROTO_H2)
+		{
+			nghttp2_data_provider dp = {.source.ptr = c, .read_callback = ReadRequest};
+
+			c->conn = &phase_conns[n_open % n_conns];
+			c->id = nghttp2_submit_request(c->conn->h2, NULL, hdrs, 6, &dp, c);
+			if (c->id < 0)
+				tl_fatal("submit: %s", nghttp2_strerror(c->id));
+		}
+		else
+		{
+			OpenH1(&phase_conns[n_open], c);
+			Flush(&phase_conns[n_open]);
+		}
+	}
+	if (proto == PROTO_H2)
+		for (int i = 0; i < n_conns; i++)
+			Flush(&phase_conns[i]);
+}
+
+/* Opens streams n_open..to-1, from id cursor after (Loop opens what the window holds back). */
+static void
+SubmitStreams(int to, int64_t after)
+{
+	n_target = to;
+	submit_after = after;
+	TopUp();
 }
 
 /*
@@ -954,9 +1523,10 @@ SubmitStreams(Call *calls, Conn *conns, int to, int64_t after)
  * received once.
  */
 static double
-LivePhase(int ep, Conn *conns, PGconn *db, const char *cs, double *db_share, bool *ok)
+LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 {
 	pthread_t	writer;
+	char		lcs[192];
 	double		cpu0,
 				cpu1,
 				db0,
@@ -975,10 +1545,10 @@ LivePhase(int ep, Conn *conns, PGconn *db, const char *cs, double *db_share, boo
 	client0 = NowMs(CLOCK_PROCESS_CPUTIME_ID);
 	wall = NowMs(CLOCK_MONOTONIC);
 	pthread_create(&writer, NULL, Writer, NULL);
-	Loop(ep, conns, wall + seconds * 1000.0, NULL);
+	Loop(wall + seconds * 1000.0, NULL);
 	atomic_store(&stop_writer, true);
 	pthread_join(writer, NULL);
-	Loop(ep, conns, NowMs(CLOCK_MONOTONIC) + 2000, NULL);
+	Loop(NowMs(CLOCK_MONOTONIC) + 2000, NULL);
 	cpu1 = GatewayCpu();
 	db0 = DbCpu(db) - db0;
 	client0 = (NowMs(CLOCK_PROCESS_CPUTIME_ID) - client0) / 1000;
@@ -1030,16 +1600,194 @@ LivePhase(int ep, Conn *conns, PGconn *db, const char *cs, double *db_share, boo
 		   received ? (cpu1 - cpu0) * 1e6 / (double) received : 0.0, 100 * client0 / wall);
 	printf("database CPU during the live phase: %.2f s (%.0f%% of a core; the writer's inserts,"
 		   " the feed's fetches)\n", db0, 100 * db0 / wall);
+	/* --proto's cases name the rate already: one row a protocol */
+	if (strstr(cs, ",rate=") == NULL)
+		snprintf(lcs, sizeof(lcs), "%s,rate=%d", cs, rate);
+	else
+		snprintf(lcs, sizeof(lcs), "%s", cs);
 	if (n_lat)
 	{
-		tl_result("bench_gateway", "%s,rate=%d", "live_p50_ms", lat[n_lat / 2], "ms", cs, rate);
-		tl_result("bench_gateway", "%s,rate=%d", "live_p99_ms", lat[(size_t) (n_lat * 0.99)], "ms", cs, rate);
+		tl_result("bench_gateway", "%s", "live_p50_ms", lat[n_lat / 2], "ms", lcs);
+		tl_result("bench_gateway", "%s", "live_p99_ms", lat[(size_t) (n_lat * 0.99)], "ms", lcs);
 	}
-	tl_result("bench_gateway", "%s,rate=%d", "live_cpu_share", (cpu1 - cpu0) / wall, "", cs, rate);
-	tl_result("bench_gateway", "%s,rate=%d", "live_db_cpu_share", db0 / wall, "", cs, rate);
+	/* the rate the writer kept (its commits wait for fsync): the case names the rate asked */
+	tl_result("bench_gateway", "%s", "live_rows_per_s", (double) atomic_load(&written) / seconds,
+			  "rows/s", lcs);
+	tl_result("bench_gateway", "%s", "live_cpu_share", (cpu1 - cpu0) / wall, "", lcs);
+	tl_result("bench_gateway", "%s", "live_db_cpu_share", db0 / wall, "", lcs);
 	*db_share = db0 / wall;
 	*ok = received == expected;
 	return (cpu1 - cpu0) / wall;
+}
+
+/*
+ * One protocol's phase on a gateway of its own: the streams opened and
+ * caught up, the gateway's RSS with them, the live phase(s). False when a
+ * row owed was not received exactly once (or a storm's stream not caught up).
+ */
+static bool
+Phase(PGconn *db, bool by_proto)
+{
+	static nghttp2_session_callbacks *cb;
+	double		t0,
+				t_open,
+				few_cpu = 0,
+				few_db = 0,
+				db_live = 0,
+				cpu,
+				cpu0 = 0,
+				db_cpu0 = 0;
+	long		rss;
+	int64_t		dbconns;
+	char		cs[160];
+	bool		ok = true,
+				ok2;
+	int			h2_conns = n_conns;
+
+	started = caught_up = closed_calls = 0;
+	n_open = n_target = opening = 0;
+	received = 0;
+	draw_seed = 7;
+	if (proto != PROTO_H2)
+		n_conns = n_streams;	/* one call a connection */
+	StartGateway();
+	if (cb == NULL)
+	{
+		nghttp2_session_callbacks_new(&cb);
+		nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, OnData);
+		nghttp2_session_callbacks_set_on_stream_close_callback(cb, OnClose);
+	}
+	ep = epoll_create1(0);
+	phase_conns = calloc((size_t) n_conns, sizeof(Conn));
+	phase_calls = calloc((size_t) n_streams, sizeof(Call));
+	t0 = NowMs(CLOCK_MONOTONIC);
+	for (int i = 0; proto == PROTO_H2 && i < n_conns; i++)
+	{
+		Conn	   *k = &phase_conns[i];
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) gw_port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		nghttp2_settings_entry set[2] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.ptr = k};
+		int			one = 1;
+
+		k->fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(k->fd, (struct sockaddr *) &sa, sizeof(sa)) != 0)
+			tl_fatal("connect: %s", strerror(errno));
+		k->connected = true;
+		setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		fcntl(k->fd, F_SETFL, O_NONBLOCK);
+		nghttp2_session_client_new(&k->h2, cb, k);
+		nghttp2_submit_settings(k->h2, NGHTTP2_FLAG_NONE, set, 2);
+		nghttp2_session_set_local_window_size(k->h2, NGHTTP2_FLAG_NONE, 0, 64 << 20);
+		epoll_ctl(ep, EPOLL_CTL_ADD, k->fd, &ev);
+	}
+	if (compare > 0)
+	{
+		/* the same rows/s with a few streams first; the others then join above the newest id */
+		SubmitStreams(compare, 0);
+		Loop(t0 + 300000, AllCaughtUp);
+		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_open, n_conns, n_topics, pool);
+		if (own)
+			strcat(cs, ",own=1");
+		few_cpu = LivePhase(db, cs, &few_db, &ok);
+		t0 = NowMs(CLOCK_MONOTONIC);
+		SubmitStreams(n_streams, tl_scalar(db, "SELECT coalesce(max(id), 0) FROM xip83.group_messages"));
+	}
+	else
+	{
+		db_cpu0 = storm ? DbCpu(db) : 0;
+		cpu0 = GatewayCpu();
+		/* above the rows of an earlier phase: every protocol's streams start with nothing to replay */
+		SubmitStreams(n_streams, storm ? 0 : tl_scalar(db, "SELECT coalesce(max(id), 0) FROM xip83.group_messages"));
+	}
+	if (by_proto)
+		snprintf(cs, sizeof(cs), "proto=%s,streams=%d,conns=%d,topics=%d,rate=%d",
+				 proto_names[proto], n_streams, n_conns, n_topics, rate);
+	else
+		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_streams, n_conns, n_topics, pool);
+	if (own)
+		strcat(cs, ",own=1");
+	if (storm)
+		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",rows=%ld,fresh=%g", storm_rows, fresh_pct);
+	Loop(t0 + 300000, AllCaughtUp);
+	t_open = NowMs(CLOCK_MONOTONIC) - t0;
+	rss = GatewayRssKb();
+	dbconns = tl_scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+						" AND backend_type = 'client backend' AND pid <> pg_backend_pid()");
+	if (by_proto)
+		printf("-- %s\n", proto_names[proto]);
+	if (proto == PROTO_WEB)
+		printf("%d gRPC-Web calls (%d topics each) over %d connections: %d answered, %d closed,"
+			   " no wave left, in %.0f ms\n", n_streams, n_topics, n_conns, started, closed_calls, t_open);
+	else
+		printf("%d streams (%d topics each) over %d connections: %d Started, %d CatchupComplete,"
+			   " %d closed, in %.0f ms\n", n_streams, n_topics, n_conns, started, caught_up, closed_calls,
+			   t_open);
+	printf("gateway RSS %.1f MB (%.2f KB per stream); database connections %lld (pool %d)\n",
+		   rss / 1024.0, (double) rss / n_streams, (long long) dbconns, pool);
+	tl_result("bench_gateway", "%s", "open_ms", t_open, "ms", cs);
+	tl_result("bench_gateway", "%s", "rss_mb", rss / 1024.0, "MB", cs);
+	if (!by_proto)
+		tl_result("bench_gateway", "%s", "db_connections", (double) dbconns, "", cs);
+	if (n_open < n_streams || caught_up + closed_calls < n_streams)
+	{
+		printf("only %d of %d streams open and caught up after 300 s\n", caught_up, n_streams);
+		ok = false;
+	}
+	if (storm)
+	{
+		double		db_cpu = DbCpu(db) - db_cpu0;
+		double		gw_cpu = GatewayCpu() - cpu0;
+		int64_t		owed = StormOwed(db, phase_calls);
+
+		printf("storm: every CatchupComplete in %.0f ms; database CPU %.2f s, gateway CPU %.2f s;"
+			   " %lld rows owed above the floors, %lld received\n", t_open, db_cpu, gw_cpu,
+			   (long long) owed, (long long) received);
+		tl_result("bench_gateway", "%s,storm=gateway", "storm_ms", t_open, "ms", cs);
+		tl_result("bench_gateway", "%s,storm=gateway", "storm_db_cpu_s", db_cpu, "s", cs);
+		tl_result("bench_gateway", "%s,storm=gateway", "storm_gateway_cpu_s", gw_cpu, "s", cs);
+		kill(gw_pid, SIGTERM);
+		waitpid(gw_pid, NULL, 0);
+		NodeStyle(db, phase_calls, t_open, db_cpu, cs);
+		return received == owed && caught_up == n_streams;
+	}
+
+	cpu = LivePhase(db, cs, &db_live, &ok2);
+	if (compare > 0)
+	{
+		printf("gateway CPU per second of live phase, %d streams vs %d: %.2fx\n", n_streams, compare,
+			   few_cpu > 0 ? cpu / few_cpu : 0.0);
+		tl_result("bench_gateway", "%s,rate=%d,compare=%d", "live_cpu_ratio",
+				  few_cpu > 0 ? cpu / few_cpu : 0.0, "", cs, rate, compare);
+		printf("database CPU per second of live phase, %d streams vs %d: %.2fx\n", n_streams, compare,
+			   few_db > 0 ? db_live / few_db : 0.0);
+		tl_result("bench_gateway", "%s,rate=%d,compare=%d", "live_db_cpu_ratio",
+				  few_db > 0 ? db_live / few_db : 0.0, "", cs, rate, compare);
+	}
+	kill(gw_pid, SIGTERM);
+	waitpid(gw_pid, NULL, 0);
+	/* the next phase starts with none of this one's descriptors or memory */
+	for (int i = 0; i < n_conns; i++)
+	{
+		if (phase_conns[i].h2)
+			nghttp2_session_del(phase_conns[i].h2);
+		if (phase_conns[i].fd > 0)
+			close(phase_conns[i].fd);
+		free(phase_conns[i].out);
+		free(phase_conns[i].in);
+	}
+	for (int i = 0; i < n_streams; i++)
+	{
+		free(phase_calls[i].req);
+		free(phase_calls[i].in);
+		free(phase_calls[i].topics);
+	}
+	free(phase_conns);
+	free(phase_calls);
+	close(ep);
+	n_conns = h2_conns;
+	return ok && ok2;
 }
 
 int
@@ -1052,28 +1800,16 @@ main(int argc, char **argv)
 		{"pool", required_argument, NULL, 'p'}, {"compare", required_argument, NULL, 'C'},
 		{"storm", no_argument, NULL, 'X'}, {"rows", required_argument, NULL, 'R'},
 		{"fresh", required_argument, NULL, 'F'}, {"own", no_argument, NULL, 'O'},
+		{"proto", required_argument, NULL, 'P'}, {"window", required_argument, NULL, 'W'},
 		{NULL, 0, NULL, 0}
 	};
-	nghttp2_session_callbacks *cb;
-	Conn	   *conns;
-	Call	   *calls;
-	int			ep,
-				port,
+	Proto		protos[3];
+	int			n_protos = 0,
 				o;
-	double		t0,
-				t_open,
-				few_cpu = 0,
-				few_db = 0,
-				db_live = 0,
-				cpu,
-				cpu0 = 0,
-				db_cpu0 = 0;
-	long		rss;
-	int64_t		dbconns;
-	PGconn	   *db;
-	char		cs[128];
 	bool		ok = true,
-				ok2;
+				one_per_conn = false;
+	PGconn	   *db;
+	struct rlimit rl;
 
 	while ((o = getopt_long(argc, argv, "", longopts, NULL)) != -1)
 		switch (o)
@@ -1090,114 +1826,55 @@ main(int argc, char **argv)
 			case 'R': storm_rows = atol(optarg); break;
 			case 'F': fresh_pct = atof(optarg); break;
 			case 'O': own = true; break;
+			case 'W': window = atoi(optarg); break;
+			case 'P':
+				for (char *tok = strtok(optarg, ","); tok != NULL; tok = strtok(NULL, ","))
+				{
+					int			p = 0;
+
+					while (p < 3 && strcmp(tok, proto_names[p]) != 0)
+						p++;
+					if (p == 3 || n_protos == 3)
+						tl_fatal("--proto: h2, grpc-web or ws, a list of at most three");
+					protos[n_protos++] = (Proto) p;
+				}
+				break;
 			default: tl_fatal("bad option");
 		}
 	if (compare >= n_streams || storm)
 		compare = 0;
 	if (own && storm)
 		tl_fatal("--own is for the live phase, not --storm");
+	if (n_protos > 0 && (storm || compare > 0 || own))
+		tl_fatal("--proto is for the live phase, without --storm, --compare or --own");
+	if (window < 1)
+		tl_fatal("--window must be at least 1");
+	/*
+	 * One descriptor a connection, here and in the gateway, which inherits
+	 * the limit and takes its --max-connections from it.
+	 */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
+	{
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (int i = 0; i < n_protos; i++)
+		one_per_conn |= protos[i] != PROTO_H2;
+	if (one_per_conn && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t) n_streams + 128)
+		tl_fatal("%d connections need %d descriptors; RLIMIT_NOFILE allows %lu",
+				 n_streams, n_streams + 128, (unsigned long) rl.rlim_cur);
 	signal(SIGPIPE, SIG_IGN);
 	db = tl_connect();
 	/* the rows are stored before the gateway starts: its feed begins at their end */
 	if (storm)
 		StormLoad(db);
-	port = StartGateway();
-	nghttp2_session_callbacks_new(&cb);
-	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, OnData);
-	nghttp2_session_callbacks_set_on_stream_close_callback(cb, OnClose);
-	ep = epoll_create1(0);
-	conns = calloc((size_t) n_conns, sizeof(Conn));
-	calls = calloc((size_t) n_streams, sizeof(Call));
-	t0 = NowMs(CLOCK_MONOTONIC);
-	for (int i = 0; i < n_conns; i++)
+	if (n_protos == 0)
+		protos[n_protos++] = PROTO_H2;
+	for (int i = 0; i < n_protos; i++)
 	{
-		Conn	   *k = &conns[i];
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-		nghttp2_settings_entry set[2] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
-		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
-		struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.ptr = k};
-		int			one = 1;
-
-		k->fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (connect(k->fd, (struct sockaddr *) &sa, sizeof(sa)) != 0)
-			tl_fatal("connect: %s", strerror(errno));
-		setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		fcntl(k->fd, F_SETFL, O_NONBLOCK);
-		nghttp2_session_client_new(&k->h2, cb, k);
-		nghttp2_submit_settings(k->h2, NGHTTP2_FLAG_NONE, set, 2);
-		nghttp2_session_set_local_window_size(k->h2, NGHTTP2_FLAG_NONE, 0, 64 << 20);
-		epoll_ctl(ep, EPOLL_CTL_ADD, k->fd, &ev);
+		proto = protos[i];
+		ok &= Phase(db, n_protos > 1 || proto != PROTO_H2);
 	}
-	if (compare > 0)
-	{
-		/* the same rows/s with a few streams first; the others then join above the newest id */
-		SubmitStreams(calls, conns, compare, 0);
-		Loop(ep, conns, t0 + 300000, AllCaughtUp);
-		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_open, n_conns, n_topics, pool);
-		if (own)
-			strcat(cs, ",own=1");
-		few_cpu = LivePhase(ep, conns, db, cs, &few_db, &ok);
-		t0 = NowMs(CLOCK_MONOTONIC);
-		SubmitStreams(calls, conns, n_streams,
-					  tl_scalar(db, "SELECT coalesce(max(id), 0) FROM xip83.group_messages"));
-	}
-	else
-	{
-		db_cpu0 = storm ? DbCpu(db) : 0;
-		cpu0 = GatewayCpu();
-		SubmitStreams(calls, conns, n_streams, 0);
-	}
-	snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_streams, n_conns, n_topics, pool);
-	if (own)
-		strcat(cs, ",own=1");
-	if (storm)
-		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",rows=%ld,fresh=%g", storm_rows, fresh_pct);
-	Loop(ep, conns, t0 + 300000, AllCaughtUp);
-	t_open = NowMs(CLOCK_MONOTONIC) - t0;
-	rss = GatewayRssKb();
-	dbconns = tl_scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-						" AND backend_type = 'client backend' AND pid <> pg_backend_pid()");
-	printf("%d streams (%d topics each) over %d connections: %d Started, %d CatchupComplete,"
-		   " %d closed, in %.0f ms\n", n_streams, n_topics, n_conns, started, caught_up, closed_calls, t_open);
-	printf("gateway RSS %.1f MB (%.2f KB per stream); database connections %lld (pool %d)\n",
-		   rss / 1024.0, (double) rss / n_streams, (long long) dbconns, pool);
-	tl_result("bench_gateway", "%s", "open_ms", t_open, "ms", cs);
-	tl_result("bench_gateway", "%s", "rss_mb", rss / 1024.0, "MB", cs);
-	tl_result("bench_gateway", "%s", "db_connections", (double) dbconns, "", cs);
-	if (storm)
-	{
-		double		db_cpu = DbCpu(db) - db_cpu0;
-		double		gw_cpu = GatewayCpu() - cpu0;
-		int64_t		owed = StormOwed(db, calls);
-
-		printf("storm: every CatchupComplete in %.0f ms; database CPU %.2f s, gateway CPU %.2f s;"
-			   " %lld rows owed above the floors, %lld received\n", t_open, db_cpu, gw_cpu,
-			   (long long) owed, (long long) received);
-		tl_result("bench_gateway", "%s,storm=gateway", "storm_ms", t_open, "ms", cs);
-		tl_result("bench_gateway", "%s,storm=gateway", "storm_db_cpu_s", db_cpu, "s", cs);
-		tl_result("bench_gateway", "%s,storm=gateway", "storm_gateway_cpu_s", gw_cpu, "s", cs);
-		kill(gw_pid, SIGTERM);
-		waitpid(gw_pid, NULL, 0);
-		NodeStyle(db, calls, t_open, db_cpu, cs);
-		PQfinish(db);
-		return received == owed && caught_up == n_streams ? 0 : 1;
-	}
-
-	cpu = LivePhase(ep, conns, db, cs, &db_live, &ok2);
-	if (compare > 0)
-	{
-		printf("gateway CPU per second of live phase, %d streams vs %d: %.2fx\n", n_streams, compare,
-			   few_cpu > 0 ? cpu / few_cpu : 0.0);
-		tl_result("bench_gateway", "%s,rate=%d,compare=%d", "live_cpu_ratio",
-				  few_cpu > 0 ? cpu / few_cpu : 0.0, "", cs, rate, compare);
-		printf("database CPU per second of live phase, %d streams vs %d: %.2fx\n", n_streams, compare,
-			   few_db > 0 ? db_live / few_db : 0.0);
-		tl_result("bench_gateway", "%s,rate=%d,compare=%d", "live_db_cpu_ratio",
-				  few_db > 0 ? db_live / few_db : 0.0, "", cs, rate, compare);
-	}
-	kill(gw_pid, SIGTERM);
-	waitpid(gw_pid, NULL, 0);
 	PQfinish(db);
-	return ok && ok2 ? 0 : 1;
+	return ok ? 0 : 1;
 }

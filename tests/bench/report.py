@@ -65,7 +65,10 @@ ABOUT = OrderedDict([
      "the recent-writes window; against the same call with floors at the ceiling, the same wave "
      "recently written, and no summary; the pass's time and memory."),
     ("bench_summary_10m_rows", "the same waves of bench_summary over 10M rows (the same 100,000 topics)."),
-    ("bench_gateway", "the gateway, xip83-gateway, under a load client on nghttp2: streams opened and caught "
+    ("bench_gateway", "the gateway, xip83-gateway, under a load client on nghttp2 (with `--proto`, also as "
+     "browsers reach it, each protocol on a gateway of its own: \"grpc-web\", SubscribeGroupMessages "
+     "over HTTP/1.1, and \"ws\", Subscribe over a WebSocket, one connection a stream; \"h2\" the "
+     "same streams over HTTP/2): streams opened and caught "
      "up, the gateway's RSS and database connections, then live rows on random topics: latency "
      "from insert to frame read, and the gateway's CPU (CPU seconds per second: 1 is one core "
      "busy) beside the database's."),
