@@ -27,8 +27,10 @@ sub expected
 	  xip83.late_ring_size xip83.recent_entries xip83.summary_memory max_connections
 	  autovacuum_max_workers max_worker_processes max_wal_senders);
 	my $feeds = $s{'xip83.max_databases'} + $s{'xip83.max_tracked_tables'};
-	my $backends = $s{max_connections} + $s{autovacuum_max_workers} + 1
-	  + $s{max_worker_processes} + $s{max_wal_senders};
+	# MaxBackends: from 18 the autovacuum slots and two special workers
+	my $av_slots = setting('autovacuum_worker_slots');
+	my $backends = $s{max_connections} + $s{max_worker_processes} + $s{max_wal_senders}
+	  + ($av_slots ne '' ? $av_slots + 2 : $s{autovacuum_max_workers} + 1);
 	my $slots = 16;
 	$slots *= 2 while $slots < 2 * $s{'xip83.recent_entries'};
 	my %e = (
