@@ -11,7 +11,7 @@ import random
 import threading
 import time
 
-from gatewaytest import Stream, gateway, psql
+from gatewaytest import Stream, gateway, metrics, msg, psql
 from grpctest import check, run
 
 U = os.urandom(3).hex()
@@ -68,7 +68,10 @@ class Tracker:
                 return
             check(r is not None, "a stream ended: %s" % (self.s.error and self.s.error.details()))
             kind = r.WhichOneof("response")
-            if kind == "catchup_complete":
+            if kind == "ping":
+                # a test that runs past the keepalive answers like a client
+                self.s.send(pong=msg(self.s.pkg + "Pong", nonce=r.ping.nonce))
+            elif kind == "catchup_complete":
                 m = r.catchup_complete.mutate_id
                 self.acked.add(m)
                 # the TopicsLive just before it was this wave's: their live rows are its epoch's
@@ -104,7 +107,7 @@ class Tracker:
 
 
 def test():
-    g = gateway("--pool", "3")
+    g = gateway("--pool", "3", "--metrics", "127.0.0.1:0")
     chans = [g.channel(**{"grpc.use_local_subchannel_pool": 1}) for _ in range(2)]
     rng = random.Random(83)
     streams = [Tracker(chans[i % 2], random.Random(rng.random())) for i in range(STREAMS)]
@@ -116,18 +119,23 @@ def test():
     def writer(k):
         i = 0
         while not stop.is_set():
-            # 20 rows a statement, random topics
+            # 10 rows a statement, random topics
             psql("INSERT INTO xip83.group_messages (group_id, data, group_id_data_hash)"
                  " SELECT convert_to('r' || (random() * 7)::int || :'a1', 'UTF8'),"
                  " convert_to(:'a2' || '-' || j, 'UTF8'),"
                  " sha256(convert_to(:'a2' || '-' || j || random()::text, 'UTF8'))"
-                 " FROM generate_series(1, 20) j;", U, "%s-%d-%d" % (U, k, i))
+                 " FROM generate_series(1, 10) j;", U, "%s-%d-%d" % (U, k, i))
             i += 1
-            n_written[0] += 20
+            n_written[0] += 10
+            # ~50 rows/s each: every add replays its topic from a random cursor and every
+            # row goes live to most of the 40 streams, so the rate sets what this Python
+            # client decodes (the gateway is not the bottleneck here)
+            time.sleep(0.15)
     # two writers, their commits interleaving
     writers = [threading.Thread(target=writer, args=(k,)) for k in range(2)]
     for w in writers:
         w.start()
+    t0 = time.monotonic()
     for _ in range(ROUNDS):
         top = int(psql("SELECT coalesce(max(id), 0) FROM xip83.group_messages;") or 0)
         for st in streams:
@@ -137,11 +145,19 @@ def test():
     stop.set()
     for w in writers:
         w.join()
+    t_rounds = time.monotonic() - t0
     deadline = time.monotonic() + 60
-    for st in streams:
+    for n, st in enumerate(streams):
         while not st.settled():
+            if time.monotonic() >= deadline:
+                # what the stuck stream asked and last saw, and the gateway's own count
+                print("stream %d: pending %s, error %s" % (n, sorted(st.pending.items()), st.s.error))
+                for e in st.log[-12:]:
+                    print("  ", e)
+                print({k: v for k, v in metrics(g).items() if "wave" in k or "pool" in k or "stream" in k})
             check(time.monotonic() < deadline, "waves did not finish")
             st.drain(0.5)
+    print("rounds %.1f s, settled %.1f s after" % (t_rounds, time.monotonic() - t0 - t_rounds))
     time.sleep(1.0)
     for st in streams:
         st.drain(0.2)
