@@ -9,7 +9,12 @@
  *                 [--max-conn-input BYTES] [--handshake-timeout-ms N]
  *                 [--idle-timeout-ms N] [--request-timeout-ms N]
  *                 [--max-connection-topic-mib N] [--max-topic-mib N]
- *                 [--cors-origin LIST]
+ *                 [--cors-origin LIST] [--loops N]
+ *
+ * --loops runs N event loops, each on a thread of its own with its share of
+ * the connections (the kernel spreads them, SO_REUSEPORT), of the pool and
+ * of the process's bounds; one live feed serves them all. Default: the
+ * cores the process may run on, at most --pool.
  *
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
@@ -37,8 +42,13 @@
  * --max-memory to half the machine's (or the cgroup's) memory. BYTES take a
  * k, M or G suffix (powers of 1024).
  */
+/* sched_getaffinity */
+#define _GNU_SOURCE
+
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +59,12 @@
 #include "gateway/gateway.h"
 #include "h2_server.h"
 
-static Xip83H2Server *server;
-static Xip83Gateway *gateway;
+/* the loops, each a server and a gateway on a thread of its own (the first: main's) */
+static int	loops;
+static Xip83H2Server **servers;
+static Xip83Gateway **gateways;
+static pthread_t *threads;
+static Xip83GatewayFeed *feed;
 static GwMetrics *metrics;
 
 /* the bidirectional methods: a browser reaches them over a WebSocket only */
@@ -105,7 +119,7 @@ Usage(void)
 			" [--max-conn-input BYTES] [--handshake-timeout-ms N] [--idle-timeout-ms N]"
 			" [--request-timeout-ms N] [--max-waves N]"
 			" [--max-connection-topic-mib N] [--max-topic-mib N]"
-			" [--cors-origin ORIGIN[,ORIGIN...]]\n");
+			" [--cors-origin ORIGIN[,ORIGIN...]] [--loops N]\n");
 	exit(2);
 }
 
@@ -113,15 +127,47 @@ static void
 OnSignal(int sig)
 {
 	(void) sig;
-	xip83_h2_drain_async(server);
+	for (int i = 0; i < loops; i++)
+		xip83_h2_drain_async(servers[i]);
 }
 
+/*
+ * A loop began its drain: its gateway ends its streams, and every other loop
+ * drains too (a loop never drains alone).
+ */
 static void
 OnDrain(void *arg)
 {
-	(void) arg;
-	gw_metrics_close(metrics);
-	xip83_gateway_drain(gateway);
+	int			self = (int) ((Xip83H2Server **) arg - servers);
+
+	for (int i = 0; i < loops; i++)
+		if (i == self)
+		{
+			if (i == 0)
+				gw_metrics_close(metrics);
+			xip83_gateway_drain(gateways[i]);
+		}
+		else
+			xip83_h2_drain_async(servers[i]);
+}
+
+static void *
+RunLoop(void *arg)
+{
+	return xip83_h2_run(arg) ? arg : NULL;
+}
+
+/* The cores this process may run on. */
+static int
+Cores(void)
+{
+	cpu_set_t	set;
+	int			n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && (n = CPU_COUNT(&set)) > 0)
+		return n;
+	n = (int) sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? n : 1;
 }
 
 /* HOST:PORT (the last colon splits; [v6]:port works) into host and port. */
@@ -194,10 +240,11 @@ Bytes(const char *opt, const char *arg, size_t lo)
  * and logs).
  */
 static uint32_t
-DefaultConnections(int pool)
+DefaultConnections(int pool, int n_loops)
 {
 	struct rlimit rl;
-	rlim_t		keep = 64 + 2 * ((rlim_t) (pool > 0 ? pool : 4) + 1);
+	/* and each loop's own: its epoll, its wake-up and the feed's signal */
+	rlim_t		keep = 64 + 2 * ((rlim_t) (pool > 0 ? pool : 4) + 1) + 4 * (rlim_t) n_loops;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
 		return 0;				/* the transport's own default */
@@ -232,6 +279,7 @@ main(int argc, char **argv)
 		{"max-connection-topic-mib", required_argument, NULL, 256},
 		{"max-topic-mib", required_argument, NULL, 257},
 		{"cors-origin", required_argument, NULL, 'O'},
+		{"loops", required_argument, NULL, 258},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -245,10 +293,11 @@ main(int argc, char **argv)
 			   *port;
 	char		err[512];
 	int			c,
-				bound;
+				bound = 0;
 	bool		ok;
 
 	HugePages(argv);
+	loops = Cores();
 	for (int i = 0, n = 0; i < XIP83_GATEWAY_METHODS; i++)
 		if (xip83_gateway_methods[i].kind == GW_SUBSCRIBE)
 			websocket_paths[n++] = xip83_gateway_methods[i].path;
@@ -324,6 +373,9 @@ main(int argc, char **argv)
 			case 'O':
 				cfg.cors_origins = optarg;
 				break;
+			case 258:
+				loops = Number("--loops", optarg, 1, XIP83_GATEWAY_MAX_LOOPS);
+				break;
 			default:
 				Usage();
 		}
@@ -331,35 +383,61 @@ main(int argc, char **argv)
 	if (optind < argc || go.conninfo == NULL || listen == NULL || (cert == NULL) != (key == NULL))
 		Usage();
 	signal(SIGPIPE, SIG_IGN);
+	/* a loop with no wave connection of its own could serve no wave */
+	if (loops > (go.pool > 0 ? go.pool : 4))
+		loops = go.pool > 0 ? go.pool : 4;
 	if (cfg.max_connections == 0)
-		cfg.max_connections = DefaultConnections(go.pool);
+		cfg.max_connections = DefaultConnections(go.pool, loops);
 	cfg.on_drain = OnDrain;
 	cfg.websocket_paths = websocket_paths;
-	if ((server = xip83_h2_server_new(&cfg, err, sizeof(err))) == NULL
-		|| (cert && !xip83_h2_tls_files(server, cert, key, err, sizeof(err))))
+	cfg.loops = (uint32_t) loops;
+	go.loops = loops;
+	if ((servers = calloc((size_t) loops, sizeof(*servers))) == NULL
+		|| (gateways = calloc((size_t) loops, sizeof(*gateways))) == NULL
+		|| (threads = calloc((size_t) loops, sizeof(*threads))) == NULL)
 	{
-		fprintf(stderr, "xip83-gateway: %s\n", err);
+		fprintf(stderr, "xip83-gateway: out of memory\n");
 		return 1;
 	}
-	if ((gateway = xip83_gateway_new(server, &go, err, sizeof(err))) == NULL)
+	if ((feed = xip83_gateway_feed_new(&go, loops, err, sizeof(err))) == NULL)
 	{
 		fprintf(stderr, "xip83-gateway: %s\n", err);
 		return 1;
 	}
 	Split("--listen", listen, &host, &port);
-	bound = xip83_h2_listen(server, host, port, cert != NULL, err, sizeof(err));
+	for (int i = 0; i < loops; i++)
+	{
+		char		shared_port[16];
+
+		go.loop = i;
+		cfg.drain_arg = &servers[i];
+		if ((servers[i] = xip83_h2_server_new(&cfg, err, sizeof(err))) == NULL
+			|| (cert && !xip83_h2_tls_files(servers[i], cert, key, err, sizeof(err)))
+			|| (gateways[i] = xip83_gateway_new(servers[i], &go, feed, err, sizeof(err))) == NULL)
+		{
+			fprintf(stderr, "xip83-gateway: %s\n", err);
+			return 1;
+		}
+		/* the first loop binds (a free port for 0), the others share its port */
+		snprintf(shared_port, sizeof(shared_port), "%d", bound);
+		bound = xip83_h2_listen(servers[i], host, i == 0 ? port : shared_port, cert != NULL,
+								err, sizeof(err));
+		if (bound < 0)
+		{
+			fprintf(stderr, "xip83-gateway: %s\n", err);
+			return 1;
+		}
+	}
 	free(host);
 	free(port);
-	if (bound < 0)
-	{
-		fprintf(stderr, "xip83-gateway: %s\n", err);
-		return 1;
-	}
 	printf("%s %d\n", cert ? "tls" : "h2c", bound);
 	if (metrics_at)
 	{
+		int			mbound;
+
 		Split("--metrics", metrics_at, &host, &port);
-		metrics = gw_metrics_listen(server, gateway, host, port, &bound, err, sizeof(err));
+		metrics = gw_metrics_listen(servers[0], gateways, loops, host, port, &mbound, err,
+									sizeof(err));
 		free(host);
 		free(port);
 		if (metrics == NULL)
@@ -367,16 +445,47 @@ main(int argc, char **argv)
 			fprintf(stderr, "xip83-gateway: metrics: %s\n", err);
 			return 1;
 		}
-		printf("metrics %d\n", bound);
+		printf("metrics %d\n", mbound);
+	}
+	if (!xip83_gateway_feed_run(feed, err, sizeof(err)))
+	{
+		fprintf(stderr, "xip83-gateway: %s\n", err);
+		return 1;
+	}
+	for (int i = 1; i < loops; i++)
+	{
+		xip83_gateway_publish_every(gateways[i]);
+		if (pthread_create(&threads[i], NULL, RunLoop, servers[i]) != 0)
+		{
+			fprintf(stderr, "xip83-gateway: cannot start loop %d's thread\n", i);
+			return 1;
+		}
 	}
 	printf("ready\n");
 	fflush(stdout);
 	signal(SIGTERM, OnSignal);
 	signal(SIGINT, OnSignal);
-	ok = xip83_h2_run(server);
-	/* the streams' closed callbacks still use the gateway */
-	xip83_h2_server_free(server);
-	xip83_gateway_free(gateway);
+	ok = xip83_h2_run(servers[0]);
+	for (int i = 1; i < loops; i++)
+	{
+		void	   *r;
+
+		pthread_join(threads[i], &r);
+		ok = ok && r != NULL;
+	}
+	/*
+	 * The feed stops before the loops' gateways go: a thread stuck in a
+	 * query could still signal them, so then everything stays as it is.
+	 */
+	if (!xip83_gateway_feed_stop(feed))
+		return ok ? 0 : 1;
+	for (int i = 0; i < loops; i++)
+	{
+		/* the streams' closed callbacks still use the gateway */
+		xip83_h2_server_free(servers[i]);
+		xip83_gateway_free(gateways[i]);
+	}
 	gw_metrics_free(metrics);
+	xip83_gateway_feed_free(feed);
 	return ok ? 0 : 1;
 }

@@ -19,6 +19,14 @@
  *   ceilings before it started.
  * Database connections: pool + 1 (+ 1 on the standby with a standby).
  *
+ * Loops. The process may run several loops (threads), each with a
+ * transport server and a gateway of its own that own their connections,
+ * streams, topic index and share of the pool; only the live feed is shared
+ * (Xip83GatewayFeed: one thread, one LISTEN connection, its rows read by
+ * every loop from one log without a lock). The process's bounds (waves,
+ * topic memory, the pool) are split evenly among the loops, so that
+ * together they never pass them.
+ *
  * Read replicas. Waves read on the same server as the live rows, with the
  * feed's cursors as ceilings: the feed read every row up to them there, so
  * the server has replayed them. With standby_conninfo the feed is fenced
@@ -77,6 +85,12 @@ typedef struct Xip83GatewayOptions
 	 */
 	size_t		max_connection_topic_bytes;
 	size_t		max_topic_bytes;
+	/*
+	 * This gateway is loop `loop` of `loops` (0 of 1 when 0): it takes its
+	 * share of pool, max_waves and max_topic_bytes, and its place in the feed.
+	 */
+	int			loop;
+	int			loops;
 } Xip83GatewayOptions;
 
 /*
@@ -87,6 +101,8 @@ typedef struct Xip83GatewayOptions
  * waves take is bounded by the topics' (--max-topic-mib).
  */
 #define XIP83_GATEWAY_MAX_WAVES 1048576
+/* Loops one process runs at most. */
+#define XIP83_GATEWAY_MAX_LOOPS 256
 #define XIP83_GATEWAY_CONN_WAVES 1024
 
 typedef struct Xip83Gateway Xip83Gateway;
@@ -120,16 +136,55 @@ typedef struct Xip83GatewayStats
 	int64_t		feed_rows;
 } Xip83GatewayStats;
 
+/* The live feed every loop reads (gw_feed.c). */
+typedef struct Xip83GatewayFeed Xip83GatewayFeed;
+
 /*
- * Connects (feed, pool), starts the feed at the current horizons (a hot
- * standby that has none yet: its thread tries again, and requests wait for
- * them) and registers the five methods on srv. NULL with err set.
+ * Connects the feed (opt's conninfo, standby_conninfo, poll_ms,
+ * fence_wait_ms) for `loops` gateways and starts it at the current horizons
+ * (a hot standby that has none yet: its thread tries again, and requests
+ * wait for them). Its thread runs once every loop's gateway is made
+ * (xip83_gateway_feed_run). NULL with err set.
+ */
+extern Xip83GatewayFeed *xip83_gateway_feed_new(const Xip83GatewayOptions *opt, int loops,
+												char *err, size_t errlen);
+extern bool xip83_gateway_feed_run(Xip83GatewayFeed *feed, char *err, size_t errlen);
+/*
+ * Stops the thread (false: it is stuck in a query and was left behind);
+ * after every loop ended, before the gateways are freed.
+ */
+extern bool xip83_gateway_feed_stop(Xip83GatewayFeed *feed);
+/* Stops the thread and frees the feed (left as it is when the thread is stuck). */
+extern void xip83_gateway_feed_free(Xip83GatewayFeed *feed);
+
+/*
+ * Connects its share of the pool, takes its place in feed (loop opt->loop)
+ * and registers the five methods on srv (the loop's server). NULL with err
+ * set.
  */
 extern Xip83Gateway *xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt,
-									   char *err, size_t errlen);
+									   Xip83GatewayFeed *feed, char *err, size_t errlen);
 /* Ends every stream UNAVAILABLE (the transport's on_drain). */
 extern void xip83_gateway_drain(void *gw);
 extern void xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out);
+
+/* A loop's figures: its gateway's and its transport's, and the bounds in force. */
+typedef struct Xip83GatewayFigures
+{
+	Xip83GatewayStats gw;
+	Xip83H2Stats h2;			/* h2.cfg: &limits */
+	Xip83H2Config limits;
+} Xip83GatewayFigures;
+
+/*
+ * Several loops: each publishes its figures every XIP83_GATEWAY_PUBLISH_MS
+ * from its own thread (xip83_gateway_publish_every, before its loop runs),
+ * and the loop that serves the metrics reads its own as of now (own_loop)
+ * and the others' as last published.
+ */
+#define XIP83_GATEWAY_PUBLISH_MS 250
+extern void xip83_gateway_publish_every(Xip83Gateway *gw);
+extern void xip83_gateway_figures(Xip83Gateway *gw, bool own_loop, Xip83GatewayFigures *out);
 extern Xip83H2Server *xip83_gateway_server(Xip83Gateway *gw);
 /* After xip83_h2_run returned and the server was freed. */
 extern void xip83_gateway_free(Xip83Gateway *gw);
@@ -142,13 +197,17 @@ extern void xip83_gateway_free(Xip83Gateway *gw);
 typedef struct GwMetrics GwMetrics;
 
 
-/* Listens on host:port for scrapes; *bound: the port. NULL with err set. */
-extern GwMetrics *gw_metrics_listen(Xip83H2Server *srv, Xip83Gateway *gw, const char *host,
-									const char *port, int *bound, char *err, size_t errlen);
+/*
+ * Listens on host:port for scrapes, on the loop of srv, which gws[0] serves;
+ * the page adds up the n loops' figures. *bound: the port. NULL with err set.
+ */
+extern GwMetrics *gw_metrics_listen(Xip83H2Server *srv, Xip83Gateway *const *gws, int n,
+									const char *host, const char *port, int *bound, char *err,
+									size_t errlen);
 /* Stops listening (on drain). */
 extern void gw_metrics_close(GwMetrics *m);
 extern void gw_metrics_free(GwMetrics *m);
-/* The page, malloc'd (NULL when out of memory). */
-extern char *gw_metrics_page(Xip83Gateway *gw, size_t *len);
+/* The page of n loops, malloc'd (NULL when out of memory); on the loop of gws[0]. */
+extern char *gw_metrics_page(Xip83Gateway *const *gws, int n, size_t *len);
 
 #endif

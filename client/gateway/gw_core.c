@@ -194,7 +194,9 @@ gw_flush_dirty(Xip83Gateway *gw)
 static void
 gw_feed_status(Xip83Gateway *gw, const char *status, const char *detail)
 {
-	fprintf(stderr, "xip83-gateway: feed %s%s%s\n", status, detail ? ": " : "", detail ? detail : "");
+	/* one feed for every loop: said once */
+	if (gw->opt.loop == 0)
+		fprintf(stderr, "xip83-gateway: feed %s%s%s\n", status, detail ? ": " : "", detail ? detail : "");
 	for (GwStream *st = gw->streams; st; st = st->next)
 		if (!st->finished)
 		{
@@ -660,17 +662,26 @@ const Xip83GatewayMethod xip83_gateway_methods[XIP83_GATEWAY_METHODS] = {
 	{"/xmtp.xmtpv4.message_api.QueryApi/SubscribeTopics", GW_TOPICS, true},
 };
 
+/* This loop's share of a bound of the process's: the shares add up to it. */
+static size_t
+Share(size_t total, int loop, int loops)
+{
+	return total / (size_t) loops + ((size_t) loop < total % (size_t) loops);
+}
+
 Xip83Gateway *
-xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err, size_t errlen)
+xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, Xip83GatewayFeed *feed,
+				  char *err, size_t errlen)
 {
 	Xip83Gateway *gw = calloc(1, sizeof(*gw));
-	Xip83FeedOptions fo = {0};
+	int			loops;
 
 	if (gw == NULL)
 	{
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	pthread_mutex_init(&gw->publish_lock, NULL);
 	gw->opt = *opt;
 	gw->up = &core_hooks;
 	if (gw->opt.pool <= 0)
@@ -680,19 +691,23 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, char *err,
 	if (gw->opt.max_waves <= 0)
 		gw->opt.max_waves = XIP83_GATEWAY_MAX_WAVES;
 	gw_apply_defaults(&gw->opt);
+	loops = gw->opt.loops > 0 ? gw->opt.loops : 1;
+	gw->opt.loops = loops;
+	if (loops > 1)
+	{
+		/* a loop with no wave connection of its own could serve no wave */
+		gw->opt.pool = (int) Share((size_t) gw->opt.pool, gw->opt.loop, loops);
+		if (gw->opt.pool < 1)
+			gw->opt.pool = 1;
+		gw->opt.max_waves = (int) Share((size_t) gw->opt.max_waves, gw->opt.loop, loops);
+		if (gw->opt.max_waves < 1)
+			gw->opt.max_waves = 1;
+		gw->opt.max_topic_bytes = Share(gw->opt.max_topic_bytes, gw->opt.loop, loops);
+	}
 	gw->srv = srv;
 	if (!gw_pool_open(gw, err, errlen))
 		goto fail;
-	/* every kind of both bindings, from now on */
-	fo.conninfo = gw->opt.conninfo;
-	fo.application_name = "xip83-gateway";
-	fo.standby_conninfo = gw->opt.standby_conninfo;
-	fo.poll_ms = gw->opt.poll_ms;
-	fo.fence_wait_ms = gw->opt.fence_wait_ms > 0 ? gw->opt.fence_wait_ms : 100;
-	/* a round waiting for DDL's lock holds the seam: that long at most, then the next tick */
-	fo.lock_timeout_ms = 100;
-	fo.kinds = XIP83_FEED_ALL;
-	if (!gw_feed_start(gw, &fo, err, errlen))
+	if (!gw_feed_attach(gw, feed, err, errlen))
 		goto fail;
 	for (int i = 0; i < XIP83_GATEWAY_METHODS; i++)
 	{
@@ -724,6 +739,7 @@ xip83_gateway_drain(void *arg)
 	Xip83Gateway *gw = arg;
 
 	gw->draining = true;
+	xip83_h2_timer_stop(gw->srv, &gw->publish_timer);
 	/* clients resume from their cursors elsewhere or later */
 	for (GwStream *st = gw->streams; st; st = st->next)
 		Finish(st, XIP83_GRPC_UNAVAILABLE, "the gateway is shutting down: resubscribe");
@@ -769,11 +785,49 @@ xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
 }
 
 void
+xip83_gateway_figures(Xip83Gateway *gw, bool own_loop, Xip83GatewayFigures *out)
+{
+	if (!own_loop)
+	{
+		pthread_mutex_lock(&gw->publish_lock);
+		*out = gw->published;
+		pthread_mutex_unlock(&gw->publish_lock);
+	}
+	else
+	{
+		xip83_gateway_stats(gw, &out->gw);
+		xip83_h2_stats(gw->srv, &out->h2);
+		out->limits = *out->h2.cfg;
+	}
+	out->h2.cfg = &out->limits;
+}
+
+static void
+Publish(void *arg)
+{
+	Xip83Gateway *gw = arg;
+	Xip83GatewayFigures f;
+
+	xip83_gateway_figures(gw, true, &f);
+	pthread_mutex_lock(&gw->publish_lock);
+	gw->published = f;
+	pthread_mutex_unlock(&gw->publish_lock);
+	if (!gw->draining)
+		xip83_h2_timer_start(gw->srv, &gw->publish_timer, XIP83_GATEWAY_PUBLISH_MS, Publish, gw);
+}
+
+void
+xip83_gateway_publish_every(Xip83Gateway *gw)
+{
+	Publish(gw);
+}
+
+void
 xip83_gateway_free(Xip83Gateway *gw)
 {
 	if (gw == NULL)
 		return;
-	gw_feed_stop(gw);
+	gw_feed_detach(gw);
 	gw_pool_close(gw);
 	for (int b = 0; b < 2; b++)
 		gw_router_free(&gw->routers[b]);
@@ -781,5 +835,6 @@ xip83_gateway_free(Xip83Gateway *gw)
 	free(gw->dirty);
 	free(gw->packed);
 	free(gw->seam_waiters);
+	pthread_mutex_destroy(&gw->publish_lock);
 	free(gw);
 }

@@ -1,26 +1,34 @@
 /*
- * gw_feed.c: the gateway's live feed on a thread of its own.
+ * gw_feed.c: the gateway's live feed on a thread of its own, shared by
+ * every loop.
  *
  * Every query of the feed (its notices, its rounds, its reconnects, a
  * standby's fence waits) blocks the thread that runs it, so the feed runs on
- * this thread and the loop never waits on the database for it. The thread
- * owns gw->feed once it runs; what it delivers (rows, copied; statuses; the
- * end of a round the seam asked for) goes to the loop through a queue, in
- * order, and the loop routes the rows, follows them with gw->view (the
- * cursors and replay position a wave takes as its ceilings: those of the
- * rows routed so far, never ahead of them) and ends the waves at their seam.
+ * this thread and no loop ever waits on the database for it. The thread
+ * owns the feed once it runs; what it delivers (rows, copied; statuses; the
+ * end of a round the seam asked for) goes to the loops through one log, in
+ * order, and each loop (its tap) routes the rows to its own streams, follows
+ * them with gw->view (the cursors and replay position a wave takes as its
+ * ceilings: those of the rows routed so far, never ahead of them) and ends
+ * its waves at their seam.
+ *
+ * The log: the thread appends events (a release store of the last one's
+ * next) and every tap reads on from the last event it handled, so a row
+ * reaches N loops with no lock and no per-row write a loop shares: a tap
+ * publishes how far it got once per turn, and the thread frees what every
+ * tap has passed (each tap keeps the event it stands on).
  *
  * The seam: a wave whose scans reached their ceilings needs a round that
- * starts after that. The loop hands out tickets (gw_feed_ask_round: one
- * more than any before); the thread starts a round when a ticket is
- * outstanding, and the round serves every ticket handed out before it
+ * starts after that. The loops take tickets (gw_feed_ask_round: one more
+ * than any before, across loops); the thread starts a round when a ticket
+ * is outstanding, and the round serves every ticket handed out before it
  * started (the thread reads the last one when it starts), which it reports
- * after the round's rows.
+ * to every loop after the round's rows.
  *
  * The start: the feed needs its start horizons (the cursors it follows from,
  * which waves take as ceilings). A hot standby that has not replayed a
  * horizon record of its primary yet refuses them, and a quiet primary writes
- * one only once its feed is used again: the loop serves meanwhile (requests
+ * one only once its feed is used again: the loops serve meanwhile (requests
  * wait for the start, gw_core.c), and the thread tries again, backing off up
  * to START_BACKOFF_MAX_MS and saying so now and then, until it has them.
  */
@@ -62,6 +70,7 @@
 
 typedef enum
 {
+	EV_NONE,					/* the log's first: where every tap starts */
 	EV_ROW,
 	EV_STATUS,
 	EV_ROUND,
@@ -70,7 +79,8 @@ typedef enum
 
 typedef struct Event
 {
-	struct Event *next;
+	_Atomic(struct Event *) next;	/* written once, by the thread (release) */
+	uint64_t	seq;			/* its place in the log */
 	EventType	type;
 	Xip83FeedRow row;			/* EV_ROW: pointers into bytes */
 	Xip83V3Row	v3;
@@ -83,10 +93,21 @@ typedef struct Event
 	unsigned char bytes[];
 } Event;
 
-struct GwFeedThread
+/* A loop's place in the log. */
+struct GwFeedTap
 {
-	Xip83Gateway *gw;			/* the loop's: the thread reads nothing of it */
-	Xip83Feed  *feed;			/* the thread's */
+	Xip83GatewayFeed *hub;
+	Xip83Gateway *gw;
+	int			ready_fd;		/* thread -> loop: events appended */
+	Xip83Watch	ready_watch;
+	Event	   *at;				/* the loop's: the last event it handled */
+	_Atomic uint64_t done;		/* at->seq, published once a turn for the thread */
+	size_t		budget;			/* the loop's: deliveries the next turn routes (ROUTE_BUDGET) */
+};
+
+struct Xip83GatewayFeed
+{
+	Xip83Feed  *feed;			/* the thread's once it runs */
 	int			kinds;
 	int64_t		start_at;		/* the thread's: the next try of the start (not started) */
 	int			start_backoff;
@@ -94,19 +115,18 @@ struct GwFeedThread
 	int			start_tries;
 	pthread_t	thread;
 	bool		running;
-	int			wake_fd;		/* loop -> thread: a ticket, or stop */
-	int			ready_fd;		/* thread -> loop: events queued */
-	Xip83Watch	ready_watch;
+	bool		stuck;			/* it did not stop: left behind, with all it uses */
+	int			wake_fd;		/* loops -> thread: a ticket, or stop */
 	pthread_mutex_t lock;
-	Event	   *head;			/* under lock */
-	Event	   *tail;
-	Event	   *todo;			/* the loop's: taken, not yet handled (a turn's budget ran out) */
-	Event	   *todo_tail;
-	size_t		budget;			/* the loop's: deliveries the next turn routes (ROUTE_BUDGET) */
 	uint64_t	asked;			/* under lock: the last ticket handed out */
 	bool		stop;			/* under lock */
 	uint64_t	served;			/* the thread's: the last ticket a round served */
-	bool		pushed;			/* the thread's: events queued since it last signalled */
+	bool		pushed;			/* the thread's: events appended since it last signalled */
+	Event	   *oldest;			/* the thread's: the log, oldest kept first */
+	Event	   *newest;
+	uint64_t	seq;
+	int			n_taps;			/* the loops, fixed at the start */
+	GwFeedTap **taps;
 	/* for the metrics, written by the thread */
 	_Atomic bool started;		/* the feed has its start horizons */
 	_Atomic bool live;
@@ -126,24 +146,56 @@ Signal(int fd)
 		;
 }
 
+/* Appends ev to the log: every tap sees it whole from here on. */
 static void
-Push(GwFeedThread *t, Event *ev)
+Push(Xip83GatewayFeed *t, Event *ev)
 {
-	ev->next = NULL;
-	pthread_mutex_lock(&t->lock);
-	*(t->tail ? &t->tail->next : &t->head) = ev;
-	t->tail = ev;
-	pthread_mutex_unlock(&t->lock);
+	atomic_init(&ev->next, NULL);
+	ev->seq = ++t->seq;
+	atomic_store_explicit(&t->newest->next, ev, memory_order_release);
+	t->newest = ev;
 	t->pushed = true;
 }
 
-/* Tells the loop about the events queued since the last time. */
 static void
-Flush(GwFeedThread *t)
+FreeEvent(Event *ev)
+{
+	if (ev->type == EV_STARTED)
+		xip83_feed_free(ev->start);
+	free(ev);
+}
+
+/* Frees the events every tap has passed (each keeps the one it stands on). */
+static void
+Reclaim(Xip83GatewayFeed *t)
+{
+	uint64_t	passed = UINT64_MAX;
+
+	for (int i = 0; i < t->n_taps; i++)
+	{
+		uint64_t	d = atomic_load_explicit(&t->taps[i]->done, memory_order_acquire);
+
+		if (d < passed)
+			passed = d;
+	}
+	while (t->oldest != t->newest && t->oldest->seq < passed)
+	{
+		Event	   *ev = t->oldest;
+
+		t->oldest = atomic_load_explicit(&ev->next, memory_order_relaxed);
+		FreeEvent(ev);
+	}
+}
+
+/* Tells the loops about the events appended since the last time. */
+static void
+Flush(Xip83GatewayFeed *t)
 {
 	if (t->pushed)
-		Signal(t->ready_fd);
+		for (int i = 0; i < t->n_taps; i++)
+			Signal(t->taps[i]->ready_fd);
 	t->pushed = false;
+	Reclaim(t);
 }
 
 /* Copies n bytes to *p and returns where they now are (NULL stays NULL). */
@@ -163,7 +215,7 @@ Keep(unsigned char **p, const unsigned char *src, size_t n)
 static void
 OnRow(void *arg, const Xip83FeedRow *row)
 {
-	GwFeedThread *t = arg;
+	Xip83GatewayFeed *t = arg;
 	const Xip83V3Row *v = row->v3;
 	size_t		n = row->topic_len + row->data_len;
 	Event	   *ev;
@@ -198,7 +250,7 @@ OnRow(void *arg, const Xip83FeedRow *row)
 static void
 OnStatus(void *arg, const char *status, const char *detail)
 {
-	GwFeedThread *t = arg;
+	Xip83GatewayFeed *t = arg;
 	size_t		ns = strlen(status) + 1;
 	size_t		nd = detail ? strlen(detail) + 1 : 0;
 	Event	   *ev = malloc(sizeof(Event) + ns + nd);
@@ -216,7 +268,7 @@ OnStatus(void *arg, const char *status, const char *detail)
 
 /* A round for the seam; false while the feed reconnects (the ticket waits). */
 static bool
-SeamRound(GwFeedThread *t, uint64_t ticket)
+SeamRound(Xip83GatewayFeed *t, uint64_t ticket)
 {
 	int			rc = xip83_feed_fetch(t->feed);
 	Event	   *ev;
@@ -239,7 +291,7 @@ SeamRound(GwFeedThread *t, uint64_t ticket)
 }
 
 static void
-Metrics(GwFeedThread *t)
+Metrics(Xip83GatewayFeed *t)
 {
 	atomic_store(&t->live, xip83_feed_is_live(t->feed));
 	atomic_store(&t->connected, xip83_feed_socket(t->feed) >= 0);
@@ -248,10 +300,10 @@ Metrics(GwFeedThread *t)
 
 /*
  * Tries the feed's start when its next try is due; true once started: the
- * loop gets a copy of the feed at its start horizons (gw->view follows it).
+ * loops get a copy of the feed at its start horizons (gw->view follows it).
  */
 static bool
-TryStart(GwFeedThread *t)
+TryStart(Xip83GatewayFeed *t)
 {
 	Xip83FeedOptions copy_opt = {0};
 	int64_t		now = xip83_now_ms();
@@ -292,7 +344,7 @@ TryStart(GwFeedThread *t)
 
 /* Not started: tries the start, or waits for its next try (or the end). */
 static void
-WaitStart(GwFeedThread *t)
+WaitStart(Xip83GatewayFeed *t)
 {
 	struct pollfd pfd = {.fd = t->wake_fd, .events = POLLIN};
 	int64_t		now;
@@ -317,7 +369,7 @@ WaitStart(GwFeedThread *t)
 static void *
 FeedMain(void *arg)
 {
-	GwFeedThread *t = arg;
+	Xip83GatewayFeed *t = arg;
 	int64_t		tick = xip83_now_ms() + FEED_TICK_MS;
 	bool		woken = false;
 
@@ -382,10 +434,10 @@ FeedMain(void *arg)
 	return NULL;
 }
 
-/* ------------------------------------------------------------ the loop */
+/* ------------------------------------------------------------ the loops */
 
 /*
- * The events queued: rows routed, statuses passed on, seam rounds ended.
+ * The events appended: rows routed, statuses passed on, seam rounds ended.
  * A turn routes rows until they went to its budget of streams, then lets the
  * loop write what they queued before it routes the rest (the next turn,
  * at once): a burst's first rows leave while its later ones are routed,
@@ -394,31 +446,24 @@ FeedMain(void *arg)
 static void
 Ready(void *arg, uint32_t events)
 {
-	Xip83Gateway *gw = arg;
-	GwFeedThread *t = gw->ft;
+	GwFeedTap  *tap = arg;
+	Xip83Gateway *gw = tap->gw;
 	uint64_t	n;
 	size_t		routed = 0;
 	Event	   *ev;
 
 	(void) events;
-	if (read(t->ready_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+	if (read(tap->ready_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		fprintf(stderr, "xip83-gateway: the feed's signal: %s\n", strerror(errno));
-	pthread_mutex_lock(&t->lock);
-	if (t->head != NULL)
+	if (tap->budget < ROUTE_BUDGET)
+		tap->budget = ROUTE_BUDGET;
+	while (routed < tap->budget
+		   && (ev = atomic_load_explicit(&tap->at->next, memory_order_acquire)) != NULL)
 	{
-		*(t->todo_tail ? &t->todo_tail->next : &t->todo) = t->head;
-		t->todo_tail = t->tail;
-	}
-	t->head = t->tail = NULL;
-	pthread_mutex_unlock(&t->lock);
-	if (t->budget < ROUTE_BUDGET)
-		t->budget = ROUTE_BUDGET;
-	while ((ev = t->todo) != NULL && routed < t->budget)
-	{
-		if ((t->todo = ev->next) == NULL)
-			t->todo_tail = NULL;
 		switch (ev->type)
 		{
+			case EV_NONE:
+				break;
 			case EV_ROW:
 				xip83_feed_follow_row(gw->view, &ev->row, ev->replay_lsn);
 				routed += gw->up->route_row(gw, &ev->row);
@@ -432,59 +477,72 @@ Ready(void *arg, uint32_t events)
 				break;
 			case EV_STARTED:
 				xip83_feed_follow(gw->view, ev->start);
-				xip83_feed_free(ev->start);
 				gw->feed_started = true;
 				gw->up->feed_started(gw);
 				break;
 		}
-		free(ev);
+		tap->at = ev;
 	}
+	atomic_store_explicit(&tap->done, tap->at->seq, memory_order_release);
 	/* the rest next turn: the signal makes the loop come back without sleeping */
-	if (t->todo != NULL)
+	if (atomic_load_explicit(&tap->at->next, memory_order_acquire) != NULL)
 	{
-		if (t->budget < ROUTE_BUDGET_MAX)
-			t->budget *= 2;
-		Signal(t->ready_fd);
+		if (tap->budget < ROUTE_BUDGET_MAX)
+			tap->budget *= 2;
+		Signal(tap->ready_fd);
 	}
 	else
-		t->budget = ROUTE_BUDGET;
+		tap->budget = ROUTE_BUDGET;
 	gw->up->flush_dirty(gw);
 }
 
-bool
-gw_feed_start(Xip83Gateway *gw, Xip83FeedOptions *fo, char *err, size_t errlen)
+Xip83GatewayFeed *
+xip83_gateway_feed_new(const Xip83GatewayOptions *opt, int loops, char *err, size_t errlen)
 {
-	GwFeedThread *t = calloc(1, sizeof(*t));
-	Xip83FeedOptions copy_opt = {0};
+	Xip83GatewayFeed *t = calloc(1, sizeof(*t));
+	Xip83FeedOptions fo = {0};
 
 	if (t == NULL)
 	{
 		snprintf(err, errlen, "out of memory");
-		return false;
+		return NULL;
 	}
-	gw->ft = t;
-	t->gw = gw;
-	t->wake_fd = t->ready_fd = t->ready_watch.fd = -1;
+	t->wake_fd = -1;
 	pthread_mutex_init(&t->lock, NULL);
-	fo->on_row = OnRow;
-	fo->on_status = OnStatus;
-	fo->arg = t;
-	copy_opt.kinds = fo->kinds;
-	if ((t->feed = xip83_feed_new(fo)) == NULL || (gw->view = xip83_feed_new(&copy_opt)) == NULL)
+	t->n_taps = loops > 0 ? loops : 1;
+	if ((t->taps = calloc((size_t) t->n_taps, sizeof(GwFeedTap *))) == NULL
+		|| (t->oldest = calloc(1, sizeof(Event))) == NULL)
 	{
 		snprintf(err, errlen, "out of memory");
-		return false;
+		xip83_gateway_feed_free(t);
+		return NULL;
 	}
-	t->kinds = fo->kinds;
+	t->newest = t->oldest;
+	t->oldest->type = EV_NONE;
+	/* every kind of both bindings, from now on */
+	fo.conninfo = opt->conninfo;
+	fo.application_name = "xip83-gateway";
+	fo.standby_conninfo = opt->standby_conninfo;
+	fo.poll_ms = opt->poll_ms;
+	fo.fence_wait_ms = opt->fence_wait_ms > 0 ? opt->fence_wait_ms : 100;
+	/* a round waiting for DDL's lock holds the seam: that long at most, then the next tick */
+	fo.lock_timeout_ms = 100;
+	fo.kinds = XIP83_FEED_ALL;
+	fo.on_row = OnRow;
+	fo.on_status = OnStatus;
+	fo.arg = t;
+	if ((t->feed = xip83_feed_new(&fo)) == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		xip83_gateway_feed_free(t);
+		return NULL;
+	}
+	t->kinds = fo.kinds;
 	t->start_backoff = START_BACKOFF_MS;
-	/* one try here: started at once, the loop serves as it always did */
+	/* one try here: started at once, the loops serve as they always did */
 	t->start_tries = 1;
 	if (xip83_feed_start_at_horizon(t->feed))
-	{
-		xip83_feed_follow(gw->view, t->feed);
 		atomic_store(&t->started, true);
-		gw->feed_started = true;
-	}
 	else
 	{
 		fprintf(stderr, "xip83-gateway: live feed: no start horizons yet: serving, requests wait"
@@ -493,13 +551,69 @@ gw_feed_start(Xip83Gateway *gw, Xip83FeedOptions *fo, char *err, size_t errlen)
 		t->start_at = t->start_logged + t->start_backoff;
 	}
 	Metrics(t);
-	if ((t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
-		(t->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
-		!xip83_h2_watch(gw->srv, &t->ready_watch, t->ready_fd, EPOLLIN, Ready, gw))
+	if ((t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+	{
+		snprintf(err, errlen, "live feed: %s", strerror(errno));
+		xip83_gateway_feed_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+bool
+gw_feed_attach(Xip83Gateway *gw, Xip83GatewayFeed *hub, char *err, size_t errlen)
+{
+	GwFeedTap  *tap;
+	Xip83FeedOptions copy_opt = {0};
+	int			i = gw->opt.loop;
+
+	if (hub->running || i < 0 || i >= hub->n_taps || hub->taps[i] != NULL)
+	{
+		snprintf(err, errlen, "loop %d cannot take the live feed", i);
+		return false;
+	}
+	if ((tap = calloc(1, sizeof(*tap))) == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	tap->hub = hub;
+	tap->gw = gw;
+	tap->ready_fd = tap->ready_watch.fd = -1;
+	tap->at = hub->newest;
+	atomic_init(&tap->done, tap->at->seq);
+	gw->tap = tap;
+	copy_opt.kinds = hub->kinds;
+	if ((gw->view = xip83_feed_new(&copy_opt)) == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	if (atomic_load(&hub->started))
+	{
+		/* the thread does not run yet: the feed is still the loops' to read */
+		xip83_feed_follow(gw->view, hub->feed);
+		gw->feed_started = true;
+	}
+	if ((tap->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+		!xip83_h2_watch(gw->srv, &tap->ready_watch, tap->ready_fd, EPOLLIN, Ready, tap))
 	{
 		snprintf(err, errlen, "live feed: %s", strerror(errno));
 		return false;
 	}
+	hub->taps[i] = tap;
+	return true;
+}
+
+bool
+xip83_gateway_feed_run(Xip83GatewayFeed *t, char *err, size_t errlen)
+{
+	for (int i = 0; i < t->n_taps; i++)
+		if (t->taps[i] == NULL)
+		{
+			snprintf(err, errlen, "live feed: loop %d has no gateway", i);
+			return false;
+		}
 	if (pthread_create(&t->thread, NULL, FeedMain, t) != 0)
 	{
 		snprintf(err, errlen, "live feed: cannot start its thread");
@@ -512,7 +626,7 @@ gw_feed_start(Xip83Gateway *gw, Xip83FeedOptions *fo, char *err, size_t errlen)
 uint64_t
 gw_feed_ask_round(Xip83Gateway *gw)
 {
-	GwFeedThread *t = gw->ft;
+	Xip83GatewayFeed *t = gw->tap->hub;
 	uint64_t	ticket;
 
 	pthread_mutex_lock(&t->lock);
@@ -525,24 +639,42 @@ gw_feed_ask_round(Xip83Gateway *gw)
 void
 gw_feed_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
 {
-	GwFeedThread *t = gw->ft;
+	Xip83GatewayFeed *t = gw->tap->hub;
 
 	out->feed_live = atomic_load(&t->live);
 	out->feed_started = atomic_load(&t->started);
 	out->feed_rows = atomic_load(&t->rows);
 	out->live_lag_s = (double) atomic_load(&t->lag_us) / 1e6;
-	out->db_connections += atomic_load(&t->connected);
+	/* one connection for every loop: counted by the first */
+	if (gw->opt.loop == 0)
+		out->db_connections += atomic_load(&t->connected);
 }
 
 void
-gw_feed_stop(Xip83Gateway *gw)
+gw_feed_detach(Xip83Gateway *gw)
 {
-	GwFeedThread *t = gw->ft;
-	Event	   *ev;
+	GwFeedTap  *tap = gw->tap;
 
-	if (t == NULL)
-		return;
-	if (t->running)
+	/* the server may be gone (it is freed first): closing ready_fd leaves its epoll */
+	if (tap != NULL)
+	{
+		if (tap->ready_fd >= 0)
+			close(tap->ready_fd);
+		if (tap->hub->taps[gw->opt.loop] == tap)
+			tap->hub->taps[gw->opt.loop] = NULL;
+		free(tap);
+	}
+	xip83_feed_free(gw->view);
+	gw->view = NULL;
+	gw->tap = NULL;
+}
+
+bool
+xip83_gateway_feed_stop(Xip83GatewayFeed *t)
+{
+	if (t != NULL && t->stuck)
+		return false;
+	if (t != NULL && t->running)
 	{
 		struct timespec until;
 
@@ -556,28 +688,30 @@ gw_feed_stop(Xip83Gateway *gw)
 		{
 			/* a backend that hangs must not hold the exit: what the thread uses stays */
 			fprintf(stderr, "xip83-gateway: the live feed's thread is still in a query: left behind\n");
-			return;
+			t->stuck = true;
+			return false;
 		}
+		t->running = false;
 	}
-	/* the server may be gone (it is freed first): closing ready_fd leaves its epoll */
-	for (int list = 0; list < 2; list++)
-		for (ev = list ? t->todo : t->head; ev != NULL;)
-		{
-			Event	   *next = ev->next;
+	return true;
+}
 
-			if (ev->type == EV_STARTED)
-				xip83_feed_free(ev->start);
-			free(ev);
-			ev = next;
-		}
+void
+xip83_gateway_feed_free(Xip83GatewayFeed *t)
+{
+	if (t == NULL || !xip83_gateway_feed_stop(t))
+		return;
+	while (t->oldest != NULL)
+	{
+		Event	   *ev = t->oldest;
+
+		t->oldest = atomic_load_explicit(&ev->next, memory_order_relaxed);
+		FreeEvent(ev);
+	}
 	if (t->wake_fd >= 0)
 		close(t->wake_fd);
-	if (t->ready_fd >= 0)
-		close(t->ready_fd);
 	xip83_feed_free(t->feed);
-	xip83_feed_free(gw->view);
-	gw->view = NULL;
 	pthread_mutex_destroy(&t->lock);
+	free(t->taps);
 	free(t);
-	gw->ft = NULL;
 }

@@ -6,6 +6,8 @@
 #ifndef XIP83_GW_INTERNAL_H
 #define XIP83_GW_INTERNAL_H
 
+#include <pthread.h>
+
 #include "gateway.h"
 #include "gw_router.h"
 #include "session/session.h"
@@ -13,7 +15,7 @@
 /* No wave page is read for a stream with more than this queued to its client. */
 #define WAVE_PAUSE (1024 * 1024)
 typedef struct GwStream GwStream;
-typedef struct GwFeedThread GwFeedThread;
+typedef struct GwFeedTap GwFeedTap;
 typedef struct GwCoreHooks GwCoreHooks;
 
 /* A request that waits for the feed's start (its copy). */
@@ -106,7 +108,7 @@ struct Xip83Gateway
 	Xip83GatewayOptions opt;
 	const GwCoreHooks *up;		/* the core, for the feed's thread and the pool */
 	Xip83H2Server *srv;
-	GwFeedThread *ft;			/* the live feed, on its thread (gw_feed.c) */
+	GwFeedTap  *tap;			/* this loop's place in the live feed (gw_feed.c) */
 	Xip83Feed  *view;			/* its cursors as of the rows routed: wave ceilings */
 	uint64_t	seam_done;		/* the last seam ticket a round served */
 	GwStream  **seam_waiters;
@@ -135,6 +137,9 @@ struct Xip83Gateway
 	bool		feed_started;	/* gw->view has the feed's start horizons */
 	Xip83GrpcMethod methods[XIP83_GATEWAY_METHODS];
 	Xip83GatewayStats stats;	/* the counters; the gauges are computed when asked */
+	Xip83Timer	publish_timer;	/* several loops: figures for the metrics' loop */
+	pthread_mutex_t publish_lock;
+	Xip83GatewayFigures published;	/* under publish_lock */
 };
 
 /*
@@ -190,17 +195,16 @@ extern void gw_release_topics(GwStream *st);
 
 /* gw_feed.c */
 /*
- * Creates the feed with fo (its callbacks are the thread's) and its thread,
- * which starts it at the horizons (at once when it can); gw->view follows it.
+ * Takes the loop's place (gw->opt.loop) in the shared live feed, before its
+ * thread runs; gw->view follows it (at once when it started).
  */
-extern bool gw_feed_start(Xip83Gateway *gw, Xip83FeedOptions *fo, char *err, size_t errlen);
+extern bool gw_feed_attach(Xip83Gateway *gw, Xip83GatewayFeed *hub, char *err, size_t errlen);
 /* A ticket for the seam: served by the next round the thread starts. */
 extern uint64_t gw_feed_ask_round(Xip83Gateway *gw);
-/* The feed's metrics (live, rows, lag; its connection added to db_connections). */
+/* The feed's metrics (live, rows, lag; its connection added to db_connections by loop 0). */
 extern void gw_feed_stats(Xip83Gateway *gw, Xip83GatewayStats *out);
-/* Stops the thread and frees the feed and the view. */
-extern void gw_feed_stop(Xip83Gateway *gw);
-
+/* Leaves the feed (its thread stopped first) and frees the view. */
+extern void gw_feed_detach(Xip83Gateway *gw);
 /* gw_pool.c */
 /* Queues a stream with wave pages to read (no-op when it cannot read one now). */
 extern void gw_enqueue(GwStream *st);

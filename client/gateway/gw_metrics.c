@@ -46,7 +46,8 @@ typedef struct Scrape Scrape;
 struct GwMetrics
 {
 	Xip83H2Server *srv;
-	Xip83Gateway *gw;
+	Xip83Gateway *const *gws;	/* the loops: gws[0] is srv's */
+	int			n;
 	Xip83Watch	watch;
 	int			fd;
 	Scrape	   *scrapes;
@@ -120,15 +121,78 @@ One(Page *pg, const char *name, const char *type, const char *help, double v)
 		name, help, name, type, name, v);
 }
 
-static char *
-MakePage(GwMetrics *m, Xip83Gateway *gw, size_t *len)
+/* Adds loop f's figures to all's: counts and bounds add up, the feed's are the first's. */
+static void
+AddLoop(Xip83GatewayFigures *all, const Xip83GatewayFigures *f)
 {
+	Xip83GatewayStats *a = &all->gw;
+	const Xip83GatewayStats *b = &f->gw;
+
+	for (int i = 0; i < XIP83_GATEWAY_METHODS; i++)
+		a->streams[i] += b->streams[i];
+	for (int i = 0; i < 2; i++)
+		a->topics[i] += b->topics[i];
+	a->subscriptions += b->subscriptions;
+	a->waves += b->waves;
+	a->wave_queue += b->wave_queue;
+	a->pool_busy += b->pool_busy;
+	a->pool_resets += b->pool_resets;
+	a->waves_refused += b->waves_refused;
+	a->max_waves += b->max_waves;
+	a->pool += b->pool;
+	a->db_connections += b->db_connections;
+	a->pending += b->pending;
+	a->topic_bytes += b->topic_bytes;
+	a->max_topic_bytes += b->max_topic_bytes;
+	a->applying += b->applying;
+	a->topic_bound_ends += b->topic_bound_ends;
+	a->rows_sent += b->rows_sent;
+	a->frames_sent += b->frames_sent;
+	for (int c = 0; c < XIP83_GRPC_NCODES; c++)
+		a->errors[c] += b->errors[c];
+	all->h2.connections += f->h2.connections;
+	all->h2.streams += f->h2.streams;
+	all->h2.pending += f->h2.pending;
+	all->h2.memory += f->h2.memory;
+	all->h2.input += f->h2.input;
+	for (int i = 0; i < XIP83_H2_LIMITS; i++)
+		all->h2.reached[i] += f->h2.reached[i];
+	all->limits.max_memory += f->limits.max_memory;
+	all->limits.max_connections += f->limits.max_connections;
+}
+
+static char *
+MakePage(GwMetrics *m, Xip83Gateway *const *gws, int n, size_t *len)
+{
+	Xip83GatewayFigures all;
+	Xip83GatewayFigures *loops = calloc((size_t) n, sizeof(*loops));
 	Xip83GatewayStats st;
 	Xip83H2Stats hs;
 	Page		pg = {0};
 
-	xip83_gateway_stats(gw, &st);
-	xip83_h2_stats(xip83_gateway_server(gw), &hs);
+	if (loops == NULL)
+		return NULL;
+	xip83_gateway_figures(gws[0], true, &loops[0]);
+	all = loops[0];
+	for (int i = 1; i < n; i++)
+	{
+		xip83_gateway_figures(gws[i], false, &loops[i]);
+		AddLoop(&all, &loops[i]);
+	}
+	st = all.gw;
+	hs = all.h2;
+	hs.cfg = &all.limits;
+	One(&pg, "loops", "gauge", "Event loops (--loops), each on a thread of its own.", (double) n);
+	Add(&pg, "# HELP xip83_gateway_loop_connections Open client connections by loop (figures of"
+		" other loops than the first are up to %d ms old).\n"
+		"# TYPE xip83_gateway_loop_connections gauge\n", XIP83_GATEWAY_PUBLISH_MS);
+	for (int i = 0; i < n; i++)
+		Add(&pg, "xip83_gateway_loop_connections{loop=\"%d\"} %zu\n", i, loops[i].h2.connections);
+	Add(&pg, "# HELP xip83_gateway_loop_streams Open streams by loop.\n"
+		"# TYPE xip83_gateway_loop_streams gauge\n");
+	for (int i = 0; i < n; i++)
+		Add(&pg, "xip83_gateway_loop_streams{loop=\"%d\"} %zu\n", i, loops[i].h2.streams);
+	free(loops);
 	Add(&pg, "# HELP xip83_gateway_streams Open streams by method.\n"
 		"# TYPE xip83_gateway_streams gauge\n");
 	for (int i = 0; i < XIP83_GATEWAY_METHODS; i++)
@@ -228,9 +292,9 @@ MakePage(GwMetrics *m, Xip83Gateway *gw, size_t *len)
 }
 
 char *
-gw_metrics_page(Xip83Gateway *gw, size_t *len)
+gw_metrics_page(Xip83Gateway *const *gws, int n, size_t *len)
 {
-	return MakePage(NULL, gw, len);
+	return MakePage(NULL, gws, n, len);
 }
 
 static void
@@ -263,7 +327,7 @@ static bool
 Respond(Scrape *sc)
 {
 	size_t		len = 0;
-	char	   *page = MakePage(sc->m, sc->m->gw, &len);
+	char	   *page = MakePage(sc->m, sc->m->gws, sc->m->n, &len);
 	char		head[128];
 	int			n;
 
@@ -376,8 +440,8 @@ Accept(void *arg, uint32_t events)
 }
 
 GwMetrics *
-gw_metrics_listen(Xip83H2Server *srv, Xip83Gateway *gw, const char *host, const char *port,
-				  int *bound, char *err, size_t errlen)
+gw_metrics_listen(Xip83H2Server *srv, Xip83Gateway *const *gws, int n, const char *host,
+				  const char *port, int *bound, char *err, size_t errlen)
 {
 	GwMetrics  *m = calloc(1, sizeof(*m));
 
@@ -387,7 +451,8 @@ gw_metrics_listen(Xip83H2Server *srv, Xip83Gateway *gw, const char *host, const 
 		return NULL;
 	}
 	m->srv = srv;
-	m->gw = gw;
+	m->gws = gws;
+	m->n = n;
 	m->watch.fd = -1;
 	if ((m->fd = xip83_tcp_listen(host, port, bound, err, errlen)) < 0)
 	{

@@ -203,6 +203,14 @@ xip83_h2_server_new(const Xip83H2Config *cfg, char *err, size_t errlen)
 		srv->cfg.max_memory = DefaultMemory();
 	if (srv->cfg.max_connections == 0)
 		srv->cfg.max_connections = DefaultConnections();
+	if (srv->cfg.loops > 1)
+	{
+		/* together the loops never pass the process's bounds */
+		srv->cfg.max_memory /= srv->cfg.loops;
+		srv->cfg.max_connections /= srv->cfg.loops;
+		if (srv->cfg.max_connections == 0)
+			srv->cfg.max_connections = 1;
+	}
 	if (srv->cfg.handshake_ms == 0)
 		srv->cfg.handshake_ms = 5000;
 	if (srv->cfg.idle_ms == 0)
@@ -309,8 +317,9 @@ xip83_h2_tls_files(Xip83H2Server *srv, const char *cert_file, const char *key_fi
 	return true;
 }
 
-int
-xip83_tcp_listen(const char *host, const char *port, int *bound, char *err, size_t errlen)
+static int
+TcpListen(const char *host, const char *port, bool reuse_port, int *bound, char *err,
+		  size_t errlen)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC,.ai_socktype = SOCK_STREAM,.ai_flags = AI_PASSIVE};
 	struct addrinfo *ai;
@@ -328,6 +337,7 @@ xip83_tcp_listen(const char *host, const char *port, int *bound, char *err, size
 	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+		(reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) ||
 		bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0 ||
 		getsockname(fd, (struct sockaddr *) &ss, &sslen) != 0)
 	{
@@ -344,6 +354,12 @@ xip83_tcp_listen(const char *host, const char *port, int *bound, char *err, size
 }
 
 int
+xip83_tcp_listen(const char *host, const char *port, int *bound, char *err, size_t errlen)
+{
+	return TcpListen(host, port, false, bound, err, errlen);
+}
+
+int
 xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *port, bool tls,
 				char *err, size_t errlen)
 {
@@ -357,7 +373,7 @@ xip83_h2_listen(Xip83H2Server *srv, const char *host, const char *port, bool tls
 		snprintf(err, errlen, "a TLS listener needs a certificate and key first");
 		return -1;
 	}
-	if ((fd = xip83_tcp_listen(host, port, &bound, err, errlen)) < 0)
+	if ((fd = TcpListen(host, port, srv->cfg.loops > 1, &bound, err, errlen)) < 0)
 		return -1;
 	l = calloc(1, sizeof(*l));
 	if (l == NULL)

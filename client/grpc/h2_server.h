@@ -124,6 +124,13 @@ typedef struct Xip83H2Config
 	const char *const *websocket_paths;	/* bidirectional methods: served over
 										 * WebSocket, refused over gRPC-Web
 										 * (NULL ended; may be NULL) */
+	/*
+	 * This server is one of `loops` serving the process on threads of their
+	 * own (0: alone): max_memory and max_connections, the process's, are
+	 * split evenly among them, and its listeners share their port with the
+	 * others' (SO_REUSEPORT: the kernel spreads connections among them).
+	 */
+	uint32_t	loops;
 	void		(*on_drain) (void *arg);	/* drain began (may be NULL) */
 	void	   *drain_arg;
 } Xip83H2Config;
