@@ -5,6 +5,7 @@
  *   bench_gateway [--streams N] [--conns C] [--topics T] [--universe K]
  *                 [--rate R] [--seconds S] [--pool P] [--compare M] [--own]
  *                 [--storm [--rows R] [--fresh PCT]] [--proto h2|grpc-web|ws[,...]]
+ *                 [--loops L[,L...]]
  *
  * Starts build/xip83-gateway (XIP83_GATEWAY) on the database of PGDATABASE,
  * opens N bidirectional v3 Subscribe streams over C HTTP/2 connections (one
@@ -50,6 +51,12 @@
  * xip83.v1), one connection each. Connections open at most --window at a
  * time, as the gateway's listen backlog takes them. The figures' cases then
  * name the protocol and the rate, so each protocol is one row of a table.
+ *
+ * --rate takes a list too (R1,R2,... rising): the live phase runs at each on
+ * the same streams, until one's p99 passes 50 ms or the writer falls behind,
+ * and the highest rate held at p99 <= 50 ms is printed. --loops L,...: the
+ * whole phase again on a gateway of its own with --loops L each (the cases
+ * name it), so 1 and 2 loops compare in one run.
  */
 #define _GNU_SOURCE				/* memmem */
 #include <dirent.h>
@@ -148,6 +155,12 @@ static int	n_streams = 10000,
 			seconds = 10,
 			pool = 4,
 			compare = 0;
+static int	rates[8];			/* --rate's list; rate: the one running */
+static int	n_rates;
+static int	loops_list[8];		/* --loops: a gateway each; gw_loops: the one running */
+static int	n_loops_list;
+static int	gw_loops;
+static double last_p99;			/* the last live phase's, ms */
 static int	n_open;				/* streams submitted so far */
 static int	n_target;			/* streams asked of SubmitStreams */
 static Proto proto;
@@ -854,6 +867,7 @@ StartGateway(void)
 	const char *db = getenv("PGDATABASE") ? getenv("PGDATABASE") : "postgres";
 	char		dsn[256],
 				pool_s[16],
+				loops_s[16],
 				line[128];
 	int			pipefd[2];
 	FILE	   *f;
@@ -867,8 +881,13 @@ StartGateway(void)
 	{
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
-		execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s,
-			  "--metrics", "127.0.0.1:0", (char *) NULL);
+		snprintf(loops_s, sizeof(loops_s), "%d", gw_loops);
+		if (gw_loops > 0)
+			execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s,
+				  "--metrics", "127.0.0.1:0", "--loops", loops_s, (char *) NULL);
+		else
+			execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s,
+				  "--metrics", "127.0.0.1:0", (char *) NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -1592,6 +1611,7 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 	if (atomic_load(&written) < (long) rate * seconds * 95 / 100)
 		printf("the writer fell behind: %.0f rows/s of the %d asked; this phase ran a lighter load\n",
 			   (double) atomic_load(&written) / seconds, rate);
+	last_p99 = n_lat ? lat[(size_t) (n_lat * 0.99)] : 0;
 	if (n_lat)
 		printf("insert -> frame read: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 			   lat[n_lat / 2], lat[(size_t) (n_lat * 0.99)], lat[n_lat - 1]);
@@ -1690,6 +1710,8 @@ Phase(PGconn *db, bool by_proto)
 		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_open, n_conns, n_topics, pool);
 		if (own)
 			strcat(cs, ",own=1");
+		if (gw_loops > 0)
+			snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",loops=%d", gw_loops);
 		few_cpu = LivePhase(db, cs, &few_db, &ok);
 		t0 = NowMs(CLOCK_MONOTONIC);
 		SubmitStreams(n_streams, tl_scalar(db, "SELECT coalesce(max(id), 0) FROM xip83.group_messages"));
@@ -1708,6 +1730,8 @@ Phase(PGconn *db, bool by_proto)
 		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_streams, n_conns, n_topics, pool);
 	if (own)
 		strcat(cs, ",own=1");
+	if (gw_loops > 0)
+		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",loops=%d", gw_loops);
 	if (storm)
 		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",rows=%ld,fresh=%g", storm_rows, fresh_pct);
 	Loop(t0 + 300000, AllCaughtUp);
@@ -1754,6 +1778,29 @@ Phase(PGconn *db, bool by_proto)
 	}
 
 	cpu = LivePhase(db, cs, &db_live, &ok2);
+	if (n_rates > 1 && compare == 0)
+	{
+		/* the same streams at rising rates, while p99 holds 50 ms and the writer its rate */
+		int			held = 0;
+
+		for (int k = 0; k < n_rates; k++)
+		{
+			bool		okk = true;
+
+			if (k > 0)
+			{
+				rate = rates[k];
+				LivePhase(db, cs, &db_live, &okk);
+				ok2 &= okk;
+			}
+			if (last_p99 > 50.0 || atomic_load(&written) < (long) rate * seconds * 95 / 100)
+				break;
+			held = rate;
+		}
+		printf("highest rate held at p99 <= 50 ms: %d rows/s (%s)\n", held, cs);
+		tl_result("bench_gateway", "%s", "live_rate_held_p99_50ms", held, "rows/s", cs);
+		rate = rates[0];
+	}
 	if (compare > 0)
 	{
 		printf("gateway CPU per second of live phase, %d streams vs %d: %.2fx\n", n_streams, compare,
@@ -1801,6 +1848,7 @@ main(int argc, char **argv)
 		{"storm", no_argument, NULL, 'X'}, {"rows", required_argument, NULL, 'R'},
 		{"fresh", required_argument, NULL, 'F'}, {"own", no_argument, NULL, 'O'},
 		{"proto", required_argument, NULL, 'P'}, {"window", required_argument, NULL, 'W'},
+		{"loops", required_argument, NULL, 'L'},
 		{NULL, 0, NULL, 0}
 	};
 	Proto		protos[3];
@@ -1818,7 +1866,25 @@ main(int argc, char **argv)
 			case 'c': n_conns = atoi(optarg); break;
 			case 't': n_topics = atoi(optarg); break;
 			case 'u': universe = atoi(optarg); break;
-			case 'r': rate = atoi(optarg); break;
+			case 'r':
+				n_rates = 0;
+				for (char *tok = strtok(optarg, ","); tok != NULL; tok = strtok(NULL, ","))
+				{
+					if (n_rates == 8 || atoi(tok) <= 0 || (n_rates > 0 && atoi(tok) <= rates[n_rates - 1]))
+						tl_fatal("--rate: rising rates, a list of at most eight");
+					rates[n_rates++] = atoi(tok);
+				}
+				rate = rates[0];
+				break;
+			case 'L':
+				n_loops_list = 0;
+				for (char *tok = strtok(optarg, ","); tok != NULL; tok = strtok(NULL, ","))
+				{
+					if (n_loops_list == 8 || atoi(tok) <= 0)
+						tl_fatal("--loops: a list of at most eight loop counts");
+					loops_list[n_loops_list++] = atoi(tok);
+				}
+				break;
 			case 'S': seconds = atoi(optarg); break;
 			case 'p': pool = atoi(optarg); break;
 			case 'C': compare = atoi(optarg); break;
@@ -1870,10 +1936,16 @@ main(int argc, char **argv)
 		StormLoad(db);
 	if (n_protos == 0)
 		protos[n_protos++] = PROTO_H2;
-	for (int i = 0; i < n_protos; i++)
+	for (int l = 0; l < (n_loops_list > 0 ? n_loops_list : 1); l++)
 	{
-		proto = protos[i];
-		ok &= Phase(db, n_protos > 1 || proto != PROTO_H2);
+		gw_loops = n_loops_list > 0 ? loops_list[l] : 0;
+		if (gw_loops > 0)
+			printf("== the gateway with --loops %d\n", gw_loops);
+		for (int i = 0; i < n_protos; i++)
+		{
+			proto = protos[i];
+			ok &= Phase(db, n_protos > 1 || proto != PROTO_H2);
+		}
 	}
 	PQfinish(db);
 	return ok ? 0 : 1;
