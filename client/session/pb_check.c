@@ -86,6 +86,8 @@ Check(const ProtobufCMessageDescriptor *desc, const unsigned char *msg, const un
 	while (p < end)
 	{
 		const unsigned char *start = p;
+		const unsigned char *prefix;
+		bool		ok;
 		size_t		at = (size_t) (p - base);
 		uint64_t	tag,
 					len;
@@ -130,9 +132,27 @@ Check(const ProtobufCMessageDescriptor *desc, const unsigned char *msg, const un
 			}
 			continue;
 		}
-		if (!xip83_pb_varint(&p, end, &len) || len > (uint64_t) (end - p))
+		/*
+		 * protobuf-c refuses a length whose fifth byte still goes on, as it
+		 * does a tag, and one above 2^31-1
+		 */
+		prefix = p;
+		ok = xip83_pb_varint(&p, end, &len);
+		if (ok ? p - prefix > 5 : end - prefix > 5)
 		{
-			snprintf(why, whylen, "%s: the length of field %" PRIu64 " at byte %zu is truncated or runs past the end",
+			snprintf(why, whylen, "%s: the length of field %" PRIu64 " at byte %zu takes more than 5 bytes",
+					 desc->name, tag >> 3, at);
+			return why;
+		}
+		if (!ok)
+		{
+			snprintf(why, whylen, "%s: the length of field %" PRIu64 " at byte %zu is truncated",
+					 desc->name, tag >> 3, at);
+			return why;
+		}
+		if (len > (uint64_t) (end - p) || len > INT32_MAX)
+		{
+			snprintf(why, whylen, "%s: the length of field %" PRIu64 " at byte %zu runs past the end",
 					 desc->name, tag >> 3, at);
 			return why;
 		}
