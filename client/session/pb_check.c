@@ -94,10 +94,17 @@ Check(const ProtobufCMessageDescriptor *desc, const unsigned char *msg, const un
 		int			wire;
 		const ProtobufCFieldDescriptor *f;
 
-		if (!xip83_pb_varint(&p, end, &tag) || p - start > 5)
+		/* protobuf-c refuses a tag whose fifth byte still goes on */
+		ok = xip83_pb_varint(&p, end, &tag);
+		if (ok ? p - start > 5 : end - start > 5)
 		{
-			snprintf(why, whylen, "%s: the field tag at byte %zu is truncated or too long",
+			snprintf(why, whylen, "%s: the field tag at byte %zu takes more than 5 bytes",
 					 desc->name, at);
+			return why;
+		}
+		if (!ok)
+		{
+			snprintf(why, whylen, "%s: the field tag at byte %zu is truncated", desc->name, at);
 			return why;
 		}
 		wire = (int) (tag & 7);
@@ -132,10 +139,7 @@ Check(const ProtobufCMessageDescriptor *desc, const unsigned char *msg, const un
 			}
 			continue;
 		}
-		/*
-		 * protobuf-c refuses a length whose fifth byte still goes on, as it
-		 * does a tag, and one above 2^31-1
-		 */
+		/* and a length whose fifth byte still goes on, or above 2^31-1 */
 		prefix = p;
 		ok = xip83_pb_varint(&p, end, &len);
 		if (ok ? p - prefix > 5 : end - prefix > 5)
