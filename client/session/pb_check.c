@@ -86,16 +86,25 @@ Check(const ProtobufCMessageDescriptor *desc, const unsigned char *msg, const un
 	while (p < end)
 	{
 		const unsigned char *start = p;
+		const unsigned char *prefix;
+		bool		ok;
 		size_t		at = (size_t) (p - base);
 		uint64_t	tag,
 					len;
 		int			wire;
 		const ProtobufCFieldDescriptor *f;
 
-		if (!xip83_pb_varint(&p, end, &tag) || p - start > 5)
+		/* protobuf-c refuses a tag whose fifth byte still goes on */
+		ok = xip83_pb_varint(&p, end, &tag);
+		if (ok ? p - start > 5 : end - start > 5)
 		{
-			snprintf(why, whylen, "%s: the field tag at byte %zu is truncated or too long",
+			snprintf(why, whylen, "%s: the field tag at byte %zu takes more than 5 bytes",
 					 desc->name, at);
+			return why;
+		}
+		if (!ok)
+		{
+			snprintf(why, whylen, "%s: the field tag at byte %zu is truncated", desc->name, at);
 			return why;
 		}
 		wire = (int) (tag & 7);
@@ -130,9 +139,24 @@ Check(const ProtobufCMessageDescriptor *desc, const unsigned char *msg, const un
 			}
 			continue;
 		}
-		if (!xip83_pb_varint(&p, end, &len) || len > (uint64_t) (end - p))
+		/* and a length whose fifth byte still goes on, or above 2^31-1 */
+		prefix = p;
+		ok = xip83_pb_varint(&p, end, &len);
+		if (ok ? p - prefix > 5 : end - prefix > 5)
 		{
-			snprintf(why, whylen, "%s: the length of field %" PRIu64 " at byte %zu is truncated or runs past the end",
+			snprintf(why, whylen, "%s: the length of field %" PRIu64 " at byte %zu takes more than 5 bytes",
+					 desc->name, tag >> 3, at);
+			return why;
+		}
+		if (!ok)
+		{
+			snprintf(why, whylen, "%s: the length of field %" PRIu64 " at byte %zu is truncated",
+					 desc->name, tag >> 3, at);
+			return why;
+		}
+		if (len > (uint64_t) (end - p) || len > INT32_MAX)
+		{
+			snprintf(why, whylen, "%s: the length of field %" PRIu64 " at byte %zu runs past the end",
 					 desc->name, tag >> 3, at);
 			return why;
 		}

@@ -8,11 +8,12 @@
  * request bytes need the same rules.
  * This one refuses, with a message that names the field and its byte
  * offset: a tag, varint, length or fixed value cut short by the end of the
- * bytes or of the enclosing field; a field number of 0 or above 2^29-1; a
- * wire type that proto3 does not use (groups, 6, 7) or that does not match
- * the field's type; a varint longer than 10 bytes or beyond 64 bits;
- * messages nested deeper than 32. Unknown fields of a valid wire type are
- * allowed, as protobuf allows them.
+ * bytes or of the enclosing field; a tag or a length longer than 5 bytes,
+ * or a length above 2^31-1, as protobuf-c refuses them; a field number of 0
+ * or above 2^29-1; a wire type that proto3 does not use (groups, 6, 7) or
+ * that does not match the field's type; a varint longer than 10 bytes or
+ * beyond 64 bits; messages nested deeper than 32. Unknown fields of a
+ * valid wire type are allowed, as protobuf allows them.
  */
 #ifndef XIP83_PB_CHECK_H
 #define XIP83_PB_CHECK_H

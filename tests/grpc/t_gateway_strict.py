@@ -4,7 +4,8 @@ the server-streaming methods, "malformed SubscribeRequest: ..." on
 Subscribe) and are never served. Each kind of truncation (a tag, a varint,
 a length, an id_cursor or last_seen cut short, a fixed value) and each other
 malformation (field number 0, a group or unused wire type, a wire type the
-field does not have, a varint beyond 64 bits) follows a valid filter, on
+field does not have, a varint beyond 64 bits, a tag or a length written in
+more than the 5 bytes protobuf-c reads) follows a valid filter, on
 SubscribeGroupMessages, SubscribeWelcomeMessages, SubscribeTopics and in a
 Mutate on both Subscribe methods. A row is stored for every filter first: a
 call that was served would get it (a cut id_cursor once read as 0). A
@@ -52,6 +53,8 @@ AFTER = [
     ("wire type 7", b"\x0f"),
     ("filters as a varint", b"\x08\x01"),
     ("tag longer than 5 bytes", b"\x90\x80\x80\x80\x80\x00\x00"),
+    # protobuf-c reads a length from 5 bytes at most
+    ("length of 0 in 9 bytes", b"\x2a" + b"\x80" * 8 + b"\x00"),
     ("varint beyond 64 bits", b"\x10" + b"\xff" * 9 + b"\x7f"),
 ]
 
@@ -126,7 +129,8 @@ def subscribe(ch, path, topic):
              ("truncated tag in the Mutate", ld(1, add_ok) + vi(4, 1) + b"\x80"),
              ("field number 0 in the Mutate", ld(1, add_ok) + vi(4, 1) + b"\x00\x00"),
              ("field number 0 in a two-byte tag", ld(1, add_ok) + vi(4, 1) + b"\x82\x00\x00"),
-             ("truncated remove", ld(1, add_ok) + vi(4, 1) + b"\x12\x09\x00")]
+             ("truncated remove", ld(1, add_ok) + vi(4, 1) + b"\x12\x09\x00"),
+             ("length of an add in 6 bytes", b"\x0a\x80\x80\x80\x80\x80\x00" + vi(4, 1))]
     for what, mutate in cases:
         reqs = Requests()
         r = Responses(ch.stream_stream(path)(reqs, timeout=20))
@@ -136,6 +140,9 @@ def subscribe(ch, path, topic):
         check(err is not None and err.code() == grpc.StatusCode.INVALID_ARGUMENT,
               "%s on %s: %s" % (what, path, err and (err.code(), err.details())))
         check(err.details().startswith("malformed SubscribeRequest: "), "%s: %r" % (what, err.details()))
+        if "6 bytes" in what:
+            check("length of field 1 at byte 4 takes more than 5 bytes" in err.details(),
+                  "%s: %r" % (what, err.details()))
         reqs.close()
     # and after a valid request that was served, the same bytes cut
     reqs = Requests()
@@ -158,7 +165,12 @@ def test():
     for path, good, inside in methods():
         canary(ch, path, good)
         for what, tail in AFTER:
-            messages.add(check_refused(ch, path, ld(1, good) + tail, what))
+            m = check_refused(ch, path, ld(1, good) + tail, what)
+            messages.add(m)
+            if what == "length of 0 in 9 bytes":
+                at = len(ld(1, good))
+                check(m.endswith("the length of field 5 at byte %d takes more than 5 bytes" % at),
+                      "%s on %s: %r" % (what, path, m))
         for what, body in inside:
             messages.add(check_refused(ch, path, ld(1, good) + ld(1, body), what))
         canary(ch, path, good)
