@@ -1634,6 +1634,9 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 	tl_result("bench_gateway", "%s", "live_rows_per_s", (double) atomic_load(&written) / seconds,
 			  "rows/s", lcs);
 	tl_result("bench_gateway", "%s", "live_cpu_share", (cpu1 - cpu0) / wall, "", lcs);
+	if (received)
+		tl_result("bench_gateway", "%s", "live_cpu_us_per_delivery",
+				  (cpu1 - cpu0) * 1e6 / (double) received, "us", lcs);
 	tl_result("bench_gateway", "%s", "live_db_cpu_share", db0 / wall, "", lcs);
 	*db_share = db0 / wall;
 	*ok = received == expected;

@@ -115,6 +115,18 @@ CHARTS = [
      "title": "live feed: latency from commit to xip83-tail's print, by write rate",
      "xlabel": "write rate (rows/s)", "ylabel": "latency (ms)", "logy": False, "one": False,
      "series": [("p50", {}, "latency_p50"), ("p99", {}, "latency_p99")]},
+    {"file": "fanout_p99_rate.svg", "bench": "bench_gateway", "x": "rate",
+     "title": "gateway fan-out, 100,000 streams of 10 topics over 10,000: commit to frame p99, by rows/s",
+     "xlabel": "rows written per second (each to ~100 streams)", "ylabel": "p99 (ms)", "logy": True,
+     "one": False,
+     "series": [("%s" % label, {"streams": "100000", "topics": "10", "loops": n}, "live_p99_ms")
+                for label, n in (("1 loop", "1"), ("2 loops", "2"))]},
+    {"file": "fanout_cpu_rate.svg", "bench": "bench_gateway", "x": "rate",
+     "title": "gateway fan-out, 100,000 streams: gateway CPU per delivery, by rows/s",
+     "xlabel": "rows written per second (each to ~100 streams)", "ylabel": "CPU per delivery (us)",
+     "logy": False, "one": False,
+     "series": [("%s" % label, {"streams": "100000", "topics": "10", "loops": n},
+                 "live_cpu_us_per_delivery") for label, n in (("1 loop", "1"), ("2 loops", "2"))]},
 ]
 
 
