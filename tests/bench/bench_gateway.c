@@ -888,6 +888,8 @@ StartGateway(void)
 	snprintf(pool_s, sizeof(pool_s), "%d", pool);
 	if (pipe(pipefd) != 0)
 		tl_fatal("pipe");
+	/* what the server says on stderr comes after the figures before it */
+	fflush(stdout);
 	if ((gw_pid = fork()) == 0)
 	{
 		dup2(pipefd[1], 1);
@@ -1847,7 +1849,7 @@ Phase(PGconn *db, bool by_proto, Figures *fig)
 		tl_result("bench_gateway", "%s,rate=%d,compare=%d", "live_db_cpu_ratio",
 				  few_db > 0 ? db_live / few_db : 0.0, "", cs, rate, compare);
 	}
-	/* the anchor prints its counters on stderr as it exits: after these figures */
+	/* the anchor prints its counters on stderr as it exits: after the figures */
 	fflush(stdout);
 	kill(gw_pid, SIGTERM);
 	waitpid(gw_pid, NULL, 0);
