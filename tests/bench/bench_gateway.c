@@ -57,6 +57,13 @@
  * and the highest rate held at p99 <= 50 ms is printed. --loops L,...: the
  * whole phase again on a gateway of its own with --loops L each (the cases
  * name it), so 1 and 2 loops compare in one run.
+ *
+ * XIP83_ANCHOR: the binary of the node-style Go server (the anchor, built
+ * outside this repository by its own README). After each gateway phase the
+ * same phase runs again with the anchor as the server (without --metrics
+ * and --loops, which it lacks; its cases add server=anchor), and the ratios
+ * anchor / gateway of CPU per delivery, RSS and p99 are printed. The anchor
+ * serves HTTP/2 Subscribe only: not with --storm or --proto grpc-web, ws.
  */
 #define _GNU_SOURCE				/* memmem */
 #include <dirent.h>
@@ -161,6 +168,9 @@ static int	loops_list[8];		/* --loops: a gateway each; gw_loops: the one running
 static int	n_loops_list;
 static int	gw_loops;
 static double last_p99;			/* the last live phase's, ms */
+static double last_us;			/* and its server CPU per delivery, us */
+static const char *anchor;		/* XIP83_ANCHOR: the node-style server's binary */
+static bool on_anchor;			/* the phase's server is the anchor */
 static int	n_open;				/* streams submitted so far */
 static int	n_target;			/* streams asked of SubmitStreams */
 static Proto proto;
@@ -863,7 +873,8 @@ static pid_t gw_pid;
 static int
 StartGateway(void)
 {
-	const char *prog = getenv("XIP83_GATEWAY") ? getenv("XIP83_GATEWAY") : "build/xip83-gateway";
+	const char *prog = on_anchor ? anchor
+		: getenv("XIP83_GATEWAY") ? getenv("XIP83_GATEWAY") : "build/xip83-gateway";
 	const char *db = getenv("PGDATABASE") ? getenv("PGDATABASE") : "postgres";
 	char		dsn[256],
 				pool_s[16],
@@ -877,12 +888,17 @@ StartGateway(void)
 	snprintf(pool_s, sizeof(pool_s), "%d", pool);
 	if (pipe(pipefd) != 0)
 		tl_fatal("pipe");
+	/* what the server says on stderr comes after the figures before it */
+	fflush(stdout);
 	if ((gw_pid = fork()) == 0)
 	{
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
 		snprintf(loops_s, sizeof(loops_s), "%d", gw_loops);
-		if (gw_loops > 0)
+		/* the anchor has neither a metrics port nor event loops to set */
+		if (on_anchor)
+			execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s, (char *) NULL);
+		else if (gw_loops > 0)
 			execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s,
 				  "--metrics", "127.0.0.1:0", "--loops", loops_s, (char *) NULL);
 		else
@@ -891,6 +907,7 @@ StartGateway(void)
 		_exit(127);
 	}
 	close(pipefd[1]);
+	metrics_port = 0;
 	f = fdopen(pipefd[0], "r");
 	while (fgets(line, sizeof(line), f))
 	{
@@ -1612,12 +1629,13 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 		printf("the writer fell behind: %.0f rows/s of the %d asked; this phase ran a lighter load\n",
 			   (double) atomic_load(&written) / seconds, rate);
 	last_p99 = n_lat ? lat[(size_t) (n_lat * 0.99)] : 0;
+	last_us = received ? (cpu1 - cpu0) * 1e6 / (double) received : 0.0;
 	if (n_lat)
 		printf("insert -> frame read: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 			   lat[n_lat / 2], lat[(size_t) (n_lat * 0.99)], lat[n_lat - 1]);
-	printf("gateway CPU during the live phase: %.2f s over %.1f s (%.0f%% of a core, %.1f us per"
-		   " delivery); the client's %.0f%%\n", cpu1 - cpu0, wall, 100 * (cpu1 - cpu0) / wall,
-		   received ? (cpu1 - cpu0) * 1e6 / (double) received : 0.0, 100 * client0 / wall);
+	printf("%s CPU during the live phase: %.2f s over %.1f s (%.0f%% of a core, %.1f us per"
+		   " delivery); the client's %.0f%%\n", on_anchor ? "anchor" : "gateway", cpu1 - cpu0, wall,
+		   100 * (cpu1 - cpu0) / wall, last_us, 100 * client0 / wall);
 	printf("database CPU during the live phase: %.2f s (%.0f%% of a core; the writer's inserts,"
 		   " the feed's fetches)\n", db0, 100 * db0 / wall);
 	/* --proto's cases name the rate already: one row a protocol */
@@ -1643,13 +1661,23 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 	return (cpu1 - cpu0) / wall;
 }
 
+/* A phase's figures that the anchor's are set beside */
+typedef struct Figures
+{
+	char		cs[160];		/* its case */
+	double		rss_mb;
+	double		p99;			/* ms */
+	double		us;				/* the server's CPU per delivery */
+} Figures;
+
 /*
- * One protocol's phase on a gateway of its own: the streams opened and
- * caught up, the gateway's RSS with them, the live phase(s). False when a
- * row owed was not received exactly once (or a storm's stream not caught up).
+ * One protocol's phase on a gateway of its own (or on the anchor): the
+ * streams opened and caught up, the server's RSS with them, the live
+ * phase(s), whose first figures go to *fig. False when a row owed was not
+ * received exactly once (or a storm's stream not caught up).
  */
 static bool
-Phase(PGconn *db, bool by_proto)
+Phase(PGconn *db, bool by_proto, Figures *fig)
 {
 	static nghttp2_session_callbacks *cb;
 	double		t0,
@@ -1713,8 +1741,10 @@ Phase(PGconn *db, bool by_proto)
 		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_open, n_conns, n_topics, pool);
 		if (own)
 			strcat(cs, ",own=1");
-		if (gw_loops > 0)
+		if (gw_loops > 0 && !on_anchor)
 			snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",loops=%d", gw_loops);
+		if (on_anchor)
+			strcat(cs, ",server=anchor");
 		few_cpu = LivePhase(db, cs, &few_db, &ok);
 		t0 = NowMs(CLOCK_MONOTONIC);
 		SubmitStreams(n_streams, tl_scalar(db, "SELECT coalesce(max(id), 0) FROM xip83.group_messages"));
@@ -1733,8 +1763,10 @@ Phase(PGconn *db, bool by_proto)
 		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_streams, n_conns, n_topics, pool);
 	if (own)
 		strcat(cs, ",own=1");
-	if (gw_loops > 0)
+	if (gw_loops > 0 && !on_anchor)
 		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",loops=%d", gw_loops);
+	if (on_anchor)
+		strcat(cs, ",server=anchor");
 	if (storm)
 		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",rows=%ld,fresh=%g", storm_rows, fresh_pct);
 	Loop(t0 + 300000, AllCaughtUp);
@@ -1751,8 +1783,9 @@ Phase(PGconn *db, bool by_proto)
 		printf("%d streams (%d topics each) over %d connections: %d Started, %d CatchupComplete,"
 			   " %d closed, in %.0f ms\n", n_streams, n_topics, n_conns, started, caught_up, closed_calls,
 			   t_open);
-	printf("gateway RSS %.1f MB (%.2f KB per stream); database connections %lld (pool %d)\n",
-		   rss / 1024.0, (double) rss / n_streams, (long long) dbconns, pool);
+	printf("%s RSS %.1f MB (%.2f KB per stream); database connections %lld (pool %d)\n",
+		   on_anchor ? "anchor" : "gateway", rss / 1024.0, (double) rss / n_streams,
+		   (long long) dbconns, pool);
 	tl_result("bench_gateway", "%s", "open_ms", t_open, "ms", cs);
 	tl_result("bench_gateway", "%s", "rss_mb", rss / 1024.0, "MB", cs);
 	if (!by_proto)
@@ -1781,6 +1814,10 @@ Phase(PGconn *db, bool by_proto)
 	}
 
 	cpu = LivePhase(db, cs, &db_live, &ok2);
+	snprintf(fig->cs, sizeof(fig->cs), "%s", cs);
+	fig->rss_mb = rss / 1024.0;
+	fig->p99 = last_p99;
+	fig->us = last_us;
 	if (n_rates > 1 && compare == 0)
 	{
 		/* the same streams at rising rates, while p99 holds 50 ms and the writer its rate */
@@ -1815,6 +1852,8 @@ Phase(PGconn *db, bool by_proto)
 		tl_result("bench_gateway", "%s,rate=%d,compare=%d", "live_db_cpu_ratio",
 				  few_db > 0 ? db_live / few_db : 0.0, "", cs, rate, compare);
 	}
+	/* the anchor prints its counters on stderr as it exits: after the figures */
+	fflush(stdout);
 	kill(gw_pid, SIGTERM);
 	waitpid(gw_pid, NULL, 0);
 	/* the next phase starts with none of this one's descriptors or memory */
@@ -1840,6 +1879,28 @@ Phase(PGconn *db, bool by_proto)
 	return ok && ok2;
 }
 
+/* x / y, 0 when y is */
+static double
+Ratio(double x, double y)
+{
+	return y > 0 ? x / y : 0.0;
+}
+
+/* The anchor's figures beside the gateway's, and the ratios anchor / gateway. */
+static void
+AnchorRatios(const Figures *gw, const Figures *an)
+{
+	printf("anchor / gateway: CPU per delivery %.1f / %.1f us (%.2fx), RSS %.1f / %.1f MB (%.2fx),"
+		   " p99 %.2f / %.2f ms (%.2fx)\n", an->us, gw->us, Ratio(an->us, gw->us), an->rss_mb,
+		   gw->rss_mb, Ratio(an->rss_mb, gw->rss_mb), an->p99, gw->p99, Ratio(an->p99, gw->p99));
+	tl_result("bench_gateway", "%s,rate=%d", "anchor_cpu_per_delivery_ratio", Ratio(an->us, gw->us),
+			  "", gw->cs, rate);
+	tl_result("bench_gateway", "%s,rate=%d", "anchor_rss_ratio", Ratio(an->rss_mb, gw->rss_mb), "",
+			  gw->cs, rate);
+	tl_result("bench_gateway", "%s,rate=%d", "anchor_p99_ratio", Ratio(an->p99, gw->p99), "",
+			  gw->cs, rate);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1861,6 +1922,8 @@ main(int argc, char **argv)
 				one_per_conn = false;
 	PGconn	   *db;
 	struct rlimit rl;
+	Figures		gw,
+				an;
 
 	while ((o = getopt_long(argc, argv, "", longopts, NULL)) != -1)
 		switch (o)
@@ -1918,6 +1981,13 @@ main(int argc, char **argv)
 		tl_fatal("--proto is for the live phase, without --storm, --compare or --own");
 	if (window < 1)
 		tl_fatal("--window must be at least 1");
+	anchor = getenv("XIP83_ANCHOR") && *getenv("XIP83_ANCHOR") ? getenv("XIP83_ANCHOR") : NULL;
+	for (int i = 0; anchor && i < n_protos; i++)
+		if (protos[i] != PROTO_H2)
+			tl_fatal("XIP83_ANCHOR: the anchor serves Subscribe over HTTP/2 only, not --proto %s",
+					 proto_names[protos[i]]);
+	if (anchor && storm)
+		tl_fatal("XIP83_ANCHOR: the anchor runs the live phase, not --storm");
 	/*
 	 * One descriptor a connection, here and in the gateway, which inherits
 	 * the limit and takes its --max-connections from it.
@@ -1947,7 +2017,16 @@ main(int argc, char **argv)
 		for (int i = 0; i < n_protos; i++)
 		{
 			proto = protos[i];
-			ok &= Phase(db, n_protos > 1 || proto != PROTO_H2);
+			ok &= Phase(db, n_protos > 1 || proto != PROTO_H2, &gw);
+			if (anchor == NULL)
+				continue;
+			/* the same phase on the anchor: its misses are its own, not the gateway's failure */
+			printf("-- the same phase on the anchor (%s)\n", anchor);
+			on_anchor = true;
+			if (!Phase(db, n_protos > 1 || proto != PROTO_H2, &an))
+				printf("the anchor did not deliver every row owed exactly once\n");
+			on_anchor = false;
+			AnchorRatios(&gw, &an);
 		}
 	}
 	PQfinish(db);

@@ -74,6 +74,18 @@ ABOUT = OrderedDict([
      "busy) beside the database's."),
 ])
 
+# How to run a bench beyond what its figures show: a paragraph after what it measures.
+HOW = {
+    "bench_gateway": "With `XIP83_ANCHOR` naming its binary, every phase runs again on the anchor, "
+    "a node-style Go server (grpc-go serving the v3 Subscribe the way the v3 node does: a 25 ms "
+    "poller, a topic dispatcher, LATERAL catch-ups), with the same arguments; the bench prints "
+    "both servers' figures and the ratios anchor / gateway of CPU per delivery, RSS and p99 (its "
+    "cases say `server=anchor`; HTTP/2 live phases only, not `--storm` or `--proto grpc-web,ws`). "
+    "The anchor lives outside this repository; its own README says how to build it offline from "
+    "Debian's Go packages. Then: `XIP83_ANCHOR=/tmp/xip83-anchor/anchor bash tests/driver.sh bench "
+    "bench_gateway --streams 10000 --rate 1000 --seconds 20`.",
+}
+
 # The unit of a figure printed without one.
 UNITLESS = [
     (re.compile(r"_share$"), "cores"),
@@ -385,6 +397,8 @@ def render_page(rows):
         out += ["## " + bench, ""]
         if bench in ABOUT:
             out += [ABOUT[bench][0].upper() + ABOUT[bench][1:], ""]
+        if bench in HOW:
+            out += [HOW[bench], ""]
         out += ["Measured " + "; ".join("%s at commit `%s`" % run for run in runs) + ".", ""]
         out += table_of(bench, mine)
     return "\n".join(out)
