@@ -180,9 +180,11 @@ typedef struct Xip83GatewayFigures
  * Several loops: each publishes its figures every XIP83_GATEWAY_PUBLISH_MS
  * from its own thread (xip83_gateway_publish_every, before its loop runs),
  * and the loop that serves the metrics reads its own as of now (own_loop)
- * and the others' as last published.
+ * and the others' as last published. Publishing is a pass over the loop's
+ * streams (~3.5 ms for 50,000 here): once a second it costs a loop well
+ * under one percent.
  */
-#define XIP83_GATEWAY_PUBLISH_MS 250
+#define XIP83_GATEWAY_PUBLISH_MS 1000
 extern void xip83_gateway_publish_every(Xip83Gateway *gw);
 extern void xip83_gateway_figures(Xip83Gateway *gw, bool own_loop, Xip83GatewayFigures *out);
 extern Xip83H2Server *xip83_gateway_server(Xip83Gateway *gw);
