@@ -9,12 +9,16 @@
  *                 [--max-conn-input BYTES] [--handshake-timeout-ms N]
  *                 [--idle-timeout-ms N] [--request-timeout-ms N]
  *                 [--max-connection-topic-mib N] [--max-topic-mib N]
- *                 [--cors-origin LIST] [--loops N]
+ *                 [--cors-origin LIST] [--loops N] [--write-hold-ms N]
  *
  * --loops runs N event loops, each on a thread of its own with its share of
  * the connections (the kernel spreads them, SO_REUSEPORT), of the pool and
  * of the process's bounds; one live feed serves them all. Default: the
  * cores the process may run on, at most --pool.
+ *
+ * --write-hold-ms lets what a loop queued to its clients wait up to N ms
+ * (0: none) for more before it is written: fewer, larger writes for that
+ * much latency.
  *
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
@@ -119,7 +123,7 @@ Usage(void)
 			" [--max-conn-input BYTES] [--handshake-timeout-ms N] [--idle-timeout-ms N]"
 			" [--request-timeout-ms N] [--max-waves N]"
 			" [--max-connection-topic-mib N] [--max-topic-mib N]"
-			" [--cors-origin ORIGIN[,ORIGIN...]] [--loops N]\n");
+			" [--cors-origin ORIGIN[,ORIGIN...]] [--loops N] [--write-hold-ms N]\n");
 	exit(2);
 }
 
@@ -280,6 +284,7 @@ main(int argc, char **argv)
 		{"max-topic-mib", required_argument, NULL, 257},
 		{"cors-origin", required_argument, NULL, 'O'},
 		{"loops", required_argument, NULL, 258},
+		{"write-hold-ms", required_argument, NULL, 259},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -375,6 +380,9 @@ main(int argc, char **argv)
 				break;
 			case 258:
 				loops = Number("--loops", optarg, 1, XIP83_GATEWAY_MAX_LOOPS);
+				break;
+			case 259:
+				cfg.write_hold_ms = (uint32_t) Number("--write-hold-ms", optarg, 0, 100);
 				break;
 			default:
 				Usage();

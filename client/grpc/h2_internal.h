@@ -181,6 +181,7 @@ struct Xip83H2Server
 	Xip83H2Config cfg;
 	int			epfd;
 	int			wakefd;			/* eventfd: drain requests from signal handlers */
+	uint64_t	flush_due;		/* the dirty connections are written then (0: none) */
 	H2Poll		wake_poll;
 	SSL_CTX    *tls;
 	H2Listener *listeners;

@@ -613,8 +613,20 @@ xip83_h2_run(Xip83H2Server *srv)
 	xip83_timer_start(&srv->timers, &srv->sweep_timer, srv->sweep_ms, Sweep, srv);
 	while (!(srv->draining && (srv->conns == NULL || srv->drained)))
 	{
-		int			n = epoll_wait(srv->epfd, ev, EVENTS_PER_WAIT, srv->dirty ? 0
-								   : xip83_timers_wait_ms(&srv->timers, xip83_loop_now_ms()));
+		uint64_t	now = xip83_loop_now_ms();
+		int			wait = xip83_timers_wait_ms(&srv->timers, now);
+		int			n;
+
+		if (srv->dirty != NULL && srv->flush_due == 0)
+			srv->flush_due = now + srv->cfg.write_hold_ms;
+		if (srv->dirty != NULL)
+		{
+			int			hold = srv->flush_due > now ? (int) (srv->flush_due - now) : 0;
+
+			if (wait < 0 || hold < wait)
+				wait = hold;
+		}
+		n = epoll_wait(srv->epfd, ev, EVENTS_PER_WAIT, wait);
 
 		if (n < 0 && errno != EINTR)
 			return false;
@@ -650,7 +662,11 @@ xip83_h2_run(Xip83H2Server *srv)
 			}
 		}
 		xip83_timers_run(&srv->timers, xip83_loop_now_ms());
-		FlushDirty(srv);
+		if (srv->flush_due != 0 && (xip83_loop_now_ms() >= srv->flush_due || srv->draining))
+		{
+			FlushDirty(srv);
+			srv->flush_due = 0;
+		}
 	}
 	xip83_timer_stop(&srv->timers, &srv->drain_timer);
 	xip83_timer_stop(&srv->timers, &srv->sweep_timer);

@@ -120,6 +120,12 @@ typedef struct Xip83H2Config
 	uint32_t	handshake_ms;	/* TLS handshake and HTTP/2 preface (5000) */
 	uint32_t	idle_ms;		/* a connection without streams (300000) */
 	uint32_t	request_ms;		/* a partly received request with no new byte (10000) */
+	/*
+	 * What is queued to the clients waits up to this for more before the
+	 * loop writes it (0: written at the end of the turn that queued it):
+	 * fewer sends, each carrying more, for that much latency.
+	 */
+	uint32_t	write_hold_ms;
 	const char *cors_origins;	/* browsers' origins allowed, "a,b" or "*" (none) */
 	const char *const *websocket_paths;	/* bidirectional methods: served over
 										 * WebSocket, refused over gRPC-Web

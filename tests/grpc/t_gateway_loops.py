@@ -13,7 +13,7 @@ import time
 
 import grpc
 
-from gatewaytest import Stream, gateway, metrics, msg, put_envelope, put_group
+from gatewaytest import Stream, gateway, metrics, msg, psql, put_envelope, put_group
 from grpctest import check, run
 
 U = os.urandom(4).hex().encode()
@@ -117,6 +117,21 @@ def test():
     print("after the restart: %d of %d streams went on, %d ended ABORTED" % (
         2 * CONNS - aborted, 2 * CONNS, aborted))
     check(g.stop() == 0, "both loops drained: exit 0")
+
+    # --write-hold-ms: what is queued waits for more, and still leaves
+    h = gateway("--loops", "1", "--write-hold-ms", "40")
+    s = Stream(h.channel())
+    check(s.next().WhichOneof("response") == "started", "Started with a write hold")
+    s.mutate(7, adds=[(b"\x00" + t1, 0)])
+    rows, _, _ = s.wave(7)
+    owed = [int(i) for i in psql("SELECT id FROM xip83.group_messages WHERE group_id = decode(:'a1', 'hex')"
+                                 " ORDER BY id;", t1.hex()).split()]
+    check(rows == [("g", i) for i in owed], "the wave with a write hold: %s" % rows)
+    x = put_group(t1, b"held" + U)
+    check(s.live_rows(1, timeout=10) == [("g", x)], "a live row with a write hold, once")
+    n, worst = s.pongs(1, 2.0, "with a write hold")
+    print("write hold 40 ms: wave and live row once; %d Pongs, the slowest %.3f s" % (n, worst))
+    check(h.stop() == 0, "exit 0")
 
 
 run(test)
