@@ -462,7 +462,6 @@ main(int argc, char **argv)
 	}
 	for (int i = 1; i < loops; i++)
 	{
-		xip83_gateway_publish_every(gateways[i]);
 		if (pthread_create(&threads[i], NULL, RunLoop, servers[i]) != 0)
 		{
 			fprintf(stderr, "xip83-gateway: cannot start loop %d's thread\n", i);

@@ -177,16 +177,16 @@ typedef struct Xip83GatewayFigures
 } Xip83GatewayFigures;
 
 /*
- * Several loops: each publishes its figures every XIP83_GATEWAY_PUBLISH_MS
- * from its own thread (xip83_gateway_publish_every, before its loop runs),
- * and the loop that serves the metrics reads its own as of now (own_loop)
- * and the others' as last published. Publishing is a pass over the loop's
- * streams (~3.5 ms for 50,000 here): once a second it costs a loop well
- * under one percent.
+ * Several loops: the loop that serves the metrics reads its own figures as
+ * of now; another loop's are computed on that loop, when asked
+ * (xip83_gateway_ask_figures, from any thread: the loop publishes them for
+ * request `ask` and writes answer_fd, an eventfd), and read with
+ * xip83_gateway_figures (own_loop false): true once they answer `ask`, the
+ * latest published either way. Nothing is computed while nobody asks.
  */
-#define XIP83_GATEWAY_PUBLISH_MS 1000
-extern void xip83_gateway_publish_every(Xip83Gateway *gw);
-extern void xip83_gateway_figures(Xip83Gateway *gw, bool own_loop, Xip83GatewayFigures *out);
+extern void xip83_gateway_ask_figures(Xip83Gateway *gw, uint64_t ask, int answer_fd);
+extern bool xip83_gateway_figures(Xip83Gateway *gw, bool own_loop, uint64_t ask,
+								  Xip83GatewayFigures *out);
 extern Xip83H2Server *xip83_gateway_server(Xip83Gateway *gw);
 /* After xip83_h2_run returned and the server was freed. */
 extern void xip83_gateway_free(Xip83Gateway *gw);

@@ -9,10 +9,13 @@
  */
 #include "gateway.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "gw_frames.h"
 #include "gw_internal.h"
@@ -33,6 +36,7 @@ static void gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc);
 static void gw_feed_started(Xip83Gateway *gw);
 static void gw_request(GwStream *st, const unsigned char *msg, size_t len);
 static void gw_stream_free(GwStream *st);
+static void Publish(void *arg, uint32_t events);
 
 /* What the feed's thread and the pool call back (GwCoreHooks). */
 static const GwCoreHooks core_hooks = {
@@ -682,6 +686,18 @@ xip83_gateway_new(Xip83H2Server *srv, const Xip83GatewayOptions *opt, Xip83Gatew
 		return NULL;
 	}
 	pthread_mutex_init(&gw->publish_lock, NULL);
+	gw->ask_watch.fd = -1;
+	atomic_init(&gw->answer_fd, -1);
+	if ((gw->ask_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0
+		|| !xip83_h2_watch(srv, &gw->ask_watch, gw->ask_fd, EPOLLIN, Publish, gw))
+	{
+		snprintf(err, errlen, "cannot watch for figures: %s", strerror(errno));
+		if (gw->ask_fd >= 0)
+			close(gw->ask_fd);
+		pthread_mutex_destroy(&gw->publish_lock);
+		free(gw);
+		return NULL;
+	}
 	gw->opt = *opt;
 	gw->up = &core_hooks;
 	if (gw->opt.pool <= 0)
@@ -739,7 +755,6 @@ xip83_gateway_drain(void *arg)
 	Xip83Gateway *gw = arg;
 
 	gw->draining = true;
-	xip83_h2_timer_stop(gw->srv, &gw->publish_timer);
 	/* clients resume from their cursors elsewhere or later */
 	for (GwStream *st = gw->streams; st; st = st->next)
 		Finish(st, XIP83_GRPC_UNAVAILABLE, "the gateway is shutting down: resubscribe");
@@ -784,13 +799,16 @@ xip83_gateway_stats(Xip83Gateway *gw, Xip83GatewayStats *out)
 	gw_feed_stats(gw, out);
 }
 
-void
-xip83_gateway_figures(Xip83Gateway *gw, bool own_loop, Xip83GatewayFigures *out)
+bool
+xip83_gateway_figures(Xip83Gateway *gw, bool own_loop, uint64_t ask, Xip83GatewayFigures *out)
 {
+	bool		answered = true;
+
 	if (!own_loop)
 	{
 		pthread_mutex_lock(&gw->publish_lock);
 		*out = gw->published;
+		answered = gw->published_for >= ask;
 		pthread_mutex_unlock(&gw->publish_lock);
 	}
 	else
@@ -800,26 +818,43 @@ xip83_gateway_figures(Xip83Gateway *gw, bool own_loop, Xip83GatewayFigures *out)
 		out->limits = *out->h2.cfg;
 	}
 	out->h2.cfg = &out->limits;
+	return answered;
 }
 
+/* Figures asked: computed here, on this loop, then the asker is told. */
 static void
-Publish(void *arg)
+Publish(void *arg, uint32_t events)
 {
 	Xip83Gateway *gw = arg;
 	Xip83GatewayFigures f;
+	uint64_t	n,
+				ask;
+	int			fd;
 
-	xip83_gateway_figures(gw, true, &f);
+	(void) events;
+	if (read(gw->ask_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		fprintf(stderr, "xip83-gateway: figures asked: %s\n", strerror(errno));
+	ask = atomic_load(&gw->asked);
+	fd = atomic_load(&gw->answer_fd);
+	xip83_gateway_figures(gw, true, 0, &f);
 	pthread_mutex_lock(&gw->publish_lock);
 	gw->published = f;
+	gw->published_for = ask;
 	pthread_mutex_unlock(&gw->publish_lock);
-	if (!gw->draining)
-		xip83_h2_timer_start(gw->srv, &gw->publish_timer, XIP83_GATEWAY_PUBLISH_MS, Publish, gw);
+	n = 1;
+	if (fd >= 0 && write(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		fprintf(stderr, "xip83-gateway: figures answered: %s\n", strerror(errno));
 }
 
 void
-xip83_gateway_publish_every(Xip83Gateway *gw)
+xip83_gateway_ask_figures(Xip83Gateway *gw, uint64_t ask, int answer_fd)
 {
-	Publish(gw);
+	uint64_t	one = 1;
+
+	atomic_store(&gw->answer_fd, answer_fd);
+	atomic_store(&gw->asked, ask);
+	if (write(gw->ask_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		fprintf(stderr, "xip83-gateway: figures asked: %s\n", strerror(errno));
 }
 
 void
@@ -828,6 +863,8 @@ xip83_gateway_free(Xip83Gateway *gw)
 	if (gw == NULL)
 		return;
 	gw_feed_detach(gw);
+	if (gw->ask_fd >= 0)
+		close(gw->ask_fd);
 	gw_pool_close(gw);
 	for (int b = 0; b < 2; b++)
 		gw_router_free(&gw->routers[b]);

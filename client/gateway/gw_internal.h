@@ -7,6 +7,7 @@
 #define XIP83_GW_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "gateway.h"
 #include "gw_router.h"
@@ -137,9 +138,14 @@ struct Xip83Gateway
 	bool		feed_started;	/* gw->view has the feed's start horizons */
 	Xip83GrpcMethod methods[XIP83_GATEWAY_METHODS];
 	Xip83GatewayStats stats;	/* the counters; the gauges are computed when asked */
-	Xip83Timer	publish_timer;	/* several loops: figures for the metrics' loop */
+	/* several loops: figures asked by the metrics' loop, computed on this one */
+	int			ask_fd;			/* eventfd: figures asked */
+	Xip83Watch	ask_watch;
+	_Atomic uint64_t asked;		/* the latest request */
+	_Atomic int answer_fd;		/* written once they are published */
 	pthread_mutex_t publish_lock;
 	Xip83GatewayFigures published;	/* under publish_lock */
+	uint64_t	published_for;	/* under publish_lock: the request they answer */
 };
 
 /*

@@ -11,6 +11,10 @@
  * descriptor and a small buffer, never the loop's time, and cannot keep a
  * real scraper out. The loop, not a thread of its
  * own, because the page reads the core's counters, which only the loop may.
+ * With several loops, a whole request asks every other loop for its
+ * figures, computed on that loop, and is answered once they all came (or
+ * after ANSWER_WAIT_MS, with the latest each published): the page is as of
+ * the request, and the loops compute nothing while nobody scrapes.
  */
 #include "gateway.h"
 
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,6 +32,7 @@
 #define SCRAPE_CONNS 8
 #define REQUEST_MAX 4096
 #define ACCEPT_BUDGET 16
+#define ANSWER_WAIT_MS 500
 
 /* Limits of the metrics listener, counted beside the transport's. */
 enum
@@ -50,10 +56,15 @@ struct GwMetrics
 	int			n;
 	Xip83Watch	watch;
 	int			fd;
+	int			answer_fd;		/* eventfd: the other loops' figures came */
+	Xip83Watch	answer_watch;
+	uint64_t	asked;			/* the latest request of the other loops' figures */
 	Scrape	   *scrapes;
 	int			n_scrapes;
 	uint64_t	reached[SCRAPE_LIMITS];
 };
+
+static void ScrapeEvent(void *arg, uint32_t events);
 
 /* One scraper's connection. */
 struct Scrape
@@ -63,6 +74,7 @@ struct Scrape
 	Xip83Timer	timer;
 	int			fd;
 	size_t		req_len;
+	uint64_t	asked;			/* its request whole: the figures it waits for (0: none) */
 	char	   *out;			/* the response, once the request came */
 	size_t		out_len;
 	size_t		out_off;
@@ -162,7 +174,7 @@ AddLoop(Xip83GatewayFigures *all, const Xip83GatewayFigures *f)
 }
 
 static char *
-MakePage(GwMetrics *m, Xip83Gateway *const *gws, int n, size_t *len)
+MakePage(GwMetrics *m, Xip83Gateway *const *gws, int n, uint64_t ask, size_t *len)
 {
 	Xip83GatewayFigures all;
 	Xip83GatewayFigures *loops = calloc((size_t) n, sizeof(*loops));
@@ -172,20 +184,19 @@ MakePage(GwMetrics *m, Xip83Gateway *const *gws, int n, size_t *len)
 
 	if (loops == NULL)
 		return NULL;
-	xip83_gateway_figures(gws[0], true, &loops[0]);
+	xip83_gateway_figures(gws[0], true, 0, &loops[0]);
 	all = loops[0];
 	for (int i = 1; i < n; i++)
 	{
-		xip83_gateway_figures(gws[i], false, &loops[i]);
+		xip83_gateway_figures(gws[i], false, ask, &loops[i]);
 		AddLoop(&all, &loops[i]);
 	}
 	st = all.gw;
 	hs = all.h2;
 	hs.cfg = &all.limits;
 	One(&pg, "loops", "gauge", "Event loops (--loops), each on a thread of its own.", (double) n);
-	Add(&pg, "# HELP xip83_gateway_loop_connections Open client connections by loop (figures of"
-		" other loops than the first are up to %d ms old).\n"
-		"# TYPE xip83_gateway_loop_connections gauge\n", XIP83_GATEWAY_PUBLISH_MS);
+	Add(&pg, "# HELP xip83_gateway_loop_connections Open client connections by loop.\n"
+		"# TYPE xip83_gateway_loop_connections gauge\n");
 	for (int i = 0; i < n; i++)
 		Add(&pg, "xip83_gateway_loop_connections{loop=\"%d\"} %zu\n", i, loops[i].h2.connections);
 	Add(&pg, "# HELP xip83_gateway_loop_streams Open streams by loop.\n"
@@ -199,7 +210,7 @@ MakePage(GwMetrics *m, Xip83Gateway *const *gws, int n, size_t *len)
 		Add(&pg, "xip83_gateway_streams{method=\"%s\"} %zu\n", xip83_gateway_methods[i].path,
 			st.streams[i]);
 	One(&pg, "connections", "gauge", "Open client connections (HTTP/2, HTTP/1.1 and WebSocket).", (double) hs.connections);
-	Add(&pg, "# HELP xip83_gateway_topics Distinct topics routed to at least one stream.\n"
+	Add(&pg, "# HELP xip83_gateway_topics Topics routed to at least one stream (counted by each loop that routes them).\n"
 		"# TYPE xip83_gateway_topics gauge\n"
 		"xip83_gateway_topics{binding=\"v3\"} %zu\nxip83_gateway_topics{binding=\"d14n\"} %zu\n",
 		st.topics[0], st.topics[1]);
@@ -294,7 +305,7 @@ MakePage(GwMetrics *m, Xip83Gateway *const *gws, int n, size_t *len)
 char *
 gw_metrics_page(Xip83Gateway *const *gws, int n, size_t *len)
 {
-	return MakePage(NULL, gws, n, len);
+	return MakePage(NULL, gws, n, 0, len);
 }
 
 static void
@@ -322,12 +333,12 @@ ScrapeTimeout(void *arg)
 	ScrapeClose(sc);
 }
 
-/* The request is whole: the response, header and page, in one buffer. */
+/* The figures are in: the response, header and page, in one buffer. */
 static bool
 Respond(Scrape *sc)
 {
 	size_t		len = 0;
-	char	   *page = MakePage(sc->m, sc->m->gws, sc->m->n, &len);
+	char	   *page = MakePage(sc->m, sc->m->gws, sc->m->n, sc->asked, &len);
 	char		head[128];
 	int			n;
 
@@ -344,7 +355,72 @@ Respond(Scrape *sc)
 	memcpy(sc->out + n, page, len);
 	free(page);
 	sc->out_len = (size_t) n + len;
-	return xip83_h2_watch(sc->m->srv, &sc->watch, sc->fd, EPOLLOUT, sc->watch.fire, sc);
+	sc->asked = 0;
+	return xip83_h2_watch(sc->m->srv, &sc->watch, sc->fd, EPOLLOUT, ScrapeEvent, sc);
+}
+
+/* Whether every other loop answered request ask. */
+static bool
+Answered(GwMetrics *m, uint64_t ask)
+{
+	Xip83GatewayFigures f;
+
+	for (int i = 1; i < m->n; i++)
+		if (!xip83_gateway_figures(m->gws[i], false, ask, &f))
+			return false;
+	return true;
+}
+
+/* Other loops answered: the scrapes whose figures are all in get their page. */
+static void
+AnswerCame(void *arg, uint32_t events)
+{
+	GwMetrics  *m = arg;
+	uint64_t	n;
+
+	(void) events;
+	if (read(m->answer_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		return;
+	for (Scrape *sc = m->scrapes, *next; sc; sc = next)
+	{
+		next = sc->next;
+		if (sc->asked != 0 && sc->out == NULL && Answered(m, sc->asked) && !Respond(sc))
+			ScrapeClose(sc);
+	}
+}
+
+/* A loop that did not answer in time: the page with the latest it published. */
+static void
+AnswerLate(void *arg)
+{
+	Scrape	   *sc = arg;
+
+	xip83_h2_timer_start(sc->m->srv, &sc->timer, SCRAPE_TIMEOUT_MS, ScrapeTimeout, sc);
+	if (!Respond(sc))
+		ScrapeClose(sc);
+}
+
+/* The request is whole: the page now, or once the other loops' figures came. */
+static bool
+Asked(Scrape *sc)
+{
+	GwMetrics  *m = sc->m;
+
+	if (m->n <= 1)
+		return Respond(sc);
+	/* its socket is not read meanwhile; it is written once the page is made */
+	xip83_h2_unwatch(m->srv, &sc->watch);
+	/* scrapes that come while the loops compute share their answer: one pass each */
+	if (m->asked != 0 && !Answered(m, m->asked))
+		sc->asked = m->asked;
+	else
+	{
+		sc->asked = ++m->asked;
+		for (int i = 1; i < m->n; i++)
+			xip83_gateway_ask_figures(m->gws[i], sc->asked, m->answer_fd);
+	}
+	xip83_h2_timer_stop(m->srv, &sc->timer);
+	return xip83_h2_timer_start(m->srv, &sc->timer, ANSWER_WAIT_MS, AnswerLate, sc);
 }
 
 /* Reads what the request has sent, then writes what the socket takes. */
@@ -373,8 +449,10 @@ ScrapeEvent(void *arg, uint32_t events)
 			}
 			return;
 		}
-		if (!Respond(sc))
+		if (!Asked(sc))
 			return ScrapeClose(sc);
+		if (sc->out == NULL)
+			return;
 	}
 	while (sc->out_off < sc->out_len)
 	{
@@ -407,7 +485,7 @@ Accept(void *arg, uint32_t events)
 			Scrape	   *old = NULL;
 
 			for (Scrape *x = m->scrapes; x; x = x->next)
-				if (x->out == NULL)
+				if (x->out == NULL && x->asked == 0)
 					old = x;
 			if (old)
 			{
@@ -453,9 +531,19 @@ gw_metrics_listen(Xip83H2Server *srv, Xip83Gateway *const *gws, int n, const cha
 	m->srv = srv;
 	m->gws = gws;
 	m->n = n;
-	m->watch.fd = -1;
+	m->watch.fd = m->answer_watch.fd = -1;
+	if ((m->answer_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0
+		|| !xip83_h2_watch(srv, &m->answer_watch, m->answer_fd, EPOLLIN, AnswerCame, m))
+	{
+		snprintf(err, errlen, "cannot watch for the loops' figures: %s", strerror(errno));
+		if (m->answer_fd >= 0)
+			close(m->answer_fd);
+		free(m);
+		return NULL;
+	}
 	if ((m->fd = xip83_tcp_listen(host, port, bound, err, errlen)) < 0)
 	{
+		close(m->answer_fd);
 		free(m);
 		return NULL;
 	}
@@ -463,6 +551,7 @@ gw_metrics_listen(Xip83H2Server *srv, Xip83Gateway *const *gws, int n, const cha
 	{
 		snprintf(err, errlen, "cannot watch the metrics listener");
 		close(m->fd);
+		close(m->answer_fd);
 		free(m);
 		return NULL;
 	}
@@ -477,6 +566,7 @@ gw_metrics_close(GwMetrics *m)
 	while (m->scrapes)
 		ScrapeClose(m->scrapes);
 	xip83_h2_unwatch(m->srv, &m->watch);
+	xip83_h2_unwatch(m->srv, &m->answer_watch);
 	close(m->fd);
 	m->fd = -1;
 }
@@ -484,6 +574,10 @@ gw_metrics_close(GwMetrics *m)
 void
 gw_metrics_free(GwMetrics *m)
 {
+	if (m == NULL)
+		return;
 	gw_metrics_close(m);
+	/* only now: the other loops, which write it, have ended */
+	close(m->answer_fd);
 	free(m);
 }
