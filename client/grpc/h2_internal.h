@@ -182,6 +182,7 @@ struct Xip83H2Server
 	int			epfd;
 	int			wakefd;			/* eventfd: drain requests from signal handlers */
 	uint64_t	flush_due;		/* the dirty connections are written then (0: none) */
+	uint64_t	flushed_at;		/* when they last were */
 	H2Poll		wake_poll;
 	SSL_CTX    *tls;
 	H2Listener *listeners;

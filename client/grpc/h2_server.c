@@ -617,8 +617,10 @@ xip83_h2_run(Xip83H2Server *srv)
 		int			wait = xip83_timers_wait_ms(&srv->timers, now);
 		int			n;
 
+		/* a write after a quiet spell leaves at once; under load, one every write_hold_ms */
 		if (srv->dirty != NULL && srv->flush_due == 0)
-			srv->flush_due = now + srv->cfg.write_hold_ms;
+			srv->flush_due = srv->flushed_at + srv->cfg.write_hold_ms > now
+				? srv->flushed_at + srv->cfg.write_hold_ms : now;
 		if (srv->dirty != NULL)
 		{
 			int			hold = srv->flush_due > now ? (int) (srv->flush_due - now) : 0;
@@ -666,6 +668,7 @@ xip83_h2_run(Xip83H2Server *srv)
 		{
 			FlushDirty(srv);
 			srv->flush_due = 0;
+			srv->flushed_at = xip83_loop_now_ms();
 		}
 	}
 	xip83_timer_stop(&srv->timers, &srv->drain_timer);

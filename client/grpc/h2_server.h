@@ -121,9 +121,10 @@ typedef struct Xip83H2Config
 	uint32_t	idle_ms;		/* a connection without streams (300000) */
 	uint32_t	request_ms;		/* a partly received request with no new byte (10000) */
 	/*
-	 * What is queued to the clients waits up to this for more before the
-	 * loop writes it (0: written at the end of the turn that queued it):
-	 * fewer sends, each carrying more, for that much latency.
+	 * The loop writes what it queued to the clients at most once in this
+	 * many ms (0: at the end of every turn that queued some): under load,
+	 * fewer sends, each carrying more, for up to that much latency; a write
+	 * after a quiet spell leaves at once.
 	 */
 	uint32_t	write_hold_ms;
 	const char *cors_origins;	/* browsers' origins allowed, "a,b" or "*" (none) */
