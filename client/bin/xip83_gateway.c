@@ -16,9 +16,9 @@
  * of the process's bounds; one live feed serves them all. Default: the
  * cores the process may run on, at most --pool.
  *
- * --write-hold-ms lets what a loop queued to its clients wait up to N ms
- * (0: none) for more before it is written: fewer, larger writes for that
- * much latency.
+ * --write-hold-ms: under load a loop writes to its clients at most once in
+ * N ms (0: after every turn), a write after a quiet spell at once: fewer,
+ * larger writes for up to that much latency.
  *
  * Read replicas: with --standby-dsn the waves and live rows are read on that
  * hot standby, fenced by the horizons of --dsn, the primary (which the feed
