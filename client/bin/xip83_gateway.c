@@ -413,6 +413,22 @@ main(int argc, char **argv)
 		return 1;
 	}
 	Split("--listen", listen, &host, &port);
+	if (loops > 1 && strcmp(port, "0") != 0)
+	{
+		/*
+		 * The loops' listeners share the port (SO_REUSEPORT), which would
+		 * let them share it with another process's too: a port in use is
+		 * refused first, as a single listener would be.
+		 */
+		int			probe = xip83_tcp_listen(host, port, &bound, err, sizeof(err));
+
+		if (probe < 0)
+		{
+			fprintf(stderr, "xip83-gateway: %s\n", err);
+			return 1;
+		}
+		close(probe);
+	}
 	for (int i = 0; i < loops; i++)
 	{
 		char		shared_port[16];

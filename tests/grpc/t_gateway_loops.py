@@ -14,7 +14,7 @@ import time
 import grpc
 
 from gatewaytest import Stream, gateway, metrics, msg, psql, put_envelope, put_group
-from grpctest import check, run
+from grpctest import Failure, check, run
 
 U = os.urandom(4).hex().encode()
 CONNS = 32
@@ -84,6 +84,14 @@ def test():
         check(c.got[c.v3] == [("g", i) for i in v3_ids],
               "connection %d, v3: %s, not %s" % (n, c.got[c.v3], v3_ids))
         check(c.got[c.d14n] == d14n_ids, "connection %d, d14n: %s, not %s" % (n, c.got[c.d14n], d14n_ids))
+
+    # the loops' listeners share their port with each other, never with another gateway's
+    try:
+        other = gateway("--loops", "2", "--listen", "127.0.0.1:%d" % g.ports["h2c"])
+        other.stop()
+        check(False, "a second gateway with two loops listened on the first's port")
+    except Failure as e:
+        check("in use" in str(e), "the second gateway's refusal: %s" % e)
 
     # the loops add up in the metrics, each loop's figures as of the scrape
     m = metrics(g)
