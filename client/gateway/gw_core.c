@@ -265,8 +265,11 @@ gw_seam_done(Xip83Gateway *gw, uint64_t ticket, int rc)
 		gw_check(st);
 		gw_enqueue(st);
 	}
-	memmove(gw->seam_waiters, gw->seam_waiters + n, (gw->n_seam_waiters - n) * sizeof(GwStream *));
-	gw->n_seam_waiters -= n;
+	if (n > 0)
+	{
+		memmove(gw->seam_waiters, gw->seam_waiters + n, (gw->n_seam_waiters - n) * sizeof(GwStream *));
+		gw->n_seam_waiters -= n;
+	}
 	gw_schedule(gw);
 }
 
