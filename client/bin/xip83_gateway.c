@@ -296,7 +296,8 @@ main(int argc, char **argv)
 			   *key = NULL;
 	char	   *host,
 			   *port;
-	char		err[512];
+	char		err[512],
+				name[24];		/* a thread name takes 15; loops are at most 256 */
 	int			c,
 				bound = 0;
 	bool		ok;
@@ -483,6 +484,9 @@ main(int argc, char **argv)
 			fprintf(stderr, "xip83-gateway: cannot start loop %d's thread\n", i);
 			return 1;
 		}
+		/* loop 0 is the main thread, named as the process */
+		snprintf(name, sizeof(name), "xip83-loop-%d", i);
+		pthread_setname_np(threads[i], name);
 	}
 	printf("ready\n");
 	fflush(stdout);

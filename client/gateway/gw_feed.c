@@ -619,6 +619,8 @@ xip83_gateway_feed_run(Xip83GatewayFeed *t, char *err, size_t errlen)
 		snprintf(err, errlen, "live feed: cannot start its thread");
 		return false;
 	}
+	/* seen in top -H and /proc/PID/task/TID/comm: the feed's CPU apart */
+	pthread_setname_np(t->thread, "xip83-feed");
 	t->running = true;
 	return true;
 }

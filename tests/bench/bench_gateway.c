@@ -986,14 +986,13 @@ GatewayRssKb(void)
 }
 
 /*
- * utime + stime of process pid in seconds, with those of its children it has
- * reaped when reaped is set; -1 when it is gone; *ppid its parent.
+ * utime + stime in seconds from a stat file of /proc, with those of the
+ * children reaped when reaped is set; -1 when it is gone; *ppid the parent.
  */
 static double
-ProcCpu(pid_t pid, bool reaped, pid_t *ppid)
+StatCpu(const char *path, bool reaped, pid_t *ppid)
 {
-	char		path[64],
-				buf[1024];
+	char		buf[1024];
 	FILE	   *f;
 	unsigned long ut = 0,
 				st = 0;
@@ -1002,7 +1001,6 @@ ProcCpu(pid_t pid, bool reaped, pid_t *ppid)
 	int			parent = 0;
 	char	   *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
 	if ((f = fopen(path, "r")) == NULL)
 		return -1;
 	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
@@ -1017,6 +1015,16 @@ ProcCpu(pid_t pid, bool reaped, pid_t *ppid)
 		/ (double) sysconf(_SC_CLK_TCK);
 }
 
+/* The same of process pid (all its threads). */
+static double
+ProcCpu(pid_t pid, bool reaped, pid_t *ppid)
+{
+	char		path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	return StatCpu(path, reaped, ppid);
+}
+
 static double
 GatewayCpu(void)
 {
@@ -1024,6 +1032,44 @@ GatewayCpu(void)
 
 	if (cpu < 0)
 		tl_fatal("cannot read the gateway's /proc/%d/stat", (int) gw_pid);
+	return cpu;
+}
+
+/*
+ * CPU seconds of the gateway's feed thread (named xip83-feed): the one part
+ * every loop waits on, so the serial part of the gateway; -1 when not found
+ * (the anchor, or a gateway that does not name it).
+ */
+static double
+FeedCpu(void)
+{
+	char		path[64],
+				comm[32];
+	struct dirent *e;
+	DIR		   *d;
+	double		cpu = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) gw_pid);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while (cpu < 0 && (e = readdir(d)) != NULL)
+	{
+		FILE	   *f;
+		bool		feed;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int) gw_pid, atoi(e->d_name));
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		feed = fgets(comm, sizeof(comm), f) && strcmp(comm, "xip83-feed\n") == 0;
+		fclose(f);
+		/* the thread's own figures are under task/ only */
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) gw_pid, atoi(e->d_name));
+		if (feed)
+			cpu = StatCpu(path, false, NULL);
+	}
+	closedir(d);
 	return cpu;
 }
 
@@ -1565,6 +1611,8 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 	char		lcs[192];
 	double		cpu0,
 				cpu1,
+				feed0,
+				feed1,
 				db0,
 				client0,
 				wall;
@@ -1576,6 +1624,7 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 	atomic_store(&written, 0);
 	atomic_store(&stop_writer, false);
 	cpu0 = GatewayCpu();
+	feed0 = FeedCpu();
 	db0 = DbCpu(db);
 	/* the client's own CPU, its writer thread's included */
 	client0 = NowMs(CLOCK_PROCESS_CPUTIME_ID);
@@ -1586,6 +1635,7 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 	pthread_join(writer, NULL);
 	Loop(NowMs(CLOCK_MONOTONIC) + 2000, NULL);
 	cpu1 = GatewayCpu();
+	feed1 = FeedCpu();
 	db0 = DbCpu(db) - db0;
 	client0 = (NowMs(CLOCK_PROCESS_CPUTIME_ID) - client0) / 1000;
 	wall = (NowMs(CLOCK_MONOTONIC) - wall) / 1000;
@@ -1636,6 +1686,9 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 	printf("%s CPU during the live phase: %.2f s over %.1f s (%.0f%% of a core, %.1f us per"
 		   " delivery); the client's %.0f%%\n", on_anchor ? "anchor" : "gateway", cpu1 - cpu0, wall,
 		   100 * (cpu1 - cpu0) / wall, last_us, 100 * client0 / wall);
+	if (feed0 >= 0 && feed1 >= 0 && atomic_load(&written) > 0)
+		printf("of which the feed thread: %.2f s (%.1f us per row written)\n", feed1 - feed0,
+			   (feed1 - feed0) * 1e6 / (double) atomic_load(&written));
 	printf("database CPU during the live phase: %.2f s (%.0f%% of a core; the writer's inserts,"
 		   " the feed's fetches)\n", db0, 100 * db0 / wall);
 	/* --proto's cases name the rate already: one row a protocol */
@@ -1652,6 +1705,9 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 	tl_result("bench_gateway", "%s", "live_rows_per_s", (double) atomic_load(&written) / seconds,
 			  "rows/s", lcs);
 	tl_result("bench_gateway", "%s", "live_cpu_share", (cpu1 - cpu0) / wall, "", lcs);
+	if (feed0 >= 0 && feed1 >= 0 && atomic_load(&written) > 0)
+		tl_result("bench_gateway", "%s", "live_feed_us_per_row",
+				  (feed1 - feed0) * 1e6 / (double) atomic_load(&written), "us", lcs);
 	if (received)
 		tl_result("bench_gateway", "%s", "live_cpu_us_per_delivery",
 				  (cpu1 - cpu0) * 1e6 / (double) received, "us", lcs);
