@@ -5,7 +5,7 @@
  *   bench_gateway [--streams N] [--conns C] [--topics T] [--universe K]
  *                 [--rate R] [--seconds S] [--pool P] [--compare M] [--own]
  *                 [--storm [--rows R] [--fresh PCT]] [--proto h2|grpc-web|ws[,...]]
- *                 [--loops L[,L...]]
+ *                 [--loops L[,L...]] [--write-hold-ms H]
  *
  * Starts build/xip83-gateway (XIP83_GATEWAY) on the database of PGDATABASE,
  * opens N bidirectional v3 Subscribe streams over C HTTP/2 connections (one
@@ -56,7 +56,8 @@
  * the same streams, until one's p99 passes 50 ms or the writer falls behind,
  * and the highest rate held at p99 <= 50 ms is printed. --loops L,...: the
  * whole phase again on a gateway of its own with --loops L each (the cases
- * name it), so 1 and 2 loops compare in one run.
+ * name it), so 1 and 2 loops compare in one run. --write-hold-ms H: the
+ * gateway's option of that name (the cases add hold=H).
  *
  * XIP83_ANCHOR: the binary of the node-style Go server (the anchor, built
  * outside this repository by its own README). After each gateway phase the
@@ -167,6 +168,7 @@ static int	n_rates;
 static int	loops_list[8];		/* --loops: a gateway each; gw_loops: the one running */
 static int	n_loops_list;
 static int	gw_loops;
+static int	hold_ms = -1;		/* --write-hold-ms for the gateway; -1: its default */
 static double last_p99;			/* the last live phase's, ms */
 static double last_us;			/* and its server CPU per delivery, us */
 static const char *anchor;		/* XIP83_ANCHOR: the node-style server's binary */
@@ -879,6 +881,7 @@ StartGateway(void)
 	char		dsn[256],
 				pool_s[16],
 				loops_s[16],
+				hold_s[16],
 				line[128];
 	int			pipefd[2];
 	FILE	   *f;
@@ -894,16 +897,29 @@ StartGateway(void)
 	{
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
+		const char *argv[16] = {prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s};
+		int			n = 7;
+
 		snprintf(loops_s, sizeof(loops_s), "%d", gw_loops);
-		/* the anchor has neither a metrics port nor event loops to set */
-		if (on_anchor)
-			execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s, (char *) NULL);
-		else if (gw_loops > 0)
-			execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s,
-				  "--metrics", "127.0.0.1:0", "--loops", loops_s, (char *) NULL);
-		else
-			execl(prog, prog, "--dsn", dsn, "--listen", "127.0.0.1:0", "--pool", pool_s,
-				  "--metrics", "127.0.0.1:0", (char *) NULL);
+		snprintf(hold_s, sizeof(hold_s), "%d", hold_ms);
+		/* the anchor has neither a metrics port, event loops nor a write hold to set */
+		if (!on_anchor)
+		{
+			argv[n++] = "--metrics";
+			argv[n++] = "127.0.0.1:0";
+			if (gw_loops > 0)
+			{
+				argv[n++] = "--loops";
+				argv[n++] = loops_s;
+			}
+			if (hold_ms >= 0)
+			{
+				argv[n++] = "--write-hold-ms";
+				argv[n++] = hold_s;
+			}
+		}
+		argv[n] = NULL;
+		execv(prog, (char *const *) argv);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -1035,6 +1051,22 @@ GatewayCpu(void)
 	return cpu;
 }
 
+/* What a case says of the server it ran on, after the load's own words. */
+static void
+CaseServer(char *cs, size_t size)
+{
+	size_t		n = strlen(cs);
+
+	if (own)
+		n += snprintf(cs + n, size - n, ",own=1");
+	if (gw_loops > 0 && !on_anchor)
+		n += snprintf(cs + n, size - n, ",loops=%d", gw_loops);
+	if (hold_ms >= 0 && !on_anchor)
+		n += snprintf(cs + n, size - n, ",hold=%d", hold_ms);
+	if (on_anchor)
+		snprintf(cs + n, size - n, ",server=anchor");
+}
+
 /*
  * CPU seconds of the gateway's feed thread (named xip83-feed): the one part
  * every loop waits on, so the serial part of the gateway; -1 when not found
@@ -1064,10 +1096,12 @@ FeedCpu(void)
 			continue;
 		feed = fgets(comm, sizeof(comm), f) && strcmp(comm, "xip83-feed\n") == 0;
 		fclose(f);
-		/* the thread's own figures are under task/ only */
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) gw_pid, atoi(e->d_name));
 		if (feed)
+		{
+			/* the thread's own figures are under task/ only */
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) gw_pid, atoi(e->d_name));
 			cpu = StatCpu(path, false, NULL);
+		}
 	}
 	closedir(d);
 	return cpu;
@@ -1613,6 +1647,7 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 				cpu1,
 				feed0,
 				feed1,
+				feed_us = -1,
 				db0,
 				client0,
 				wall;
@@ -1687,8 +1722,10 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 		   " delivery); the client's %.0f%%\n", on_anchor ? "anchor" : "gateway", cpu1 - cpu0, wall,
 		   100 * (cpu1 - cpu0) / wall, last_us, 100 * client0 / wall);
 	if (feed0 >= 0 && feed1 >= 0 && atomic_load(&written) > 0)
-		printf("of which the feed thread: %.2f s (%.1f us per row written)\n", feed1 - feed0,
-			   (feed1 - feed0) * 1e6 / (double) atomic_load(&written));
+	{
+		feed_us = (feed1 - feed0) * 1e6 / (double) atomic_load(&written);
+		printf("of which the feed thread: %.2f s (%.1f us per row written)\n", feed1 - feed0, feed_us);
+	}
 	printf("database CPU during the live phase: %.2f s (%.0f%% of a core; the writer's inserts,"
 		   " the feed's fetches)\n", db0, 100 * db0 / wall);
 	/* --proto's cases name the rate already: one row a protocol */
@@ -1705,9 +1742,8 @@ LivePhase(PGconn *db, const char *cs, double *db_share, bool *ok)
 	tl_result("bench_gateway", "%s", "live_rows_per_s", (double) atomic_load(&written) / seconds,
 			  "rows/s", lcs);
 	tl_result("bench_gateway", "%s", "live_cpu_share", (cpu1 - cpu0) / wall, "", lcs);
-	if (feed0 >= 0 && feed1 >= 0 && atomic_load(&written) > 0)
-		tl_result("bench_gateway", "%s", "live_feed_us_per_row",
-				  (feed1 - feed0) * 1e6 / (double) atomic_load(&written), "us", lcs);
+	if (feed_us >= 0)
+		tl_result("bench_gateway", "%s", "live_feed_us_per_row", feed_us, "us", lcs);
 	if (received)
 		tl_result("bench_gateway", "%s", "live_cpu_us_per_delivery",
 				  (cpu1 - cpu0) * 1e6 / (double) received, "us", lcs);
@@ -1795,12 +1831,7 @@ Phase(PGconn *db, bool by_proto, Figures *fig)
 		SubmitStreams(compare, 0);
 		Loop(t0 + 300000, AllCaughtUp);
 		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_open, n_conns, n_topics, pool);
-		if (own)
-			strcat(cs, ",own=1");
-		if (gw_loops > 0 && !on_anchor)
-			snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",loops=%d", gw_loops);
-		if (on_anchor)
-			strcat(cs, ",server=anchor");
+		CaseServer(cs, sizeof(cs));
 		few_cpu = LivePhase(db, cs, &few_db, &ok);
 		t0 = NowMs(CLOCK_MONOTONIC);
 		SubmitStreams(n_streams, tl_scalar(db, "SELECT coalesce(max(id), 0) FROM xip83.group_messages"));
@@ -1817,12 +1848,7 @@ Phase(PGconn *db, bool by_proto, Figures *fig)
 				 proto_names[proto], n_streams, n_conns, n_topics, rate);
 	else
 		snprintf(cs, sizeof(cs), "streams=%d,conns=%d,topics=%d,pool=%d", n_streams, n_conns, n_topics, pool);
-	if (own)
-		strcat(cs, ",own=1");
-	if (gw_loops > 0 && !on_anchor)
-		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",loops=%d", gw_loops);
-	if (on_anchor)
-		strcat(cs, ",server=anchor");
+	CaseServer(cs, sizeof(cs));
 	if (storm)
 		snprintf(cs + strlen(cs), sizeof(cs) - strlen(cs), ",rows=%ld,fresh=%g", storm_rows, fresh_pct);
 	Loop(t0 + 300000, AllCaughtUp);
@@ -1969,6 +1995,7 @@ main(int argc, char **argv)
 		{"fresh", required_argument, NULL, 'F'}, {"own", no_argument, NULL, 'O'},
 		{"proto", required_argument, NULL, 'P'}, {"window", required_argument, NULL, 'W'},
 		{"loops", required_argument, NULL, 'L'},
+		{"write-hold-ms", required_argument, NULL, 'H'},
 		{NULL, 0, NULL, 0}
 	};
 	Proto		protos[3];
@@ -2006,6 +2033,10 @@ main(int argc, char **argv)
 						tl_fatal("--loops: a list of at most eight loop counts");
 					loops_list[n_loops_list++] = atoi(tok);
 				}
+				break;
+			case 'H':
+				if ((hold_ms = atoi(optarg)) < 0)
+					tl_fatal("--write-hold-ms: at least 0");
 				break;
 			case 'S': seconds = atoi(optarg); break;
 			case 'p': pool = atoi(optarg); break;
